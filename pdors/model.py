@@ -1,0 +1,174 @@
+"""The job and cluster model of the paper's Section III, array-backed.
+
+An :class:`Instance` is everything a scheduler or the offline optimum needs: the jobs (one array entry per
+job), the machines' capacities and the horizon ``T``. Arrays are read-only so a policy can be handed the
+instance without copying it.
+
+Units: one slot is one hour; ``tau`` is slots per sample; gradient size ``g`` is MB; link rates are MB per
+slot; resources are counts (gpu, cpu) or GB (mem, storage).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+RESOURCES: tuple[str, ...] = ("gpu", "cpu", "mem", "storage")
+
+# Sensitivity classes of the paper's Section V (theta2 = 0 / in [0.01, 1] / in [4, 6]).
+INSENSITIVE, SENSITIVE, CRITICAL = 0, 1, 2
+
+
+def _frozen(array: np.ndarray, dtype) -> np.ndarray:
+    out = np.array(array, dtype=dtype, copy=True)
+    out.flags.writeable = False
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Jobs:
+    """Per-job parameters, each an array of length I (resource demands are I x R).
+
+    Field names follow the paper's symbols: ``arrival`` a_i, ``epochs`` E_i, ``samples`` K_i,
+    ``grad_mb`` g_i, ``tau`` tau_i, ``gamma`` gamma_i (worker:PS ratio), ``batch`` F_i (global batch,
+    also the cap on concurrent workers, eq. 4), ``bw_internal`` b_i^(i), ``bw_external`` b_i^(e),
+    ``worker_demand`` alpha_i^r, ``ps_demand`` beta_i^r, and the sigmoid utility parameters
+    ``theta1..theta3`` of Section V.
+    """
+
+    arrival: np.ndarray
+    epochs: np.ndarray
+    samples: np.ndarray
+    grad_mb: np.ndarray
+    tau: np.ndarray
+    gamma: np.ndarray
+    batch: np.ndarray
+    bw_internal: np.ndarray
+    bw_external: np.ndarray
+    worker_demand: np.ndarray
+    ps_demand: np.ndarray
+    theta1: np.ndarray
+    theta2: np.ndarray
+    theta3: np.ndarray
+    sensitivity: np.ndarray
+
+    _INT_FIELDS = ("arrival", "epochs", "samples", "gamma", "batch", "sensitivity")
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            dtype = np.int64 if f.name in self._INT_FIELDS else np.float64
+            object.__setattr__(self, f.name, _frozen(getattr(self, f.name), dtype))
+
+    def __len__(self) -> int:
+        return int(self.arrival.shape[0])
+
+    @property
+    def workload(self) -> np.ndarray:
+        """V_i = E_i * K_i, the total samples to process (Section IV-C)."""
+        return (self.epochs * self.samples).astype(np.float64)
+
+    def time_per_sample(self, internal: bool | np.ndarray) -> np.ndarray:
+        """Slots one worker spends per sample: tau_i + 2 g_i gamma_i / (b F_i) (eqs. 1-2).
+
+        ``b`` is b_i^(i) where ``internal`` holds (Fact 1), else b_i^(e).
+        """
+        bw = np.where(internal, self.bw_internal, self.bw_external)
+        return self.tau + 2.0 * self.grad_mb * self.gamma / (bw * self.batch)
+
+    def utility(self, duration) -> np.ndarray:
+        """Sigmoid utility u_i(d) = theta1 / (1 + exp(theta2 (d - theta3))) of Section V.
+
+        ``duration`` broadcasts against the job axis; d = t_done - a_i.
+        """
+        with np.errstate(over="ignore"):
+            return self.theta1 / (1.0 + np.exp(self.theta2 * (np.asarray(duration, float) - self.theta3)))
+
+    def utility_of(self, job: int, duration) -> np.ndarray:
+        """u_i(d) for one job, vectorised over ``duration``."""
+        with np.errstate(over="ignore"):
+            d = np.asarray(duration, float)
+            return self.theta1[job] / (1.0 + np.exp(self.theta2[job] * (d - self.theta3[job])))
+
+    def subset(self, index) -> "Jobs":
+        return Jobs(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+
+@dataclass(frozen=True, eq=False)
+class Cluster:
+    """Machines and their capacities C_h^r (H x R)."""
+
+    capacity: np.ndarray
+    resources: tuple[str, ...] = RESOURCES
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "capacity", _frozen(self.capacity, np.float64))
+        object.__setattr__(self, "resources", tuple(self.resources))
+
+    @property
+    def machines(self) -> int:
+        return int(self.capacity.shape[0])
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """One scheduling problem: jobs, cluster and horizon T (slots 0..T-1)."""
+
+    jobs: Jobs
+    cluster: Cluster
+    slots: int
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        problems = instance_problems(self)
+        if problems:
+            raise ValueError("invalid instance: " + "; ".join(problems))
+
+    @property
+    def num_jobs(self) -> int:
+        return len(self.jobs)
+
+    @property
+    def num_machines(self) -> int:
+        return self.cluster.machines
+
+
+def instance_problems(inst: Instance) -> list[str]:
+    """Every reason ``inst`` is not a valid instance, each naming the field (empty if valid)."""
+    j, c, out = inst.jobs, inst.cluster, []
+    n, r = len(j), len(c.resources)
+    if not isinstance(inst.slots, (int, np.integer)) or inst.slots < 1:
+        out.append(f"slots: must be a positive integer, got {inst.slots!r}")
+    if c.capacity.ndim != 2 or c.capacity.shape[1] != r or c.capacity.shape[0] < 1:
+        out.append(f"cluster.capacity: must be H x {r} with H >= 1, got shape {c.capacity.shape}")
+    elif not np.all(np.isfinite(c.capacity)) or np.any(c.capacity < 0):
+        out.append("cluster.capacity: must be finite and >= 0")
+    for f in fields(j):
+        a = getattr(j, f.name)
+        want = (n, r) if f.name in ("worker_demand", "ps_demand") else (n,)
+        if a.shape != want:
+            out.append(f"jobs.{f.name}: shape {a.shape}, expected {want}")
+        elif not np.all(np.isfinite(a)):
+            out.append(f"jobs.{f.name}: must be finite")
+    if out:
+        return out
+    checks = [
+        ("arrival", (j.arrival >= 0) & (j.arrival < inst.slots), f"must lie in [0, {inst.slots - 1}]"),
+        ("epochs", j.epochs >= 1, "must be >= 1"),
+        ("samples", j.samples >= 1, "must be >= 1"),
+        ("grad_mb", j.grad_mb >= 0, "must be >= 0"),
+        ("tau", j.tau > 0, "must be > 0"),
+        ("gamma", j.gamma >= 1, "must be >= 1"),
+        ("batch", j.batch >= 1, "must be >= 1"),
+        ("bw_internal", j.bw_internal > 0, "must be > 0"),
+        ("bw_external", j.bw_external > 0, "must be > 0"),
+        ("worker_demand", np.all(j.worker_demand >= 0, axis=1), "must be >= 0"),
+        ("ps_demand", np.all(j.ps_demand >= 0, axis=1), "must be >= 0"),
+        ("theta1", j.theta1 >= 0, "must be >= 0"),
+        ("theta2", j.theta2 >= 0, "must be >= 0 (utility non-increasing in time)"),
+        ("sensitivity", np.isin(j.sensitivity, (INSENSITIVE, SENSITIVE, CRITICAL)), "must be 0, 1 or 2"),
+    ]
+    for name, ok, why in checks:
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            out.append(f"jobs.{name}: {why} (job {int(bad[0])}{' and others' if bad.size > 1 else ''})")
+    return out

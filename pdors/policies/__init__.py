@@ -1,0 +1,24 @@
+"""The policy registry. A policy lives in ``pdors/policies/<name>.py`` with a config dataclass ``Config``
+and a factory ``make(config, spec) -> Policy``; adding one means adding its name here."""
+from __future__ import annotations
+
+import importlib
+
+from ..config import build
+
+POLICIES: tuple[str, ...] = ("pdors",)
+
+
+def policy_module(name: str):
+    if name not in POLICIES:
+        raise ValueError(f"policy: unknown policy {name!r} (known: {', '.join(POLICIES)})")
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def policy_config(name: str, params: dict | None, path: str = "params"):
+    """The validated config of policy ``name``; raises ``ConfigError`` naming the bad field."""
+    return build(policy_module(name).Config, params or {}, path)
+
+
+def make_policy(name: str, params: dict | None, spec):
+    return policy_module(name).make(policy_config(name, params), spec)

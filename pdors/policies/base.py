@@ -1,0 +1,85 @@
+"""The policy interface: a policy is one decision method over a read-only view of the cluster state.
+
+Two kinds serve every scheduler in the project:
+
+* :class:`PlanningPolicy` (PD-ORS, OASiS): called once per arriving job, in arrival order; it admits the job
+  with a complete future schedule (a :class:`JobPlan`) or rejects it (returns ``None``).
+* :class:`SlotPolicy` (FIFO, DRF, Dorm, ...): called once per slot; it returns this slot's allocation for the
+  jobs that have arrived and are not complete.
+
+Policies never see the validator; the simulator executes what they return and the validator judges it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Instance
+
+
+@dataclass(frozen=True)
+class SlotView:
+    """What a policy may look at in slot ``t`` (arrays are read-only).
+
+    ``reserved[t, h, r]``: resources already committed in slot t (past slots: what ran; future slots: plans
+    of admitted jobs). ``remaining[i]``: samples job i still needs, as measured by the simulator.
+    ``admitted[i]``, ``completed[i]`` (slot or -1), ``pending``: arrived, admitted or not, not complete.
+    """
+
+    t: int
+    instance: Instance
+    reserved: np.ndarray
+    remaining: np.ndarray
+    admitted: np.ndarray
+    completed: np.ndarray
+
+    @property
+    def pending(self) -> np.ndarray:
+        return (self.instance.jobs.arrival <= self.t) & (self.completed < 0)
+
+    @property
+    def free(self) -> np.ndarray:
+        """Residual capacity C_h^r - rho_h^r[t] per (slot, machine, resource)."""
+        return self.instance.cluster.capacity[None, :, :] - self.reserved
+
+
+@dataclass
+class JobPlan:
+    """A committed schedule for one job: ``workers[t, h]``, ``servers[t, h]`` over the whole horizon."""
+
+    workers: np.ndarray
+    servers: np.ndarray
+    completion: int
+    payoff: float = 0.0
+
+
+@dataclass
+class SlotAllocation:
+    """One slot's allocation: ``workers[i, h]``, ``servers[i, h]`` for every job (zeros for idle ones)."""
+
+    workers: np.ndarray
+    servers: np.ndarray
+
+
+class Policy:
+    """Common interface of all policies."""
+
+    name = "policy"
+
+    def reset(self, instance: Instance, seed: int) -> None:
+        """Prepare for a new run on ``instance``; ``seed`` drives any randomness of the policy."""
+
+    def summary(self) -> dict:
+        """Policy-specific statistics of the run just simulated (JSON-friendly)."""
+        return {}
+
+
+class PlanningPolicy(Policy):
+    def plan(self, job: int, view: SlotView) -> JobPlan | None:
+        raise NotImplementedError
+
+
+class SlotPolicy(Policy):
+    def allocate(self, view: SlotView) -> SlotAllocation:
+        raise NotImplementedError

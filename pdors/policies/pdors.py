@@ -1,0 +1,139 @@
+"""PD-ORS, Algorithm 1: admit an arriving job iff its best schedule has positive payoff, then commit it.
+
+For job i arriving at a_i: prices p_h^r[t] of eq. (12) from the resources already committed in each slot;
+theta(t, v) by Algorithm 4 for every slot t >= a_i and workload level; the DP of Algorithms 2-3 picks the
+completion slot and schedule maximising u_i(t~ - a_i) - cost; admit iff that payoff is > 0 (steps 3-4).
+Prices are a pure function of the committed resources (rho), so "update rho and prices" is the simulator
+committing the plan.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from ..model import Instance
+from ..primal_dual.dynamic_program import plan_levels
+from ..primal_dual.gain import competitive_bound
+from ..primal_dual.prices import PriceBounds, instance_price_bounds, prices
+from ..primal_dual.slot_cost import JobShape, LinearProgram, Rounding, slot_costs, state_digest
+from .base import JobPlan, PlanningPolicy, SlotView
+
+HISTORY_SEED_OFFSET = 1_000_003
+
+
+@dataclass(frozen=True)
+class RoundingConfig:
+    """Algorithm 4's randomised rounding. ``gain`` fixes G_delta (paper Fig. 11 sweeps 0.2-1.2); with
+    ``gain: null`` it is computed per external solve from ``delta`` by eq. (29) or (30). ``delta`` also
+    enters the reported bound 6 G / delta max_r(1, ln U^r/L)."""
+
+    gain: float | None = 1.0
+    delta: float = 1.0
+    theorem: Literal[29, 30] = 29
+    feasible_solutions: int = 5
+    max_attempts: int = 5000
+
+    def check(self) -> list[str]:
+        out = []
+        if self.gain is not None and self.gain <= 0:
+            out.append(f"gain: must be > 0 (or null to derive it from delta), got {self.gain}")
+        if not 0 < self.delta <= 1:
+            out.append(f"delta: must lie in (0, 1], got {self.delta}")
+        if self.feasible_solutions < 1:
+            out.append(f"feasible_solutions: must be >= 1, got {self.feasible_solutions}")
+        if self.max_attempts < self.feasible_solutions:
+            out.append(f"max_attempts: must be >= feasible_solutions, got {self.max_attempts}")
+        return out
+
+
+@dataclass(frozen=True)
+class Config:
+    workload_levels: int = 100
+    price_bounds: Literal["oracle", "history"] = "oracle"
+    utility_floor: float = 1e-6
+    rounding: RoundingConfig = field(default_factory=RoundingConfig)
+
+    def check(self) -> list[str]:
+        out = []
+        if not 1 <= self.workload_levels <= 10000:
+            out.append(f"workload_levels: must lie in [1, 10000], got {self.workload_levels}")
+        if self.utility_floor <= 0:
+            out.append(f"utility_floor: must be > 0, got {self.utility_floor}")
+        return out
+
+
+class PDORS(PlanningPolicy):
+    def __init__(self, config: Config, history: Instance | None = None, name: str = "pdors"):
+        self.name = name
+        self.config = config
+        self.history = history
+        r = config.rounding
+        self.rounding = Rounding(r.gain, r.delta, r.theorem, r.feasible_solutions, r.max_attempts)
+
+    def reset(self, instance: Instance, seed: int) -> None:
+        source = self.history if self.config.price_bounds == "history" else instance
+        self.bounds: PriceBounds = instance_price_bounds(source, self.config.utility_floor)
+        self.seed = seed
+        self.lp = LinearProgram()
+        self._solves: list = []
+
+    def plan(self, job: int, view: SlotView) -> JobPlan | None:
+        inst = view.instance
+        jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), self.config.workload_levels
+        capacity = inst.cluster.capacity
+        price = prices(self.bounds, view.reserved[a:], capacity)
+        free = view.free[a:]
+        shape = JobShape(float(jobs.time_per_sample(True)[job]), float(jobs.time_per_sample(False)[job]),
+                         int(jobs.batch[job]), int(jobs.gamma[job]), jobs.worker_demand[job], jobs.ps_demand[job])
+        levels = np.arange(q + 1) * (jobs.workload[job] / q)
+        cache: dict[int, object] = {}
+        per_slot = []
+        for j in range(inst.slots - a):
+            key = state_digest(price[j], free[j])
+            if key not in cache:
+                cache[key] = slot_costs(shape, levels, price[j], free[j], self.rounding,
+                                        (self.seed, job, key), self.lp)
+                self._solves.extend(cache[key].external_solves)
+            per_slot.append(cache[key])
+        theta = np.stack([c.cost for c in per_slot])
+        result = plan_levels(theta, jobs.utility_of(job, np.arange(inst.slots - a)))
+        if result.completion < 0 or not result.payoff > 0:
+            return None
+        H = inst.num_machines
+        workers = np.zeros((inst.slots, H), dtype=np.int64)
+        servers = np.zeros((inst.slots, H), dtype=np.int64)
+        for j in np.flatnonzero(result.levels):
+            opt = per_slot[j].options[result.levels[j]]
+            workers[a + j, opt.machines] = opt.workers
+            servers[a + j, opt.machines] = opt.servers
+        return JobPlan(workers, servers, a + result.completion, result.payoff)
+
+    def summary(self) -> dict:
+        solves = np.array(self._solves, dtype=float).reshape(-1, 5)
+        found = np.isfinite(solves[:, 3])
+        log_ratio = self.bounds.log_ratio()
+        gains = solves[:, 4] if len(solves) else np.array([self.rounding.gain or 0.0])
+        gain = self.rounding.gain if self.rounding.gain is not None else float(gains.max(initial=0.0))
+        return {
+            "external_solves": int(len(solves)),
+            "rounding_attempts_mean": float(solves[:, 0].mean()) if len(solves) else 0.0,
+            "infeasible_solves": int((~found).sum()),
+            "lp_vs_rounded_ratio": float(np.mean(solves[found, 3] / np.maximum(solves[found, 2], 1e-300)))
+            if found.any() else None,
+            "gain_min": float(gains.min()) if len(solves) else gain,
+            "gain_max": float(gains.max()) if len(solves) else gain,
+            "price_upper": self.bounds.upper.tolist(),
+            "price_lower": self.bounds.lower,
+            "competitive_bound": competitive_bound(gain, self.rounding.delta, log_ratio),
+        }
+
+
+def make(config: Config, spec) -> PDORS:
+    """Build PD-ORS for a run; ``history`` bounds come from an independent draw of the same generator."""
+    history = None
+    if config.price_bounds == "history":
+        from ..workload import generate
+        history = generate(spec.workload, spec.machines, spec.jobs, spec.slots, spec.seed + HISTORY_SEED_OFFSET)
+    return PDORS(config, history)

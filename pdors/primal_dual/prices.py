@@ -1,0 +1,62 @@
+"""Exponential resource prices of PD-ORS, eqs. (12)-(14)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Instance, Jobs
+
+
+@dataclass(frozen=True)
+class PriceBounds:
+    """``upper[r]`` = U^r (eq. 13) and ``lower`` = L (eq. 14)."""
+
+    upper: np.ndarray
+    lower: float
+
+    def log_ratio(self) -> np.ndarray:
+        """ln(U^r / L) per resource (0 where no job uses the resource)."""
+        return np.log(self.upper / self.lower)
+
+
+def shortest_duration(jobs: Jobs) -> np.ndarray:
+    """d_i^min = ceil(V_i (tau_i + 2 g_i gamma_i / (b_i^(i) F_i)) / F_i): F_i co-located workers throughout."""
+    return np.ceil(jobs.workload * jobs.time_per_sample(True) / jobs.batch)
+
+
+def price_bounds(jobs: Jobs, cluster_capacity: np.ndarray, slots: int, utility_floor: float) -> PriceBounds:
+    """U^r by eq. (13) and L by eq. (14) from the jobs given.
+
+    [choice] eq. (13) is evaluated at the shortest training *duration* d_i^min (the paper's
+    ``d_min - a_i`` subtracts an arrival slot from a duration). In eq. (14) ``1/mu`` takes the largest value
+    the paper's condition allows, and u_i(T - a_i) is floored at ``utility_floor`` so that time-critical jobs,
+    whose utility underflows at T - a_i, do not drive L to zero.
+    """
+    demand = jobs.worker_demand + jobs.ps_demand                        # [I, R]
+    best = jobs.utility(shortest_duration(jobs))                        # u_i(d_i^min)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unit = np.where(demand > 0, best[:, None] / demand, -np.inf)
+    upper = unit.max(axis=0)
+    external_work = np.ceil(jobs.workload * jobs.time_per_sample(False))   # ceil(V_i (tau + 2 g gamma / (b_e F)))
+    size = external_work * demand.sum(axis=1)
+    inv_mu = np.min(size / (slots * cluster_capacity.sum()))
+    worst = np.maximum(jobs.utility(slots - jobs.arrival), utility_floor)
+    lower = float(np.min(inv_mu * worst / (2.0 * size)))
+    # A resource no job uses keeps the constant price L; a U^r below L would make prices fall with use.
+    upper = np.where(np.isfinite(upper), np.maximum(upper, lower), lower)
+    return PriceBounds(upper=upper, lower=lower)
+
+
+def instance_price_bounds(instance: Instance, utility_floor: float) -> PriceBounds:
+    return price_bounds(instance.jobs, instance.cluster.capacity, instance.slots, utility_floor)
+
+
+def prices(bounds: PriceBounds, used: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """p_h^r[t] = L (U^r / L) ** (rho_h^r[t] / C_h^r), eq. (12), for ``used`` = rho of shape [..., H, R].
+
+    A resource of zero capacity is priced at U^r (it is exhausted from the start).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fill = np.where(capacity > 0, used / capacity, 1.0)
+    return bounds.lower * np.exp(fill * bounds.log_ratio())

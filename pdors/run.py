@@ -1,0 +1,121 @@
+"""One simulation run: build the instance, simulate one policy, validate, summarise.
+
+This is the unit of work of every command: ``pdors simulate`` runs one, a sweep fans out many.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .config import build, to_dict
+from .model import Instance
+from .policies import POLICIES, make_policy, policy_config
+from .simulator import SimulationResult, simulate
+from .validator import Validation, validate
+from .workload import WorkloadConfig, generate
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that determines a run's outcome (timings aside)."""
+
+    policy: str = "pdors"
+    machines: int = 30
+    jobs: int = 50
+    slots: int = 20
+    seed: int = 1
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def check(self) -> list[str]:
+        out = []
+        if self.policy not in POLICIES:
+            out.append(f"policy: unknown policy {self.policy!r} (known: {', '.join(POLICIES)})")
+        for name in ("machines", "jobs", "slots"):
+            if getattr(self, name) < 1:
+                out.append(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if self.seed < 0:
+            out.append(f"seed: must be >= 0, got {self.seed}")
+        if not out:
+            policy_config(self.policy, self.params)   # raises ConfigError naming params.<field>
+        return out
+
+
+@dataclass
+class RunResult:
+    spec: RunSpec
+    instance: Instance
+    simulation: SimulationResult
+    validation: Validation
+    summary: dict
+
+
+def make_instance(spec: RunSpec) -> Instance:
+    return generate(spec.workload, spec.machines, spec.jobs, spec.slots, spec.seed)
+
+
+def run(spec: RunSpec | dict, instance: Instance | None = None) -> RunResult:
+    spec = build(RunSpec, spec)
+    instance = instance if instance is not None else make_instance(spec)
+    policy = make_policy(spec.policy, spec.params, spec)
+    sim = simulate(instance, policy, spec.seed)
+    check = validate(instance, sim.schedule)
+    return RunResult(spec, instance, sim, check, summarise(spec, instance, sim, check))
+
+
+def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: Validation) -> dict:
+    jobs, T = instance.jobs, instance.slots
+    admitted = sim.schedule.admitted
+    complete = (check.completion >= 0) & admitted
+    training = np.where(complete, check.completion - jobs.arrival, T)
+    capacity = instance.cluster.capacity.sum(axis=0) * T
+    used = check.usage.sum(axis=(0, 1))
+    latency_ms = sim.decision_seconds * 1e3
+    stats = sim.stats
+    return {
+        "policy": spec.policy,
+        "seed": spec.seed,
+        "machines": instance.num_machines,
+        "num_jobs": instance.num_jobs,
+        "slots": T,
+        "total_utility": check.total_utility,
+        "admitted": int(admitted.sum()),
+        "completed": int(complete.sum()),
+        "rejected": int((~admitted).sum()),
+        "median_training_time": float(np.median(training)),
+        "utilisation": {r: float(u / c) if c > 0 else 0.0
+                        for r, u, c in zip(instance.cluster.resources, used, capacity)},
+        "violations": [v.as_dict() for v in check.violations],
+        "decision_latency_ms": {
+            "p50": float(np.percentile(latency_ms, 50)) if latency_ms.size else 0.0,
+            "p99": float(np.percentile(latency_ms, 99)) if latency_ms.size else 0.0,
+            "count": int(latency_ms.size),
+        },
+        "rounding": {
+            "attempts_mean": stats.get("rounding_attempts_mean", 0.0),
+            "infeasible_solves": stats.get("infeasible_solves", 0),
+        },
+        "policy_stats": stats,
+        "wall_s": sim.wall_seconds,
+        "code_version": __version__,
+        "spec": to_dict(spec),
+        "jobs": [
+            {
+                "job": i,
+                "arrival": int(jobs.arrival[i]),
+                "admitted": bool(admitted[i]),
+                "completion": int(check.completion[i]) if complete[i] else None,
+                "utility": float(check.utility[i]),
+                "workload": float(jobs.workload[i]),
+                "samples_processed": float(check.samples[:, i].sum()),
+                "sensitivity": int(jobs.sensitivity[i]),
+            }
+            for i in range(instance.num_jobs)
+        ],
+    }
+
+
+TIMING_KEYS = ("wall_s", "decision_latency_ms")

@@ -1,0 +1,119 @@
+"""The feasibility validator of SPEC section 1: the only judge of a schedule.
+
+It recomputes everything from the integer counts and the instance alone (it shares no code with any policy
+or with the simulator's bookkeeping): capacity (eq. 5), the worker cap F (eq. 4), the worker:PS ratio
+(eq. 2, read as s >= ceil(w / gamma) and s > 0 iff w > 0), no allocation before arrival (eq. 7) or to a job
+that was not admitted, the locality of every (job, slot) (Fact 1) and the samples it yields (eqs. 1-3),
+completion slots, and utilities. Reported utility always comes from here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .model import Instance
+from .schedule import Schedule
+
+# Relative slack on the workload test: a plan that processes exactly V_i samples in several slots may sum
+# to V_i (1 - 1e-15 * slots) in floating point; a real shortfall is at least one sample.
+WORKLOAD_RTOL = 1e-12
+CAPACITY_ATOL = 1e-9
+
+KINDS = ("negative", "capacity", "cap", "ratio", "before_arrival", "not_admitted", "locality", "completion")
+
+
+@dataclass(frozen=True)
+class Violation:
+    kind: str
+    detail: str
+    slot: int | None = None
+    job: int | None = None
+    machine: int | None = None
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "slot": self.slot, "job": self.job, "machine": self.machine,
+                "detail": self.detail}
+
+
+@dataclass
+class Validation:
+    violations: list[Violation]
+    samples: np.ndarray        # [T, I] samples processed per slot
+    internal: np.ndarray       # [T, I] allocation is internal (Fact 1)
+    completion: np.ndarray     # [I] first slot with cumulative samples >= V_i, -1 if never
+    utility: np.ndarray        # [I] u_i(completion - a_i) for admitted complete jobs, else 0
+    usage: np.ndarray          # [T, H, R] resources in use
+    total_utility: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.total_utility = float(self.utility.sum())
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def _cells(mask: np.ndarray):
+    return [tuple(int(x) for x in idx) for idx in np.argwhere(mask)]
+
+
+def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validation:
+    """Check ``schedule`` against ``instance``; at most ``limit`` violations of each kind are listed."""
+    jobs, cap = instance.jobs, instance.cluster.capacity
+    w = schedule.workers.astype(np.int64)
+    s = schedule.servers.astype(np.int64)
+    T, I, H = w.shape
+    if (T, I, H) != (instance.slots, instance.num_jobs, instance.num_machines) or s.shape != w.shape:
+        raise ValueError(f"schedule shape {w.shape} does not match instance {(instance.slots, I, H)}")
+    out: list[Violation] = []
+
+    def report(kind, mask, describe):
+        for idx in _cells(mask)[:limit]:
+            out.append(describe(kind, *idx))
+
+    report("negative", (w < 0) | (s < 0),
+           lambda k, t, i, h: Violation(k, f"negative count w={w[t, i, h]} s={s[t, i, h]}", t, i, h))
+    usage = np.einsum("tih,ir->thr", w, jobs.worker_demand) + np.einsum("tih,ir->thr", s, jobs.ps_demand)
+    over = usage > cap[None, :, :] + CAPACITY_ATOL
+    report("capacity", over.any(axis=2),
+           lambda k, t, h: Violation(k, f"usage {usage[t, h].tolist()} exceeds capacity {cap[h].tolist()}",
+                                     t, None, h))
+    wsum, ssum = w.sum(axis=2), s.sum(axis=2)
+    report("cap", wsum > jobs.batch[None, :],
+           lambda k, t, i: Violation(k, f"{wsum[t, i]} workers exceed F_i = {jobs.batch[i]}", t, i))
+    need_ps = -(-wsum // jobs.gamma[None, :])
+    bad_ratio = (ssum < need_ps) | ((ssum > 0) & (wsum == 0))
+    report("ratio", bad_ratio, lambda k, t, i: Violation(
+        k, f"{ssum[t, i]} PSs for {wsum[t, i]} workers at gamma {jobs.gamma[i]} (need >= {need_ps[t, i]}, "
+           f"and none without workers)", t, i))
+    busy = (wsum > 0) | (ssum > 0)
+    early = busy & (np.arange(T)[:, None] < jobs.arrival[None, :])
+    report("before_arrival", early,
+           lambda k, t, i: Violation(k, f"allocated in slot {t} before arrival {jobs.arrival[i]}", t, i))
+    report("not_admitted", busy & ~schedule.admitted[None, :],
+           lambda k, t, i: Violation(k, "resources allocated to a job that was not admitted", t, i))
+
+    # Fact 1: internal iff all workers and PSs of the job sit on one single machine.
+    hosts = ((w > 0) | (s > 0)).sum(axis=2)
+    internal = (hosts == 1) & (wsum > 0)
+    bw = np.where(internal, jobs.bw_internal[None, :], jobs.bw_external[None, :])
+    per_sample = jobs.tau[None, :] + 2.0 * jobs.grad_mb[None, :] * jobs.gamma[None, :] / (bw * jobs.batch[None, :])
+    samples = wsum / per_sample
+    claimed = schedule.claimed_internal & (wsum > 0)
+    report("locality", claimed != internal, lambda k, t, i: Violation(
+        k, f"claimed {'internal' if claimed[t, i] else 'external'} rate, allocation is "
+           f"{'internal' if internal[t, i] else 'external'}", t, i))
+
+    cumulative = np.cumsum(samples, axis=0)
+    target = jobs.workload * (1.0 - WORKLOAD_RTOL)
+    done = cumulative >= target[None, :]
+    completion = np.where(done.any(axis=0), done.argmax(axis=0), -1)
+    for i in np.flatnonzero(schedule.claimed_completion != completion)[:limit]:
+        c = int(schedule.claimed_completion[i])
+        out.append(Violation("completion", f"claimed completion slot {c}, recomputed "
+                             f"{int(completion[i])} ({cumulative[-1, i]:.6g} of {jobs.workload[i]:.6g} samples)",
+                             c if c >= 0 else None, int(i)))
+    complete = (completion >= 0) & schedule.admitted
+    utility = np.where(complete, jobs.utility(np.maximum(completion - jobs.arrival, 0)), 0.0)
+    return Validation(out, samples, internal, completion, utility, usage)

@@ -1,0 +1,135 @@
+"""Synthetic workloads with the paper's Section V distributions (SPEC section 2).
+
+Every draw comes from one ``numpy.random.Generator(PCG64(seed))`` in a fixed order, so the same config and
+seed give bit-identical instances in any process. Jobs are numbered in arrival order (ties by draw order).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from .config import range_problem
+from .model import CRITICAL, INSENSITIVE, RESOURCES, SENSITIVE, Cluster, Instance, Jobs
+
+MBPS_TO_MB_PER_SLOT = 3600.0 / 8.0  # one slot is one hour [choice]
+
+
+@dataclass(frozen=True)
+class Demand:
+    """Integer ranges per resource for one worker or one parameter server."""
+
+    gpu: tuple[int, int]
+    cpu: tuple[int, int]
+    mem: tuple[int, int]
+    storage: tuple[int, int]
+
+    def check(self) -> list[str]:
+        return [p for r in RESOURCES for p in range_problem(r, getattr(self, r))]
+
+    def bounds(self) -> np.ndarray:
+        return np.array([getattr(self, r) for r in RESOURCES], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """Generator settings; defaults are the paper's Section V (thesis for bandwidth)."""
+
+    epochs: tuple[int, int] = (50, 200)
+    samples: tuple[int, int] = (20000, 500000)
+    grad_mb: tuple[float, float] = (30.0, 575.0)
+    tau: tuple[float, float] = (1e-5, 1e-4)
+    gamma: tuple[int, int] = (1, 10)
+    batch: tuple[int, int] = (1, 200)
+    bw_external_mbps: tuple[float, float] = (100.0, 4000.0)
+    bandwidth_ratio: float = 40.0
+    worker_demand: Demand = field(default_factory=lambda: Demand((0, 4), (1, 10), (2, 32), (5, 10)))
+    ps_demand: Demand = field(default_factory=lambda: Demand((0, 0), (1, 10), (2, 32), (5, 10)))
+    capacity_factor: float = 18.0
+    theta1: tuple[float, float] = (1.0, 100.0)
+    theta2_sensitive: tuple[float, float] = (0.01, 1.0)
+    theta2_critical: tuple[float, float] = (4.0, 6.0)
+    theta3: tuple[float, float] = (1.0, 15.0)
+    mix: tuple[float, float, float] = (0.10, 0.55, 0.35)
+    arrivals: Literal["alternating", "uniform"] = "alternating"
+    workload_scale: float = 1.0
+
+    def check(self) -> list[str]:
+        out = []
+        for name, lo in (("epochs", 1), ("samples", 1), ("grad_mb", 0), ("tau", 1e-12), ("gamma", 1),
+                         ("batch", 1), ("bw_external_mbps", 1e-9), ("theta1", 0), ("theta2_sensitive", 0),
+                         ("theta2_critical", 0), ("theta3", 0)):
+            out += range_problem(name, getattr(self, name), lo)
+        if self.bandwidth_ratio <= 0:
+            out.append(f"bandwidth_ratio: must be > 0, got {self.bandwidth_ratio}")
+        if self.capacity_factor <= 0:
+            out.append(f"capacity_factor: must be > 0, got {self.capacity_factor}")
+        if self.workload_scale <= 0:
+            out.append(f"workload_scale: must be > 0, got {self.workload_scale}")
+        if any(m < 0 for m in self.mix) or abs(sum(self.mix) - 1.0) > 1e-6:
+            out.append(f"mix: three non-negative shares summing to 1, got {list(self.mix)}")
+        out += [f"worker_demand.{p}" for p in self.worker_demand.check()]
+        out += [f"ps_demand.{p}" for p in self.ps_demand.check()]
+        return out
+
+    def capacity(self) -> np.ndarray:
+        """C^r = capacity_factor x the midpoint of the worker demand range [choice: "roughly 18 times"]."""
+        return self.capacity_factor * self.worker_demand.bounds().mean(axis=1)
+
+
+def arrival_weights(slots: int, pattern: str) -> np.ndarray:
+    """Per-slot arrival probabilities over the horizon.
+
+    ``alternating``: the paper's normalised Google-trace rates, 1/3 in odd and 2/3 in even slots, counting
+    slots from 1 as the paper does (so 0-based slot 0 is odd) [choice].
+    """
+    if pattern == "uniform":
+        w = np.ones(slots)
+    else:
+        w = np.where(np.arange(slots) % 2 == 0, 1.0 / 3.0, 2.0 / 3.0)
+    return w / w.sum()
+
+
+def generate(config: WorkloadConfig, machines: int, jobs: int, slots: int, seed: int,
+             arrivals: np.ndarray | None = None) -> Instance:
+    """Draw an instance; ``arrivals`` (e.g. from a trace) replaces the synthetic arrival slots."""
+    if machines < 1 or jobs < 1 or slots < 1:
+        raise ValueError(f"machines, jobs and slots must be >= 1, got {machines}, {jobs}, {slots}")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    c = config
+
+    def ints(bounds):
+        return rng.integers(bounds[0], bounds[1] + 1, size=jobs)
+
+    def reals(bounds):
+        return rng.uniform(bounds[0], bounds[1], size=jobs)
+
+    synthetic = rng.choice(slots, size=jobs, p=arrival_weights(slots, c.arrivals))
+    if arrivals is None:
+        arrival = synthetic
+    else:
+        arrival = np.asarray(arrivals, dtype=np.int64)
+        if arrival.shape != (jobs,) or arrival.min() < 0 or arrival.max() >= slots:
+            raise ValueError(f"arrivals: need {jobs} slots in [0, {slots - 1}]")
+    epochs, samples = ints(c.epochs), ints(c.samples)
+    grad, tau, gamma, batch = reals(c.grad_mb), reals(c.tau), ints(c.gamma), ints(c.batch)
+    bw_ext = reals(c.bw_external_mbps) * MBPS_TO_MB_PER_SLOT
+    wd, pd = c.worker_demand.bounds(), c.ps_demand.bounds()
+    worker = rng.integers(wd[:, 0], wd[:, 1] + 1, size=(jobs, len(RESOURCES)))
+    ps = rng.integers(pd[:, 0], pd[:, 1] + 1, size=(jobs, len(RESOURCES)))
+    theta1, theta3 = reals(c.theta1), reals(c.theta3)
+    cls = rng.choice(3, size=jobs, p=np.array(c.mix) / sum(c.mix))
+    theta2 = np.select(
+        [cls == INSENSITIVE, cls == SENSITIVE, cls == CRITICAL],
+        [np.zeros(jobs), reals(c.theta2_sensitive), reals(c.theta2_critical)],
+    )
+    samples = np.maximum(1, np.round(samples * c.workload_scale)).astype(np.int64)
+    order = np.argsort(arrival, kind="stable")
+    job_arrays = Jobs(
+        arrival=arrival, epochs=epochs, samples=samples, grad_mb=grad, tau=tau, gamma=gamma, batch=batch,
+        bw_internal=bw_ext * c.bandwidth_ratio, bw_external=bw_ext, worker_demand=worker, ps_demand=ps,
+        theta1=theta1, theta2=theta2, theta3=theta3, sensitivity=cls,
+    ).subset(order)
+    cluster = Cluster(capacity=np.tile(c.capacity(), (machines, 1)))
+    return Instance(job_arrays, cluster, int(slots), meta={"seed": int(seed), "generator": "synthetic"})
