@@ -1,0 +1,46 @@
+"""`pdors simulate` as a user runs it: the issue's command, in fresh processes."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+TIMING = ("wall_s", "decision_latency_ms")
+
+
+def _simulate(tmp_path, name, *extra):
+    out = tmp_path / f"{name}.json"
+    cmd = [sys.executable, "-m", "pdors.cli", "simulate", "--policy", "pdors", "--machines", "30", "--jobs", "50",
+           "--slots", "20", "--seed", "1", "--json", str(out), *extra]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr + done.stdout
+    return json.loads(out.read_text()), done.stdout
+
+
+def test_issue_command_validates_and_is_deterministic(tmp_path):
+    first, stdout = _simulate(tmp_path, "a")
+    assert first["violations"] == []
+    assert first["admitted"] > 0 and first["completed"] > 0
+    per_job = sum(j["utility"] for j in first["jobs"] if j["completion"] is not None)
+    assert first["total_utility"] == pytest.approx(per_job, rel=1e-12)
+    assert all(j["utility"] == 0 for j in first["jobs"] if j["completion"] is None)
+    for key in ("policy", "seed", "machines", "num_jobs", "slots", "rejected", "median_training_time",
+                "utilisation", "rounding"):
+        assert key in first
+    assert set(first["utilisation"]) == {"gpu", "cpu", "mem", "storage"}
+    assert "total utility" in stdout
+
+    second, _ = _simulate(tmp_path, "b")
+    for key in TIMING:
+        first.pop(key), second.pop(key)
+    assert first == second
+
+
+def test_bad_config_is_a_one_line_error(tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("policies:\n  pdors:\n    rounding:\n      delta: 2.0\n")
+    done = subprocess.run([sys.executable, "-m", "pdors.cli", "simulate", "--config", str(cfg)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "params.rounding.delta" in done.stderr and "(0, 1]" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

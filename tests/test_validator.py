@@ -1,0 +1,98 @@
+"""The validator against schedules built by hand, each breaking one rule."""
+import numpy as np
+import pytest
+
+from pdors.schedule import Schedule
+from pdors.validator import validate
+
+from tiny import tiny_instance
+
+
+def _instance():
+    # Job 0: V = 4 samples, F = 2, gamma = 1, 2 samples per worker-slot; job 1 arrives in slot 1.
+    return tiny_instance([{}, {"arrival": 1, "gamma": 2, "batch": 4, "samples": 8}])
+
+
+def _good():
+    inst = _instance()
+    s = Schedule.empty(inst)
+    s.admitted[:] = True
+    s.workers[0, 0, 0], s.servers[0, 0, 0] = 2, 2          # job 0: internal on machine 0, done in slot 0
+    s.workers[1, 1, 1], s.servers[1, 1, 1] = 2, 1          # job 1: internal, 4 samples in slot 1 ...
+    s.workers[2, 1, 0], s.servers[2, 1, 1] = 2, 1          # ... and external, 4 more in slot 2
+    s.claimed_internal[0, 0] = s.claimed_internal[1, 1] = True
+    s.claimed_completion[:] = [0, 2]
+    return inst, s
+
+
+def test_a_correct_schedule_passes_with_its_utility():
+    inst, s = _good()
+    v = validate(inst, s)
+    assert v.violations == []
+    assert list(v.completion) == [0, 2]
+    expected = 10 / (1 + np.exp(0.0)) + 10 / (1 + np.exp(1.0))   # u_0(0) + u_1(2 - 1)
+    assert v.total_utility == pytest.approx(expected)
+
+
+def _kinds(inst, s):
+    return {x.kind for x in validate(inst, s).violations}
+
+
+def test_capacity():
+    inst, s = _good()
+    s.workers[0, 0, 0] = 3                                  # 3 workers + 2 PS = 5 cpu > 4
+    assert "capacity" in _kinds(inst, s)
+
+
+def test_cap_f():
+    inst, s = _good()
+    s.workers[1, 1, 1], s.servers[1, 1, 1] = 5, 3          # F = 4
+    s.workers[1, 1, 0] = 0
+    assert "cap" in _kinds(inst, s)
+
+
+def test_ratio_too_few_servers_and_servers_without_workers():
+    inst, s = _good()
+    s.servers[2, 1, 1] = 0
+    s.servers[2, 1, 0] = 0                                  # 2 workers at gamma 2 need 1 PS
+    assert "ratio" in _kinds(inst, s)
+    inst, s = _good()
+    s.servers[1, 0, 1] = 1                                  # a PS for job 0 in a slot with no workers
+    assert "ratio" in _kinds(inst, s)
+
+
+def test_before_arrival():
+    inst, s = _good()
+    s.workers[0, 1, 1], s.servers[0, 1, 1] = 1, 1          # job 1 arrives in slot 1
+    assert "before_arrival" in _kinds(inst, s)
+
+
+def test_not_admitted():
+    inst, s = _good()
+    s.admitted[1] = False
+    assert "not_admitted" in _kinds(inst, s)
+    assert validate(inst, s).utility[1] == 0
+
+
+def test_wrong_locality_rate_claimed():
+    inst, s = _good()
+    s.claimed_internal[2, 1] = True                         # slot 2 spans two machines: external
+    assert "locality" in _kinds(inst, s)
+
+
+def test_completion_claimed_early():
+    inst, s = _good()
+    s.claimed_completion[1] = 1                             # only 4 of 8 samples by slot 1
+    assert "completion" in _kinds(inst, s)
+
+
+def test_external_rate_is_slower_when_bandwidth_matters():
+    inst = tiny_instance([{"grad_mb": 1.0, "samples": 4}])  # per sample: 0.5 + 2/(b*2)
+    s = Schedule.empty(inst)
+    s.admitted[:] = True
+    s.workers[0, 0, 0], s.servers[0, 0, 1] = 2, 2          # external: 0.5 + 2*1*1/(1*2) = 1.5 slot/sample
+    v = validate(inst, s)
+    assert v.samples[0, 0] == pytest.approx(2 / 1.5) and not v.internal[0, 0]
+    s.servers[0, 0, 1], s.servers[0, 0, 0] = 0, 2          # internal: 0.5 + 2/(40*2) = 0.525
+    v = validate(inst, s)
+    assert v.samples[0, 0] == pytest.approx(2 / 0.525) and v.internal[0, 0]
