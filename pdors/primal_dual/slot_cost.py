@@ -30,7 +30,10 @@ import numpy as np
 from .gain import gain_eq29, gain_eq30
 
 FIT_ATOL = 1e-9
-ROUNDING_BATCH = 64
+ROUNDING_BATCH = 64        # first batch of rounding attempts; batches double up to ROUNDING_BATCH_MAX
+ROUNDING_BATCH_MAX = 1024
+COST_RANGE = 1e12          # LP costs are rescaled to [1, COST_RANGE]: prices start near L ~ 1e-15,
+                           # below HiGHS's tolerances, which would make every feasible point "optimal"
 
 
 @dataclass(frozen=True)
@@ -77,25 +80,29 @@ class SlotCosts:
 
 
 class LinearProgram:
-    """A reusable HiGHS instance for the small external-case LPs."""
+    """A reusable HiGHS instance: load one slot state's LP, then re-solve it warm for each cover bound."""
 
     def __init__(self) -> None:
         self.highs = highspy.Highs()
         self.highs.setOptionValue("output_flag", False)
 
-    def solve(self, cost, a_matrix, row_lower, row_upper, col_upper) -> np.ndarray | None:
+    def load(self, cost, a_matrix, row_lower, row_upper) -> None:
         lp = highspy.HighsLp()
         n = len(cost)
         lp.num_col_, lp.num_row_ = n, a_matrix.shape[0]
-        lp.col_cost_ = cost
+        positive = cost[cost > 0]
+        scale = positive.min() if positive.size else 1.0
+        lp.col_cost_ = np.minimum(cost / scale, COST_RANGE)
         lp.col_lower_ = np.zeros(n)
-        lp.col_upper_ = col_upper
+        lp.col_upper_ = np.full(n, np.inf)
         lp.row_lower_, lp.row_upper_ = row_lower, row_upper
-        csc = _csc(a_matrix)
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = csc
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = _csc(a_matrix)
         self.highs.clearModel()
         self.highs.passModel(lp)
+
+    def solve_with_row_bounds(self, row: int, lower: float, upper: float) -> np.ndarray | None:
+        self.highs.changeRowBounds(row, lower, upper)
         self.highs.run()
         if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
@@ -160,11 +167,15 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
     per_worker_floor = p_w.min() + p_s.min() / job.gamma
     demand_ext = levels * job.per_sample_external
     solves = []
+    loaded = False
     for k in range(1, q):
         d = demand_ext[k]
         if d > job.batch or d * per_worker_floor >= cost[k]:
             continue
-        lp_sol = _external_lp(job, d, p_w, p_s, cls_free, counts, lp)
+        if not loaded:
+            _load_external_lp(job, p_w, p_s, cls_free, counts, lp)
+            loaded = True
+        lp_sol = _solve_external_lp(d, job, len(counts), lp)
         if lp_sol is None:
             continue
         machines, w_bar, s_bar = _disaggregate(job, lp_sol, member_class, counts, free)
@@ -180,39 +191,48 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
     return SlotCosts(cost, options, solves)
 
 
-def _external_lp(job, demand, p_w, p_s, cls_free, counts, lp):
-    """LP relaxation of (23)-(26) + ratio over machine classes; returns per-class (W, S) or None."""
+def _load_external_lp(job, p_w, p_s, cls_free, counts, lp) -> None:
+    """LP relaxation of (23)-(26) + ratio over machine classes; the cover bound is set per level."""
     n = len(counts)
     used = (job.worker_demand > 0) | (job.ps_demand > 0)
     alpha, beta = job.worker_demand[used], job.ps_demand[used]
     cap = (cls_free[:, used] * counts[:, None]).clip(min=0)                   # [C, R']
     r = alpha.size
-    rows = []
+    a = np.zeros((n * r + 2, 2 * n))
     for i in range(n):                                                        # eq. (24) per class
-        block = np.zeros((r, 2 * n))
-        block[:, i], block[:, n + i] = alpha, beta
-        rows.append(block)
-    coupling = np.zeros((2, 2 * n))
-    coupling[0, :n] = 1.0                                                     # eqs. (25)-(26)
-    coupling[1, :n], coupling[1, n:] = -1.0, job.gamma                        # gamma sum s - sum w >= 0
-    a = np.vstack(rows + [coupling])
-    lower = np.concatenate([np.full(n * r, -np.inf), [demand, 0.0]])
+        a[i * r:(i + 1) * r, i], a[i * r:(i + 1) * r, n + i] = alpha, beta
+    a[n * r, :n] = 1.0                                                        # D <= sum w <= F, (25)-(26)
+    a[n * r + 1, :n], a[n * r + 1, n:] = -1.0, job.gamma                      # gamma sum s - sum w >= 0
+    lower = np.concatenate([np.full(n * r, -np.inf), [0.0, 0.0]])
     upper = np.concatenate([cap.ravel(), [job.batch, np.inf]])
-    sol = lp.solve(np.concatenate([p_w, p_s]), a, lower, upper, np.full(2 * n, np.inf))
+    lp.load(np.concatenate([p_w, p_s]), a, lower, upper)
+
+
+def _solve_external_lp(demand, job, n, lp):
+    """Per-class (W, S) of the LP optimum with cover bound ``demand``, or None if infeasible."""
+    rows = lp.highs.getNumRow()
+    sol = lp.solve_with_row_bounds(rows - 2, demand, job.batch)
     if sol is None:
         return None
     return sol[:n].clip(min=0), sol[n:].clip(min=0)
 
 
 def _disaggregate(job, lp_sol, member_class, counts, free):
-    """Spread each class's (W, S) over its machines, filling the lowest-indexed ones first."""
+    """Spread each class's (W, S) over its machines, filling the lowest-indexed ones first.
+
+    Each machine gets a multiple of the class's mean point, as large as leaves room to round every
+    entry up: rounding then cannot break capacity (24), only the cover (26) and the ratio, whose
+    sums are met about half the time each at G = 1. A class with too few machines for that falls
+    back to the even split (rounding up may then not fit).
+    """
     cls_w, cls_s = lp_sol
     machines, ws, ss = [], [], []
     for c in np.flatnonzero((cls_w > 1e-12) | (cls_s > 1e-12)):
         members = np.flatnonzero(member_class == c)
         per = np.array([cls_w[c], cls_s[c]]) / counts[c]
         load = per[0] * job.worker_demand + per[1] * job.ps_demand
-        room = free[members[0]]
+        round_up = (per[0] > 0) * job.worker_demand + (per[1] > 0) * job.ps_demand
+        room = free[members[0]] - round_up
         with np.errstate(divide="ignore", invalid="ignore"):
             stretch = np.min(np.where(load > 0, room / load, np.inf))
         stretch = max(1.0, min(stretch, float(counts[c])))
@@ -241,33 +261,47 @@ def _gain(rounding: Rounding, job: JobShape, demand: float, free: np.ndarray) ->
 
 
 def _round(job, demand, machines, w_scaled, s_scaled, prices, free, rounding, rng):
-    """Randomised rounding (27)-(28) until S feasible solutions or the attempt cap; the cheapest wins."""
+    """Randomised rounding (27)-(28) until S feasible solutions or the attempt cap; the cheapest wins.
+
+    Each machine's four outcomes (worker count down/up x PS count down/up) are checked against its capacity
+    once; an attempt is then a lookup per machine instead of a load computation per resource.
+    """
     w_floor, s_floor = np.floor(w_scaled), np.floor(s_scaled)
     w_frac, s_frac = w_scaled - w_floor, s_scaled - s_floor
-    room = free[machines]                                                    # [m, R]
+    room = free[machines] + FIT_ATOL                                          # [m, R]
+    fits = np.stack([np.all((w_floor + dw)[:, None] * job.worker_demand
+                            + (s_floor + ds)[:, None] * job.ps_demand <= room, axis=1)
+                     for ds in (0, 1) for dw in (0, 1)], axis=1)            # [m, 4], index dw + 2 ds
+    critical = np.flatnonzero(~fits.all(axis=1))
+    fits_critical = fits[critical]
     p_w = prices[machines] @ job.worker_demand
     p_s = prices[machines] @ job.ps_demand
+    base_w, base_s = w_floor.sum(), s_floor.sum()
     attempts = feasible = 0
     best_cost, best = np.inf, None
     m = len(machines)
+    size = ROUNDING_BATCH
     while feasible < rounding.feasible_solutions and attempts < rounding.max_attempts:
-        batch = min(ROUNDING_BATCH, rounding.max_attempts - attempts)
+        # Attempt j always uses the j-th block of 2m draws, so the batch size changes no outcome.
+        batch = min(size, rounding.max_attempts - attempts)
+        size = min(2 * size, ROUNDING_BATCH_MAX)
         draws = rng.random((batch, 2 * m))
-        w = w_floor + (draws[:, :m] < w_frac)
-        s = s_floor + (draws[:, m:] < s_frac)
-        wsum, ssum = w.sum(axis=1), s.sum(axis=1)
-        load = w[:, :, None] * job.worker_demand + s[:, :, None] * job.ps_demand
-        ok = np.all(load <= room[None] + FIT_ATOL, axis=(1, 2))
-        ok &= (wsum <= job.batch) & (wsum >= demand) & (job.gamma * ssum >= wsum) & (ssum > 0)
+        up_w, up_s = draws[:, :m] < w_frac, draws[:, m:] < s_frac
+        wsum, ssum = base_w + up_w.sum(axis=1), base_s + up_s.sum(axis=1)
+        ok = (wsum <= job.batch) & (wsum >= demand) & (job.gamma * ssum >= wsum) & (ssum > 0)
+        if critical.size:
+            outcome = up_w[:, critical] + 2 * up_s[:, critical]
+            ok &= np.take_along_axis(fits_critical[None], outcome[..., None], axis=2)[..., 0].all(axis=1)
         idx = np.flatnonzero(ok)
         take = idx[: rounding.feasible_solutions - feasible]
         attempts += int(take[-1]) + 1 if take.size == rounding.feasible_solutions - feasible else batch
         feasible += take.size
         if take.size:
-            costs = w[take] @ p_w + s[take] @ p_s
+            w, s = w_floor + up_w[take], s_floor + up_s[take]
+            costs = w @ p_w + s @ p_s
             j = int(np.argmin(costs))
             if costs[j] < best_cost:
-                best_cost, best = float(costs[j]), (w[take[j]], s[take[j]])
+                best_cost, best = float(costs[j]), (w[j], s[j])
     if best is None:
         return attempts, 0, None
     w, s = best
