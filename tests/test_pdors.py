@@ -179,3 +179,29 @@ def test_pdors_schedules_always_validate_and_plans_cover_the_workload(machines, 
         rate = np.where(hosts == 1, per_sample[True][i], per_sample[False][i])
         assert (plan.workers.sum(axis=1) / rate).sum() >= inst.jobs.workload[i] * (1 - 1e-12)
         assert check.completion[i] >= 0, "an admitted job completes"
+
+
+def test_history_price_bounds_come_from_an_independent_draw():
+    from pdors.run import run
+
+    spec = dict(machines=6, jobs=12, slots=8, seed=3, workload={"workload_scale": 0.01},
+                params={"workload_levels": 20})
+    oracle = run(spec).summary
+    history = run({**spec, "params": {"workload_levels": 20, "price_bounds": "history"}}).summary
+    assert history["violations"] == []
+    assert history["policy_stats"]["price_lower"] != oracle["policy_stats"]["price_lower"]
+
+
+@pytest.mark.parametrize("theorem, below_one", [(29, True), (30, False)])
+def test_gain_derived_from_delta_per_solve(theorem, below_one):
+    from pdors.run import run
+
+    params = {"workload_levels": 20, "rounding": {"gain": None, "delta": 0.5, "theorem": theorem}}
+    s = run(dict(machines=4, jobs=10, slots=6, seed=2, workload={"workload_scale": 0.01}, params=params)).summary
+    stats = s["policy_stats"]
+    assert s["violations"] == [] and stats["external_solves"] > 0
+    if below_one:
+        assert 0 <= stats["gain_min"] <= stats["gain_max"] <= 1
+    else:
+        assert 1 < stats["gain_min"] <= stats["gain_max"]
+    assert stats["competitive_bound"] >= 6 * stats["gain_max"] / 0.5 - 1e-9
