@@ -6,7 +6,7 @@ import importlib
 
 from ..config import build
 
-POLICIES: tuple[str, ...] = ("pdors",)
+POLICIES: tuple[str, ...] = ("pdors", "fifo", "drf", "dorm", "oasis")
 
 
 def policy_module(name: str):

@@ -1,0 +1,78 @@
+"""DRF, the second baseline of the paper's Section V (Dominant Resource Fairness as in YARN/Mesos, paper refs.
+[38]-[39]; Ghodsi et al., NSDI'11).
+
+Every slot, from scratch over all arrived, incomplete jobs: progressive filling on dominant shares. The job with
+the lowest dominant share (ties to the lowest index) gets one more worker, plus one more PS when ceil(w / gamma)
+grows; both are placed round-robin. A job stops growing when it reaches F_i workers (eq. 4) or its next
+increment does not fit; filling ends when no job can grow. The dominant share counts the job's workers and PSs
+against the whole cluster's capacity [choice: the paper does not say how DRF treats PSs].
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Instance
+from .base import SlotAllocation, SlotPolicy, SlotView
+from .placement import Placement, dominant_share, round_robin, slot_allocation
+
+
+@dataclass(frozen=True)
+class Config:
+    def check(self) -> list[str]:
+        return []
+
+
+class DRF(SlotPolicy):
+    name = "drf"
+
+    def reset(self, instance: Instance, seed: int) -> None:
+        self.cursor = 0
+        self.total = instance.cluster.capacity.sum(axis=0)
+        self.increments = 0
+
+    def allocate(self, view: SlotView) -> SlotAllocation:
+        inst, jobs = view.instance, view.instance.jobs
+        H = inst.num_machines
+        free = view.free[view.t].copy()
+        placed = {int(i): Placement(np.zeros(H, dtype=np.int64), np.zeros(H, dtype=np.int64))
+                  for i in np.flatnonzero(view.pending)}
+        workers = dict.fromkeys(placed, 0)
+        servers = dict.fromkeys(placed, 0)
+        heap = [(0.0, i) for i in placed]
+        heapq.heapify(heap)
+        while heap:
+            _, i = heapq.heappop(heap)
+            p, alpha, beta = placed[i], jobs.worker_demand[i], jobs.ps_demand[i]
+            w = workers[i] + 1
+            if w > jobs.batch[i]:
+                continue
+            worker = round_robin(free, alpha, 1, self.cursor)
+            if worker is None:
+                continue
+            new_workers, cursor = worker
+            after = free - new_workers[:, None] * alpha
+            s = servers[i]
+            if -(-w // jobs.gamma[i]) > s:           # ceil(w / gamma) grew: one more PS
+                server = round_robin(after, beta, 1, cursor)
+                if server is None:
+                    continue
+                new_servers, cursor = server
+                p.servers += new_servers
+                after -= new_servers[:, None] * beta
+                s += 1
+            p.workers += new_workers
+            free, self.cursor = after, cursor
+            workers[i], servers[i] = w, s
+            self.increments += 1
+            heapq.heappush(heap, (float(dominant_share(w * alpha + s * beta, self.total)), i))
+        return slot_allocation(inst.num_jobs, H, placed)
+
+    def summary(self) -> dict:
+        return {"increments": self.increments}
+
+
+def make(config: Config, spec) -> DRF:
+    return DRF()

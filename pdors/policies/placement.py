@@ -1,0 +1,122 @@
+"""Helpers shared by the baselines of the paper's Section V: PS counts, dominant shares and round-robin
+placement ("workers and parameter servers are placed in a round-robin fashion on available machines").
+
+Round-robin is the classic one-task-at-a-time scan: a cursor walks the machines cyclically and each task goes
+to the next machine (from the cursor) with room for it. For ``count`` identical tasks this equals full passes
+over the machines that still have room plus one partial pass, which :func:`round_robin` computes in closed
+form instead of task by task.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import SlotAllocation
+
+FIT_ATOL = 1e-9
+
+
+def ps_count(workers, gamma):
+    """Fewest PSs for ``workers`` at ratio ``gamma``: ceil(w / gamma), hence 0 iff w = 0 (eq. 2, SPEC [choice])."""
+    return -(-np.asarray(workers) // np.asarray(gamma))
+
+
+def dominant_share(usage: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """DRF's dominant share max_r usage^r / total^r over resources the cluster has (usage [..., R])."""
+    has = total > 0
+    return (usage[..., has] / total[has]).max(axis=-1, initial=0.0)
+
+
+def room(free: np.ndarray, demand: np.ndarray, limit: int) -> np.ndarray:
+    """How many tasks of ``demand`` fit on each machine of ``free`` [H, R], capped at ``limit``."""
+    need = demand > 0
+    if not need.any():
+        return np.full(free.shape[0], limit, dtype=np.int64)
+    fit = np.floor((free[:, need] + FIT_ATOL) / demand[need]).min(axis=1)
+    return np.clip(fit, 0, limit).astype(np.int64)
+
+
+def round_robin(free: np.ndarray, demand: np.ndarray, count: int, cursor: int) -> tuple[np.ndarray, int] | None:
+    """Place ``count`` tasks of ``demand`` round-robin from machine ``cursor``.
+
+    Returns (tasks per machine, the cursor after the last task) or ``None`` if they do not all fit.
+    """
+    H = free.shape[0]
+    placed = np.zeros(H, dtype=np.int64)
+    if count <= 0:
+        return placed, cursor
+    if count == 1 and np.all(free[cursor] + FIT_ATOL >= demand):   # fast path: the cursor's machine has room
+        placed[cursor] = 1
+        return placed, (cursor + 1) % H
+    order = (cursor + np.arange(H)) % H
+    k = room(free, demand, count)[order]
+    if k.sum() < count:
+        return None
+    # Full passes m: the largest m with sum(min(k, m)) <= count (sum is non-decreasing in m).
+    lo, hi = 0, int(k.max())
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if np.minimum(k, mid).sum() <= count:
+            lo = mid
+        else:
+            hi = mid - 1
+    take = np.minimum(k, lo)
+    rest = count - int(take.sum())
+    if rest:
+        partial = np.flatnonzero(k > lo)[:rest]
+        take[partial] += 1
+        last = partial[-1]
+    else:
+        last = np.flatnonzero(k >= lo)[-1]
+    placed[order] = take
+    return placed, int((order[last] + 1) % H)
+
+
+@dataclass
+class Placement:
+    """One job's tasks per machine in one slot."""
+
+    workers: np.ndarray
+    servers: np.ndarray
+
+    def usage(self, worker_demand: np.ndarray, ps_demand: np.ndarray) -> np.ndarray:
+        """Resources [H, R] this placement takes."""
+        return self.workers[:, None] * worker_demand + self.servers[:, None] * ps_demand
+
+
+def place_job(free: np.ndarray, worker_demand: np.ndarray, ps_demand: np.ndarray, workers: int, servers: int,
+              cursor: int) -> tuple[Placement, int] | None:
+    """Workers, then PSs, round-robin from ``cursor`` on ``free`` [H, R]; ``None`` if not all fit."""
+    w = round_robin(free, worker_demand, workers, cursor)
+    if w is None:
+        return None
+    after = free - w[0][:, None] * worker_demand
+    s = round_robin(after, ps_demand, servers, w[1])
+    if s is None:
+        return None
+    return Placement(w[0], s[0]), s[1]
+
+
+def place_largest(free: np.ndarray, worker_demand: np.ndarray, ps_demand: np.ndarray, workers: int, gamma: int,
+                  cursor: int) -> tuple[Placement, int]:
+    """The most workers <= ``workers`` (with ceil(w / gamma) PSs) that round-robin placement fits.
+
+    Used where counts come from aggregate capacity (Dorm): per-machine fragmentation can leave a job a few
+    tasks short. Returns an empty placement if not even one worker fits.
+    """
+    for w in range(workers, 0, -1):
+        got = place_job(free, worker_demand, ps_demand, w, int(ps_count(w, gamma)), cursor)
+        if got is not None:
+            return got
+    H = free.shape[0]
+    return Placement(np.zeros(H, dtype=np.int64), np.zeros(H, dtype=np.int64)), cursor
+
+
+def slot_allocation(num_jobs: int, machines: int, placements: dict[int, Placement]) -> SlotAllocation:
+    """The :class:`SlotAllocation` holding ``placements`` (job -> placement); other jobs get nothing."""
+    workers = np.zeros((num_jobs, machines), dtype=np.int64)
+    servers = np.zeros((num_jobs, machines), dtype=np.int64)
+    for i, p in placements.items():
+        workers[i], servers[i] = p.workers, p.servers
+    return SlotAllocation(workers, servers)
