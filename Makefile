@@ -20,8 +20,10 @@ solvers:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq glpk-utils coinor-cbc >/dev/null; }
 
+# The quickstart sweep (configs/quickstart.yaml), recomputed from scratch: Ray -> Parquet -> table, plots, MLflow.
 run: setup
-	$(BIN)/pdors simulate --policy pdors --machines 30 --jobs 50 --slots 20 --seed 1 --json results/quickstart-pdors.json
+	rm -rf results/quickstart
+	$(BIN)/pdors sweep run configs/quickstart.yaml --out results/quickstart
 
 test: setup
 	$(BIN)/python -m pytest -q

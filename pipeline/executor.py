@@ -1,0 +1,111 @@
+"""Fan-out: one Ray task per simulation run and per offline-OPT instance.
+
+A run that raises is caught inside its task and comes back as a ``failed`` outcome (deterministic: retrying
+would raise again). A task lost to a dead worker or node is retried by Ray (``RETRIES``); one still lost after
+that comes back as ``lost``, which ``--resume`` runs again.
+"""
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .grid import Task
+
+RETRIES = 3
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str              # ok | failed | lost
+    error: str | None
+    result: dict | None      # run summary ("sim") or offline_opt result dict ("opt")
+    code_version: str | None
+    node_id: str | None
+    node_ip: str | None
+    worker_pid: int | None
+    started_at: float
+    finished_at: float
+
+
+def execute(task: Task) -> Outcome:
+    """Run one task in the current process (the body of every Ray task)."""
+    import pdors
+    from pdors.run import run
+
+    from . import opt
+
+    started = time.time()
+    try:
+        result = run(task.spec).summary if task.kind == "sim" else opt.solve(task.spec)
+        status, error = "ok", None
+    except Exception as e:   # recorded, and the sweep goes on
+        result, status = None, "failed"
+        error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
+    node_id = node_ip = None
+    try:
+        import ray
+
+        if ray.is_initialized():
+            node_id = ray.get_runtime_context().get_node_id()
+            node_ip = ray.util.get_node_ip_address()
+    except ImportError:
+        pass
+    return Outcome(status, error, result, pdors.__version__, node_id, node_ip, os.getpid(), started, time.time())
+
+
+@dataclass(frozen=True)
+class Cluster:
+    address: str        # "local" or the address connected to
+    cpus: int
+    nodes: int
+
+
+def _connect(address: str | None) -> Cluster:
+    import ray
+
+    if address:
+        ray.init(address=address, logging_level="WARNING")
+    else:
+        ray.init(address="local", include_dashboard=False, logging_level="WARNING")   # never a stale `ray start`
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    return Cluster(address or "local", int(ray.cluster_resources().get("CPU", 1)), len(alive))
+
+
+def fan_out(tasks: list[Task], address: str | None, max_parallel: int | None,
+            on_connect=None) -> Iterator[tuple[Task, Outcome]]:
+    """Yield (task, outcome) as tasks finish, keeping at most ``max_parallel`` in flight
+    (default: twice the cluster's CPUs, enough to keep every CPU busy)."""
+    import ray
+    from ray.exceptions import RayError
+
+    cluster = _connect(address)
+    try:
+        if on_connect is not None:
+            on_connect(cluster)
+        remote = ray.remote(max_retries=RETRIES)(execute)
+        limit = max_parallel or 2 * cluster.cpus
+        pending = iter(tasks)
+        in_flight: dict = {}
+
+        def submit() -> None:
+            for task in pending:
+                in_flight[remote.remote(task)] = (task, time.time())
+                if len(in_flight) >= limit:
+                    return
+
+        submit()
+        while in_flight:
+            done, _ = ray.wait(list(in_flight), num_returns=1)
+            task, submitted = in_flight.pop(done[0])
+            try:
+                outcome = ray.get(done[0])
+            except RayError as e:   # retries exhausted: worker/node died, object lost, ...
+                outcome = Outcome("lost", f"{type(e).__name__}: {e}"[:4000], None, None, None, None, None,
+                                  submitted, time.time())
+            yield task, outcome
+            submit()
+    finally:
+        ray.shutdown()

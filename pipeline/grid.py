@@ -1,0 +1,170 @@
+"""Grid expansion: a validated :class:`SweepConfig` -> the sweep's tasks, each a fully-resolved run spec.
+
+Every expanded spec is built with :func:`pdors.config.build` here, so an impossible value anywhere in the grid is
+reported (as a path into the sweep config) before Ray starts or anything is written. Ids are hashes of the
+resolved specs: the same config always gives the same sweep, point, instance and run ids, whatever the key order.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from pdors.config import ConfigError, build, to_dict
+from pdors.policies import policy_config
+from pdors.run import RunSpec
+
+from .schema import INSTANCE_FIELDS, SweepConfig
+
+OPT_POLICY = "opt"   # the ``policy`` of offline-optimum rows
+
+
+@dataclass(frozen=True)
+class Task:
+    run_id: str
+    kind: Literal["sim", "opt"]
+    policy: str
+    point_id: str      # (grid point, policy): runs that differ only in the seed; one MLflow child each
+    instance_id: str   # runs on the same generated instance (OPT rows join on it)
+    seed: int
+    spec: dict         # resolved spec as plain data; for "sim", ``pdors.run.run(spec)`` reproduces the run
+    axes: dict         # grid axis -> value for this task (axes of other policies absent)
+
+
+@dataclass(frozen=True)
+class Plan:
+    sweep_id: str
+    config: SweepConfig
+    axes: list[str]
+    tasks: list[Task]
+
+
+@dataclass(frozen=True)
+class _Coord:
+    """One axis at one grid point: where it lands in the run spec and which value it takes."""
+
+    axis: str
+    spec_path: str
+    index: int
+    value: Any
+
+
+def digest(obj: Any, n: int = 16) -> str:
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(blob.encode()).hexdigest()[:n]
+
+
+def _set(tree: dict, dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    for key in parents:
+        node = tree.get(key)
+        tree[key] = node = dict(node) if isinstance(node, dict) else {}
+        tree = node
+    tree[leaf] = copy.deepcopy(value)
+
+
+def _check_path(axis: str, tree: dict, dotted: str) -> None:
+    """An axis must name an existing parameter: the resolved defaults show which ones exist."""
+    node, walked = tree, []
+    for key in dotted.split("."):
+        if not isinstance(node, dict):
+            raise ConfigError(f"grid.{axis}", f"{'.'.join(walked)} has no sub-parameters")
+        if key not in node:
+            raise ConfigError(f"grid.{axis}", f"unknown parameter {key!r} (known: {', '.join(sorted(node))})")
+        node = node[key]
+        walked.append(key)
+
+
+def _config_error(err: ConfigError, policy: str, point: list[_Coord]) -> ConfigError:
+    """Map an error in an expanded spec (``params.x``, ``workload.y``) back to the sweep config's field."""
+    def under(path: str, prefix: str) -> bool:
+        return path == prefix or path.startswith((prefix + ".", prefix + "["))
+
+    for c in sorted(point, key=lambda c: -len(c.spec_path)):
+        if under(err.path, c.spec_path):
+            return ConfigError(f"grid.{c.axis}[{c.index}]{err.path[len(c.spec_path):]}", err.reason)
+    if under(err.path, "params"):
+        path = f"policies.{policy}{err.path[len('params'):]}"
+    else:
+        path = f"instance.{err.path}"
+    where = ", ".join(f"{c.axis}={c.value!r}" for c in point)
+    return ConfigError(path, err.reason + (f" (at grid point {where})" if where else ""))
+
+
+def _coords(config: SweepConfig, axes: list[str], to_spec) -> list[list[_Coord]]:
+    """All points of the sub-grid spanned by ``axes`` (config order; the last axis varies fastest)."""
+    grid = config.grid
+    return [[_Coord(a, to_spec(a), k, grid[a][k]) for a, k in zip(axes, idx)]
+            for idx in itertools.product(*(range(len(grid[a])) for a in axes))]
+
+
+def _resolved(spec: RunSpec) -> dict:
+    out = to_dict(spec)
+    out["params"] = to_dict(policy_config(spec.policy, spec.params))
+    return out
+
+
+def _instance_part(spec: dict) -> dict:
+    return {k: spec[k] for k in (*INSTANCE_FIELDS, "seed")}
+
+
+def expand(config: SweepConfig) -> Plan:
+    grid = config.grid
+    inst_axes = [a for a in grid if a.split(".")[0] in INSTANCE_FIELDS]
+    defaults = to_dict(build(RunSpec, {}))
+    for axis in inst_axes:
+        _check_path(axis, defaults, axis)
+    policy_axes = {p: [a for a in grid if a.split(".")[0] == p] for p in config.policies}
+    for policy, axes in policy_axes.items():
+        resolved = to_dict(policy_config(policy, config.policies[policy], f"policies.{policy}"))
+        for axis in axes:
+            _check_path(axis, resolved, axis.split(".", 1)[1])
+
+    tasks: list[Task] = []
+    for inst_point in _coords(config, inst_axes, lambda a: a):
+        instance = copy.deepcopy(config.instance)
+        for c in inst_point:
+            _set(instance, c.spec_path, c.value)
+        for policy, base in config.policies.items():
+            for pol_point in _coords(config, policy_axes[policy], lambda a: "params." + a.split(".", 1)[1]):
+                params = copy.deepcopy(base or {})
+                for c in pol_point:
+                    _set(params, c.spec_path.split(".", 1)[1], c.value)
+                point = inst_point + pol_point
+                axes = {c.axis: c.value for c in point}
+                for seed in config.seed_list():
+                    try:
+                        spec = _resolved(build(RunSpec, {**instance, "policy": policy, "seed": seed,
+                                                         "params": params}))
+                    except ConfigError as e:
+                        raise _config_error(e, policy, point) from None
+                    tasks.append(_sim_task(spec, axes))
+    if config.opt is not None:
+        tasks += _opt_tasks(config, inst_axes, tasks)
+    return Plan(f"{config.name}-{digest(sorted(t.run_id for t in tasks), 10)}", config, list(grid), tasks)
+
+
+def _sim_task(spec: dict, axes: dict) -> Task:
+    unseeded = {k: v for k, v in spec.items() if k != "seed"}
+    return Task(run_id=digest({"kind": "sim", **spec}), kind="sim", policy=spec["policy"],
+                point_id=digest({"kind": "sim", **unseeded}), instance_id=digest(_instance_part(spec)),
+                seed=spec["seed"], spec=spec, axes=axes)
+
+
+def _opt_tasks(config: SweepConfig, inst_axes: list[str], sims: list[Task]) -> list[Task]:
+    """One offline optimum per distinct instance (OPT does not depend on the policy)."""
+    opt = asdict(config.opt_settings())
+    out: dict[str, Task] = {}
+    for t in sims:
+        if t.instance_id in out:
+            continue
+        spec = {**_instance_part(t.spec), "opt": opt}
+        unseeded = {k: v for k, v in spec.items() if k != "seed"}
+        out[t.instance_id] = Task(
+            run_id=digest({"kind": "opt", **spec}), kind="opt", policy=OPT_POLICY,
+            point_id=digest({"kind": "opt", **unseeded}), instance_id=t.instance_id, seed=t.seed, spec=spec,
+            axes={a: t.axes[a] for a in inst_axes})
+    return list(out.values())

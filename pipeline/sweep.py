@@ -1,0 +1,215 @@
+"""The sweep commands: run (expand -> Ray -> Parquet -> summary, plots, MLflow), log (re-log from Parquet),
+status. Results are recorded in Parquet first; everything after that is derived and can be redone."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+from pdors.config import to_dict
+
+from . import grid, schema
+from .storage import Store, runs_schema
+
+PACKAGES = ("pdors", "numpy", "scipy", "highspy", "pyomo", "ray", "mlflow", "pyarrow", "pandas", "matplotlib")
+
+
+class SweepError(ValueError):
+    """A sweep cannot be started or read as asked (reported as one line, exit status 2)."""
+
+
+@dataclass(frozen=True)
+class Counts:
+    total: int
+    ok: int
+    failed: int
+    lost: int
+
+    @property
+    def remaining(self) -> int:
+        return self.total - self.ok - self.failed - self.lost
+
+
+def git_commit() -> str:
+    """HEAD of the checkout this code runs from, '-dirty' if tracked files changed; read-only git calls
+    (GIT_OPTIONAL_LOCKS=0: status must not rewrite the index under someone else's feet)."""
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True, env=env).stdout.strip()
+        dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True, env=env).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
+def packages() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def _manifest(plan: grid.Plan, config_path: str, out: Path, commit: str) -> dict:
+    c = plan.config
+    return {"sweep_id": plan.sweep_id, "name": c.name, "config_path": str(config_path), "config": to_dict(c),
+            "axes": plan.axes, "seeds": c.seed_list(), "tasks": len(plan.tasks),
+            "run_ids": [t.run_id for t in plan.tasks], "experiment": c.mlflow.experiment,
+            "mlflow": c.mlflow.enabled, "output": str(out), "git_commit": commit, "packages": packages(),
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def _say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def run(config_path: str, out: str | None = None, resume: bool = False, max_parallel: int | None = None,
+        ray_address: str | None = None) -> int:
+    """``pdors sweep run``; returns the exit status: 0 all ok, 1 some runs failed or were lost,
+    3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 130 interrupted."""
+    config = schema.load(config_path)
+    plan = grid.expand(config)                     # every spec validated: nothing is written before this
+    root = Path(out or config.output)
+    store = Store(root, plan.sweep_id)
+    if store.recorded() and not resume:
+        raise SweepError(f"sweep {plan.sweep_id} already has results under {root}; pass --resume to continue "
+                         "it, or choose another --out")
+    address = ray_address or os.environ.get("RAY_ADDRESS") or None
+    commit = git_commit()
+    with store.lock():
+        recorded = store.recorded()
+        todo = [t for t in plan.tasks if recorded.get(t.run_id) in (None, "lost")]
+        manifest_path = store.meta / "manifest.json"
+        manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else \
+            _manifest(plan, config_path, root, commit)
+        manifest_path.write_text(json.dumps(manifest, indent=1))
+        (store.meta / "config.yaml").write_text(Path(config_path).read_text())
+        sims = sum(t.kind == "sim" for t in plan.tasks)
+        _say(f"sweep {plan.sweep_id}: {len(plan.tasks)} tasks ({sims} simulations, {len(plan.tasks) - sims} "
+             f"OPT) over {', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already "
+             f"recorded, {len(todo)} to run")
+        try:
+            _execute(store, runs_schema(plan), todo, address, max_parallel, commit)
+        except KeyboardInterrupt:
+            _say(f"\ninterrupted: finished runs are recorded; continue with "
+                 f"`pdors sweep run {config_path} --out {root} --resume`")
+            return 130
+    return report(store, manifest)
+
+
+def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: str) -> None:
+    if not todo:
+        return
+    from tqdm import tqdm
+
+    from .executor import fan_out
+
+    _say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
+    tally = {"ok": 0, "failed": 0, "lost": 0}
+    bar = tqdm(total=len(todo), unit="run", file=sys.stderr, mininterval=0.5 if sys.stderr.isatty() else 10,
+               dynamic_ncols=True)
+
+    def connected(cluster) -> None:
+        bar.write(f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); "
+                  f"started in {time.perf_counter() - started:.1f} s")
+        bar.reset()   # the rate and ETA count from here, not from Ray's start-up
+        clock.append(time.perf_counter())
+
+    started, clock = time.perf_counter(), []
+    try:
+        for task, outcome in fan_out(todo, address, max_parallel, connected):
+            store.write(task, outcome, schema_, commit)
+            tally[outcome.status] += 1
+            bar.set_postfix(ok=tally["ok"], failed=tally["failed"] + tally["lost"],
+                            left=len(todo) - sum(tally.values()), refresh=False)
+            bar.update()
+    finally:
+        bar.close()
+    done, seconds = sum(tally.values()), time.perf_counter() - clock[0]
+    _say(f"ran {done} tasks in {seconds:.1f} s after Ray start-up ({done / seconds:.2f} runs/s); "
+         f"{tally['failed']} failed, {tally['lost']} lost")
+
+
+def _counts(store: Store, manifest: dict) -> tuple[Counts, object]:
+    runs = store.read("runs").to_pandas()
+    status = runs["status"].value_counts() if len(runs) else {}
+    if len(runs):   # plan order (grid, policy, seed), not file order, for tables and plots
+        order = {run_id: k for k, run_id in enumerate(manifest["run_ids"])}
+        runs = runs.sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
+    return Counts(manifest["tasks"], *(int(status.get(s, 0)) for s in ("ok", "failed", "lost"))), runs
+
+
+def report(store: Store, manifest: dict, track: bool | None = None) -> int:
+    """Summary table, plots and MLflow from the Parquet record; the exit status of ``run``/``log``."""
+    from . import plots, summary, tracking
+
+    counts, runs = _counts(store, manifest)
+    if runs.empty:
+        raise SweepError(f"sweep {store.sweep_id} has no recorded runs under {store.root}")
+    axes = manifest["axes"]
+    agg = summary.aggregate(runs, axes)
+    table = summary.markdown(agg, axes)
+    agg.to_csv(store.meta / "summary.csv", index=False)
+    (store.meta / "summary.md").write_text(table)
+    plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png")
+    _say("\n" + table)
+    for failed in runs[runs["status"] != "ok"].head(5).itertuples():
+        _say(f"  {failed.status} run {failed.run_id} ({failed.policy}, seed {failed.seed}): "
+             f"{str(failed.error).splitlines()[0]}")
+    _say(f"runs: {counts.total} total, {counts.ok} ok, {counts.failed} failed, {counts.lost} lost, "
+         f"{counts.remaining} not run")
+    _say(f"Parquet: {store.part('runs')}  (jobs: {store.part('jobs')})")
+    _say(f"summary: {store.meta / 'summary.md'}; plot: {plot}")
+    status = 1 if counts.failed or counts.lost or counts.remaining else 0
+    if not (manifest["mlflow"] if track is None else track):
+        return status
+    artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")] + [plot]
+    try:
+        parent = tracking.log_sweep(manifest, runs, agg, artifacts)
+    except Exception as e:   # Parquet is the record: say how to re-log, keep the results
+        _say(f"MLflow logging failed ({type(e).__name__}: {' '.join(str(e).split())[:300]}); results are safe "
+             f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`")
+        return status or 3
+    _say(f"MLflow: {tracking.tracking_uri()} experiment {manifest['experiment']!r}, parent run {parent} "
+         f"with {len(agg)} child runs")
+    return status
+
+
+def _manifest_of(store: Store) -> dict:
+    path = store.meta / "manifest.json"
+    if not path.exists():
+        known = sorted(p.name for p in (store.root / "sweeps").glob("*")) if (store.root / "sweeps").exists() else []
+        raise SweepError(f"no sweep {store.sweep_id!r} under {store.root} (known: {', '.join(known) or 'none'})")
+    return json.loads(path.read_text())
+
+
+def log(sweep_id: str, out: str) -> int:
+    """``pdors sweep log``: re-log a sweep to MLflow from its Parquet record."""
+    store = Store(out, sweep_id)
+    return report(store, _manifest_of(store), track=True)
+
+
+def status(sweep_id: str | None, out: str) -> int:
+    """``pdors sweep status``: progress of one sweep, or of every sweep under ``out``."""
+    root = Path(out)
+    ids = [sweep_id] if sweep_id else sorted(p.name for p in (root / "sweeps").glob("*") if p.is_dir())
+    if not ids:
+        raise SweepError(f"no sweeps under {root}")
+    for sid in ids:
+        store = Store(root, sid)
+        counts, _ = _counts(store, _manifest_of(store))
+        _say(f"{sid}: {counts.total} tasks, {counts.ok} ok, {counts.failed} failed, {counts.lost} lost, "
+             f"{counts.remaining} not run")
+    return 0

@@ -1,0 +1,276 @@
+"""The sweep pipeline against real parts: local Ray, a two-node Ray cluster, a real MLflow server, SIGKILL and
+--resume. Everything runs inside a network namespace created here with only ``lo`` up, so every address Ray
+or MLflow can use is loopback (Ray would otherwise rewrite 127.0.0.1 to the outward interface)."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from pipeline import storage
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def netns():
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2 to create a loopback-only network namespace")
+    name = f"pdors-test-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+@pytest.fixture
+def env(tmp_path):
+    """A per-test Ray token (never ~/.ray), a per-test MLflow store, MLflow outages failing fast."""
+    return {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16),
+            "RAY_USAGE_STATS_ENABLED": "0", "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db",
+            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20", "PYTHONUNBUFFERED": "1"}
+
+
+def session_pids(sid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":   # after "(comm)": state ppid pgrp session; zombies are dead
+            out.append(int(stat.parent.name))
+    return out
+
+
+def end_session(proc: subprocess.Popen, sig=signal.SIGTERM, grace: float = 20) -> None:
+    """Stop a process started with start_new_session and everything it spawned (Ray daemons, workers)."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    deadline = time.time() + 10
+    while (left := session_pids(proc.pid)) and time.time() < deadline:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+    assert not session_pids(proc.pid), "processes of the test's session survived"
+
+
+def start(netns: str, env: dict, cwd: Path, *cmd) -> subprocess.Popen:
+    return subprocess.Popen(["ip", "netns", "exec", netns, *map(str, cmd)], env=env, cwd=cwd, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def pdors(netns, env, cwd, *args, timeout=240) -> tuple[int, str]:
+    proc = start(netns, env, cwd, BIN / "pdors", *args)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    finally:
+        end_session(proc)
+    return proc.returncode, out
+
+
+def in_netns_python(netns, env, code: str, timeout=90):
+    out = subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-c", code], env=env, text=True,
+                         capture_output=True, timeout=timeout, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def config(tmp_path: Path, name: str, machines, seeds, policies=None, jobs=5, slots=5) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": name, "instance": {"jobs": jobs, "slots": slots}, "policies": policies or {"pdors": {}, "fifo": {}},
+        "grid": {"machines": machines}, "seeds": seeds, "mlflow": {"experiment": f"test-{name}"}}))
+    return path
+
+
+def sweep_id(output: str) -> str:
+    return output.split("sweep ", 1)[1].split(":", 1)[0]
+
+
+def runs_of(out: Path) -> pd.DataFrame:
+    return storage.read(out).to_pandas().sort_values("run_id").reset_index(drop=True)
+
+
+def file_states(out: Path) -> dict:
+    return {p.stem: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (out / "runs").glob("*/*.parquet")}
+
+
+def test_local_sweep_resume_and_parallelism(netns, env, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)   # an MLflow SQLite client creates ./mlruns
+    cfg = config(tmp_path, "local", [4, 6], [1, 2])
+    rc, log = pdors(netns, env, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "a", "--max-parallel", "2")
+    assert rc == 0, log
+    assert "8 tasks (8 simulations, 0 OPT)" in log and "runs: 8 total, 8 ok, 0 failed, 0 lost" in log
+    sid = sweep_id(log)
+    runs = runs_of(tmp_path / "a")
+    assert len(runs) == runs["run_id"].nunique() == 8 and set(runs["status"]) == {"ok"}
+    assert set(runs["node_ip"]) == {"127.0.0.1"} and set(runs["sweep_id"]) == {sid}
+    assert len(storage.read(tmp_path / "a", "jobs")) == 8 * 5
+    meta = tmp_path / "a" / "sweeps" / sid
+    assert (meta / "plots" / "total_utility.png").exists() and (meta / "summary.md").exists()
+
+    from mlflow.tracking import MlflowClient
+    client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
+    exp = client.get_experiment_by_name("test-local")
+    all_runs = client.search_runs([exp.experiment_id])
+    parent = [r for r in all_runs if r.data.tags.get("pdors.sweep_id") == sid and "mlflow.parentRunId" not in
+              r.data.tags]
+    children = [r for r in all_runs if r.data.tags.get("mlflow.parentRunId") == parent[0].info.run_id]
+    assert len(parent) == 1 and len(children) == 4   # 2 machine counts x 2 policies
+    assert all(c.data.metrics["n"] == 2 and "total_utility.mean" in c.data.metrics for c in children)
+    assert {a.path for a in client.list_artifacts(parent[0].info.run_id)} >= {"config.yaml", "summary.csv",
+                                                                               "plots"}
+
+    before = file_states(tmp_path / "a")
+    rc, log = pdors(netns, env, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "a")
+    assert rc == 2 and "already has results" in log and "pass --resume" in log
+    rc, log = pdors(netns, env, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "a", "--resume")
+    assert rc == 0 and "8 already recorded, 0 to run" in log and "starting Ray" not in log
+    assert file_states(tmp_path / "a") == before
+
+    rc, log = pdors(netns, env, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "b", "--max-parallel", "1")
+    assert rc == 0, log
+    keep = [c for c in runs.columns if c not in storage.TIMING_COLUMNS]
+    pd.testing.assert_frame_equal(runs_of(tmp_path / "b")[keep], runs[keep])
+
+
+def test_sigkill_then_resume_records_every_run_exactly_once(netns, env, tmp_path):
+    cfg = config(tmp_path, "kill", [8, 10], [1, 2, 3, 4, 5, 6], {"pdors": {}}, jobs=15, slots=8)
+    out = tmp_path / "out"
+    proc = start(netns, env, tmp_path, BIN / "pdors", "sweep", "run", cfg, "--out", out, "--max-parallel", "1")
+    try:
+        deadline = time.time() + 120
+        while len(file_states(out)) < 3 and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the sweep finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        end_session(proc, signal.SIGKILL)
+    before = file_states(out)
+    assert 3 <= len(before) < 12
+    rc, log = pdors(netns, env, tmp_path, "sweep", "run", cfg, "--out", out, "--resume")
+    assert rc == 0, log
+    assert f"{len(before)} already recorded, {12 - len(before)} to run" in log
+    after = file_states(out)
+    assert {k: after[k] for k in before} == before          # nothing recorded before the kill was recomputed
+    runs = runs_of(out)
+    assert len(runs) == runs["run_id"].nunique() == 12 and set(runs["status"]) == {"ok"}   # none lost
+    assert not list(out.glob("*/*/.tmp-*"))
+
+
+def test_two_node_cluster_on_loopback_survives_a_dead_worker(netns, env, tmp_path):
+    port = 6390
+    ray = BIN / "ray"
+    # own temp dir (short: it holds unix sockets): `ray start` records its address there, not in the shared
+    # /tmp/ray where any later address-less ray.init() on this machine would pick it up
+    temp = tempfile.mkdtemp(prefix="pdray", dir="/tmp")
+    common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats", f"--temp-dir={temp}"]
+    head = start(netns, env, tmp_path, ray, "start", "--head", f"--port={port}", "--include-dashboard=false",
+                 *common)
+    node = start(netns, env, tmp_path, ray, "start", f"--address=127.0.0.1:{port}", *common)
+    try:
+        nodes = in_netns_python(netns, env, (
+            "import json, time, ray\n"
+            f"ray.init(address='127.0.0.1:{port}', logging_level='ERROR')\n"
+            "deadline = time.time() + 60\n"
+            "while len([n for n in ray.nodes() if n['Alive']]) < 2 and time.time() < deadline: time.sleep(0.5)\n"
+            "print(json.dumps([n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']]))\n"))
+        assert nodes == ["127.0.0.1", "127.0.0.1"]
+        cfg = config(tmp_path, "cluster", [8, 10], [1, 2, 3, 4], {"pdors": {}, "fifo": {}}, jobs=15, slots=8)
+        proc = start(netns, env, tmp_path, BIN / "pdors", "sweep", "run", cfg, "--out", tmp_path / "out",
+                     "--ray-address", f"127.0.0.1:{port}", "--max-parallel", "2")
+        killed = None
+        try:   # SIGKILL a worker while it executes a run: Ray must retry that task
+            deadline = time.time() + 120
+            while killed is None and proc.poll() is None and time.time() < deadline:
+                for pid in session_pids(head.pid) + session_pids(node.pid):
+                    try:
+                        title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+                    except OSError:
+                        continue
+                    if title.startswith(b"ray::execute"):
+                        os.kill(pid, signal.SIGKILL)
+                        killed = pid
+                        break
+                time.sleep(0.02)
+            log, _ = proc.communicate(timeout=180)
+        finally:
+            end_session(proc)
+        assert killed is not None, "no executing worker was seen"
+        assert proc.returncode == 0, log
+        assert f"Ray: 127.0.0.1:{port}, 2 node(s), 2 CPU(s)" in log
+        runs = runs_of(tmp_path / "out")
+        assert len(runs) == runs["run_id"].nunique() == 16 and set(runs["status"]) == {"ok"}
+        assert runs["node_id"].nunique() == 2 and set(runs["node_ip"]) == {"127.0.0.1"}
+        # loopback only: the namespace has no other interface, and every TCP endpoint is on 127.0.0.0/8
+        links = subprocess.run(["ip", "-n", netns, "-o", "link"], capture_output=True, text=True).stdout
+        assert [line.split(":")[1].strip() for line in links.splitlines()] == ["lo"]
+        sockets = subprocess.run(["ip", "netns", "exec", netns, "ss", "-tanH"], capture_output=True,
+                                 text=True).stdout.split("\n")
+        endpoints = [ep.rsplit(":", 1)[0] for line in sockets if line for ep in line.split()[3:5]]
+        assert endpoints and all(ep.startswith(("127.", "[::ffff:127.", "0.0.0.0", "*", "[::1]", "[::]"))
+                                 for ep in endpoints), endpoints
+    finally:
+        end_session(node)
+        end_session(head)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_mlflow_server_receives_sweeps_and_outage_loses_nothing(netns, env, tmp_path):
+    port = 5055
+    env = {**env, "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{port}"}
+    out = tmp_path / "out"
+    first = config(tmp_path, "served", [4], [1, 2])
+    rc, log = pdors(netns, env, tmp_path, "sweep", "run", first, "--out", out)   # server not up: an outage
+    assert rc == 3 and "MLflow logging failed" in log and "runs: 4 total, 4 ok" in log, log
+    outage_id = sweep_id(log)
+    assert len(runs_of(out)) == 4
+    server = start(netns, env, tmp_path, ROOT / "infra" / "mlflow-local.sh", port, tmp_path / "server")
+    try:
+        deadline = time.time() + 120
+        while subprocess.run(["ip", "netns", "exec", netns, "curl", "-sf", f"http://127.0.0.1:{port}/health"],
+                             capture_output=True).returncode != 0:
+            assert server.poll() is None and time.time() < deadline, "mlflow server did not become healthy"
+            time.sleep(0.5)
+        rc, log = pdors(netns, env, tmp_path, "sweep", "log", outage_id, "--out", out)
+        assert rc == 0 and "with 2 child runs" in log, log
+        rc, log = pdors(netns, env, tmp_path, "sweep", "run", config(tmp_path, "served", [4], [3]), "--out", out)
+        assert rc == 0 and "with 2 child runs" in log, log
+        live_id = sweep_id(log)
+        counts = in_netns_python(netns, env, (
+            "import json\nfrom mlflow.tracking import MlflowClient\n"
+            "c = MlflowClient()\nexp = c.get_experiment_by_name('test-served')\n"
+            "runs = c.search_runs([exp.experiment_id])\nout = {}\n"
+            "for p in [r for r in runs if r.data.tags.get('pdors.role') == 'sweep']:\n"
+            "    kids = [r for r in runs if r.data.tags.get('mlflow.parentRunId') == p.info.run_id]\n"
+            "    out[p.data.tags['pdors.sweep_id']] = [len(kids), sorted({k.data.metrics['n'] for k in kids})]\n"
+            "print(json.dumps(out))\n"))
+        assert counts == {outage_id: [2, [2.0]], live_id: [2, [1.0]]}
+    finally:
+        end_session(server)
+    assert server.returncode is not None
