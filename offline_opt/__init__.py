@@ -1,0 +1,10 @@
+"""The offline optimum of DMLRS (paper Section III) and competitive ratios (SPEC section 5).
+
+``solve(instance)`` -> :class:`OptResult` (Pyomo MILP, validated); ``compare(instance)`` -> OPT and every
+registered policy with OPT / ALG; ``enumerate_opt(instance)`` an independent brute force for tiny instances.
+"""
+from .compare import Comparison, PolicyRatio, compare
+from .milp import Strengthening
+from .solve import OptResult, solve
+
+__all__ = ["Comparison", "OptResult", "PolicyRatio", "Strengthening", "compare", "solve"]

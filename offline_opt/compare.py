@@ -1,0 +1,88 @@
+"""``compare()``: OPT and every registered policy on one instance, and the competitive ratios OPT / ALG.
+
+Every policy in ``pdors.policies.POLICIES`` runs through ``pdors.run.run`` on the same instance; its utility
+is the validator's. The best online schedule warm-starts the MILP (CBC). A ratio is reported only against
+a proven optimum (``ratio_kind = "opt"``); otherwise ``bound / ALG`` is given as an upper limit
+(``ratio_kind = "upper"``). ALG = 0 gives ``ratio = None`` with ``ratio_note`` saying why (x / 0).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pdors.model import Instance
+from pdors.policies import POLICIES
+from pdors.run import run
+
+from .milp import Strengthening
+from .solve import DEFAULT_GAP, OptResult, solve
+
+
+@dataclass
+class PolicyRatio:
+    policy: str
+    utility: float
+    admitted: int
+    completed: int
+    violations: int
+    ratio: float | None
+    ratio_kind: str          # "opt" | "upper" | "none"
+    ratio_note: str = ""
+    competitive_bound: float | None = None   # PD-ORS's 6 G_delta / delta max_r(1, ln U^r / L)
+    wall_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Comparison:
+    instance_meta: dict
+    size: dict
+    opt: OptResult
+    policies: list[PolicyRatio] = field(default_factory=list)
+
+    def ratio(self, policy: str) -> float | None:
+        return next(p.ratio for p in self.policies if p.policy == policy)
+
+    def to_dict(self) -> dict:
+        return {"instance": self.instance_meta, "size": self.size, "opt": self.opt.to_dict(),
+                "policies": [p.to_dict() for p in self.policies]}
+
+
+def _ratio(opt: OptResult, utility: float) -> tuple[float | None, str, str]:
+    value, kind = (opt.objective, "opt") if opt.proven_optimal else (opt.bound, "upper")
+    if value is None:
+        return None, "none", f"OPT unknown (status {opt.status})"
+    if utility <= 0.0:
+        return None, "none", ("both 0" if value <= 0.0 else f"{kind} {value:.6g} / ALG 0")
+    return value / utility, kind, "" if kind == "opt" else f"OPT not proven ({opt.status}); bound / ALG"
+
+
+def compare(instance: Instance, solver: str = "highs", time_limit: float = 300.0, mip_gap: float = DEFAULT_GAP,
+            seed: int = 0, workload: dict | None = None, params: dict | None = None,
+            policies: tuple[str, ...] | None = None, strengthening: Strengthening = Strengthening()
+            ) -> Comparison:
+    """Run ``policies`` (default: all registered) and OPT on ``instance``. ``params`` maps a policy name to
+    its parameters; ``seed`` drives the policies' randomness; ``workload`` is recorded in each run spec."""
+    runs = {}
+    for name in policies or POLICIES:
+        spec = {"policy": name, "machines": instance.num_machines, "jobs": instance.num_jobs,
+                "slots": instance.slots, "seed": seed, "workload": workload or {},
+                "params": (params or {}).get(name) or {}}
+        runs[name] = run(spec, instance)
+    valid = [r for r in runs.values() if r.validation.ok]
+    best = max(valid, key=lambda r: r.validation.total_utility, default=None)
+    incumbent = (best.simulation.schedule, best.validation.completion) if best is not None else None
+    opt = solve(instance, solver, time_limit, mip_gap, strengthening, incumbent)
+    out = Comparison(dict(instance.meta), {"machines": instance.num_machines, "jobs": instance.num_jobs,
+                                           "slots": instance.slots}, opt)
+    for name, r in runs.items():
+        s = r.summary
+        utility = r.validation.total_utility
+        ratio, kind, note = _ratio(opt, utility)
+        if not r.validation.ok:
+            ratio, kind, note = None, "none", f"policy schedule has {len(r.validation.violations)} violation(s)"
+        out.policies.append(PolicyRatio(name, utility, s["admitted"], s["completed"], len(s["violations"]),
+                                        ratio, kind, note, s["policy_stats"].get("competitive_bound"),
+                                        s["wall_s"]))
+    return out
