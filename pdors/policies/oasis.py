@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..model import Instance
+from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.prices import PriceBounds, price_bounds, prices
 from .base import JobPlan, PlanningPolicy, SlotView
@@ -29,17 +30,8 @@ from .placement import ps_count, room
 
 
 @dataclass(frozen=True)
-class Config:
-    workload_levels: int = 100
-    utility_floor: float = 1e-6
-
-    def check(self) -> list[str]:
-        out = []
-        if not 1 <= self.workload_levels <= 10000:
-            out.append(f"workload_levels: must lie in [1, 10000], got {self.workload_levels}")
-        if self.utility_floor <= 0:
-            out.append(f"utility_floor: must be > 0, got {self.utility_floor}")
-        return out
+class Config(PrimalDualConfig):
+    pass
 
 
 def halves(machines: int) -> tuple[np.ndarray, np.ndarray]:

@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 
 from ..model import Instance
+from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.gain import competitive_bound
 from ..primal_dual.prices import PriceBounds, instance_price_bounds, prices
@@ -49,19 +50,9 @@ class RoundingConfig:
 
 
 @dataclass(frozen=True)
-class Config:
-    workload_levels: int = 100
+class Config(PrimalDualConfig):
     price_bounds: Literal["oracle", "history"] = "oracle"
-    utility_floor: float = 1e-6
     rounding: RoundingConfig = field(default_factory=RoundingConfig)
-
-    def check(self) -> list[str]:
-        out = []
-        if not 1 <= self.workload_levels <= 10000:
-            out.append(f"workload_levels: must lie in [1, 10000], got {self.workload_levels}")
-        if self.utility_floor <= 0:
-            out.append(f"utility_floor: must be > 0, got {self.utility_floor}")
-        return out
 
 
 class PDORS(PlanningPolicy):
