@@ -1,5 +1,6 @@
 """Realised allocations of a run: integer workers and PSs per (slot, job, machine), plus the claims a
-simulator makes about them (locality per slot, completion slot per job) for the validator to check."""
+simulator makes about them (locality and restarts per slot, completion slot per job) for the validator to
+check."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,8 +14,12 @@ from .model import Instance
 class Schedule:
     """``workers[t, i, h]`` = w_ih[t], ``servers[t, i, h]`` = s_ih[t]; ``admitted[i]`` = x_i.
 
-    ``claimed_internal[t, i]`` and ``claimed_completion[i]`` (-1 for none) are what the simulator believed;
-    the validator recomputes both from the counts alone.
+    ``claimed_internal[t, i]``, ``claimed_restart[t, i]`` and ``claimed_completion[i]`` (-1 for none) are what
+    the simulator believed; the validator recomputes them from the counts alone.
+
+    ``restart_loss`` is the fraction of a slot's samples a job loses in a *restart* slot: it has workers, it
+    had workers in some earlier slot, and its placement (workers and PSs per machine) differs from the previous
+    slot's (a checkpoint-restart, as Pollux pays it). 0 (the default) makes restarts free.
     """
 
     workers: np.ndarray
@@ -22,9 +27,11 @@ class Schedule:
     admitted: np.ndarray
     claimed_internal: np.ndarray
     claimed_completion: np.ndarray
+    claimed_restart: np.ndarray
+    restart_loss: float = 0.0
 
     @classmethod
-    def empty(cls, instance: Instance) -> "Schedule":
+    def empty(cls, instance: Instance, restart_loss: float = 0.0) -> "Schedule":
         shape = (instance.slots, instance.num_jobs, instance.num_machines)
         return cls(
             workers=np.zeros(shape, dtype=np.int32),
@@ -32,6 +39,8 @@ class Schedule:
             admitted=np.zeros(instance.num_jobs, dtype=bool),
             claimed_internal=np.zeros(shape[:2], dtype=bool),
             claimed_completion=np.full(instance.num_jobs, -1, dtype=np.int64),
+            claimed_restart=np.zeros(shape[:2], dtype=bool),
+            restart_loss=float(restart_loss),
         )
 
     def to_sparse(self) -> dict:
@@ -41,4 +50,5 @@ class Schedule:
             "cells": [[int(a), int(b), int(c), int(self.workers[a, b, c]), int(self.servers[a, b, c])]
                       for a, b, c in zip(t, i, h)],
             "admitted": self.admitted.astype(int).tolist(),
+            "restart_loss": self.restart_loss,
         }

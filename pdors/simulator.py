@@ -2,9 +2,10 @@
 
 Per slot t: planning policies decide each job arriving at t (their plans are written into the schedule
 and reserve resources in future slots); slot policies allocate slot t. Then slot t runs: every admitted,
-not yet complete job progresses by the samples of eq. (1) at the rate its placement earns (Fact 1), and a
-job whose workload is done completes; a plan's later slots are released. The simulator's own bookkeeping
-becomes the schedule's claims, which the validator checks independently.
+not yet complete job progresses by the samples of eq. (1) at the rate its placement earns (Fact 1), less the
+policy's ``restart_loss`` fraction in a slot where a job that ran before changes placement, and a job whose
+workload is done completes; a plan's later slots are released. The simulator's own bookkeeping becomes the
+schedule's claims, which the validator checks independently.
 """
 from __future__ import annotations
 
@@ -35,10 +36,11 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationResult:
     start = time.perf_counter()
     jobs, T = instance.jobs, instance.slots
-    sched = Schedule.empty(instance)
+    sched = Schedule.empty(instance, policy.restart_loss)
     reserved = np.zeros((T, instance.num_machines, len(instance.cluster.resources)))
     remaining = jobs.workload.copy()
     completed = np.full(instance.num_jobs, -1, dtype=np.int64)
+    ran = np.zeros(instance.num_jobs, dtype=bool)     # had workers in some earlier slot
     latencies: list[float] = []
     policy.reset(instance, seed)
 
@@ -69,7 +71,7 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
             reserved[t] += _slot_usage(instance, w, s)
         else:
             raise TypeError(f"{type(policy).__name__} is neither a PlanningPolicy nor a SlotPolicy")
-        _run_slot(instance, sched, reserved, remaining, completed, t)
+        _run_slot(instance, sched, reserved, remaining, completed, ran, t)
 
     sched.claimed_completion[:] = completed
     return SimulationResult(sched, np.array(latencies), time.perf_counter() - start, policy.summary())
@@ -87,7 +89,7 @@ def _slot_usage(instance: Instance, w: np.ndarray, s: np.ndarray) -> np.ndarray:
     return w.T @ jobs.worker_demand + s.T @ jobs.ps_demand
 
 
-def _run_slot(instance, sched, reserved, remaining, completed, t) -> None:
+def _run_slot(instance, sched, reserved, remaining, completed, ran, t) -> None:
     jobs = instance.jobs
     w, s = sched.workers[t], sched.servers[t]
     wsum = w.sum(axis=1)
@@ -95,8 +97,13 @@ def _run_slot(instance, sched, reserved, remaining, completed, t) -> None:
     hosts = ((w > 0) | (s > 0)).sum(axis=1)
     internal = running & (hosts == 1)
     sched.claimed_internal[t] = internal
+    if t > 0:
+        moved = (w != sched.workers[t - 1]).any(axis=1) | (s != sched.servers[t - 1]).any(axis=1)
+        sched.claimed_restart[t] = (wsum > 0) & ran & moved
+    ran |= wsum > 0
+    kept = np.where(sched.claimed_restart[t], 1.0 - sched.restart_loss, 1.0)
     rate = jobs.time_per_sample(internal)
-    remaining -= np.where(running, wsum / rate, 0.0)
+    remaining -= np.where(running, kept * wsum / rate, 0.0)
     finished = running & (remaining <= jobs.workload * 1e-12)
     completed[finished] = t
     for i in np.flatnonzero(finished):

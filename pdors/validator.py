@@ -4,6 +4,7 @@ It recomputes everything from the integer counts and the instance alone (it shar
 or with the simulator's bookkeeping): capacity (eq. 5), the worker cap F (eq. 4), the worker:PS ratio
 (eq. 2, read as s >= ceil(w / gamma) and s > 0 iff w > 0), no allocation before arrival (eq. 7) or to a job
 that was not admitted, the locality of every (job, slot) (Fact 1) and the samples it yields (eqs. 1-3),
+restarts (a job that ran before changes placement; it loses ``schedule.restart_loss`` of that slot's samples),
 completion slots, and utilities. Reported utility always comes from here.
 """
 from __future__ import annotations
@@ -20,7 +21,8 @@ from .schedule import Schedule
 WORKLOAD_RTOL = 1e-12
 CAPACITY_ATOL = 1e-9
 
-KINDS = ("negative", "capacity", "cap", "ratio", "before_arrival", "not_admitted", "locality", "completion")
+KINDS = ("negative", "capacity", "cap", "ratio", "before_arrival", "not_admitted", "locality", "restart",
+         "completion")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Validation:
     violations: list[Violation]
     samples: np.ndarray        # [T, I] samples processed per slot
     internal: np.ndarray       # [T, I] allocation is internal (Fact 1)
+    restarts: np.ndarray       # [T, I] placement changed after the job had run (costs restart_loss)
     completion: np.ndarray     # [I] first slot with cumulative samples >= V_i, -1 if never
     utility: np.ndarray        # [I] u_i(completion - a_i) for admitted complete jobs, else 0
     usage: np.ndarray          # [T, H, R] resources in use
@@ -66,6 +69,9 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     T, I, H = w.shape
     if (T, I, H) != (instance.slots, instance.num_jobs, instance.num_machines) or s.shape != w.shape:
         raise ValueError(f"schedule shape {w.shape} does not match instance {(instance.slots, I, H)}")
+    loss = schedule.restart_loss
+    if not 0.0 <= loss < 1.0:
+        raise ValueError(f"schedule.restart_loss: must lie in [0, 1), got {loss}")
     out: list[Violation] = []
 
     def report(kind, mask, describe):
@@ -99,11 +105,22 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     internal = (hosts == 1) & (wsum > 0)
     bw = np.where(internal, jobs.bw_internal[None, :], jobs.bw_external[None, :])
     per_sample = jobs.tau[None, :] + 2.0 * jobs.grad_mb[None, :] * jobs.gamma[None, :] / (bw * jobs.batch[None, :])
-    samples = wsum / per_sample
     claimed = schedule.claimed_internal & (wsum > 0)
     report("locality", claimed != internal, lambda k, t, i: Violation(
         k, f"claimed {'internal' if claimed[t, i] else 'external'} rate, allocation is "
            f"{'internal' if internal[t, i] else 'external'}", t, i))
+
+    # Restart: workers now, workers in some earlier slot, and any per-machine count differs from slot t - 1.
+    ran_before = np.zeros_like(busy)
+    ran_before[1:] = np.cumsum(wsum > 0, axis=0)[:-1] > 0
+    moved = np.zeros_like(busy)
+    moved[1:] = ((w[1:] != w[:-1]) | (s[1:] != s[:-1])).any(axis=2)
+    restarts = (wsum > 0) & ran_before & moved
+    if loss > 0:    # with a free restart the claim changes no sample, so it is not checked
+        report("restart", schedule.claimed_restart != restarts, lambda k, t, i: Violation(
+            k, f"claimed {'a' if schedule.claimed_restart[t, i] else 'no'} restart, placement "
+               f"{'changed' if restarts[t, i] else 'did not change'} after the job had run", t, i))
+    samples = np.where(restarts, 1.0 - loss, 1.0) * wsum / per_sample
 
     cumulative = np.cumsum(samples, axis=0)
     target = jobs.workload * (1.0 - WORKLOAD_RTOL)
@@ -116,4 +133,4 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
                              c if c >= 0 else None, int(i)))
     complete = (completion >= 0) & schedule.admitted
     utility = np.where(complete, jobs.utility(np.maximum(completion - jobs.arrival, 0)), 0.0)
-    return Validation(out, samples, internal, completion, utility, usage)
+    return Validation(out, samples, internal, restarts, completion, utility, usage)

@@ -96,3 +96,20 @@ def test_external_rate_is_slower_when_bandwidth_matters():
     s.servers[0, 0, 1], s.servers[0, 0, 0] = 0, 2          # internal: 0.5 + 2/(40*2) = 0.525
     v = validate(inst, s)
     assert v.samples[0, 0] == pytest.approx(2 / 0.525) and v.internal[0, 0]
+
+
+def test_restart_loss_is_charged_and_a_broken_restart_claim_is_caught():
+    inst, s = _good()
+    s.restart_loss = 0.5                                    # job 1 moves from machine 1 (slot 1) to 0+1 (slot 2)
+    s.claimed_restart[2, 1] = True
+    s.claimed_completion[1] = -1                            # 4 + 4 * 0.5 = 6 of 8 samples: never complete
+    v = validate(inst, s)
+    assert v.violations == [] and v.restarts.tolist() == [[False, False], [False, False], [False, True]]
+    assert v.samples[2, 1] == pytest.approx(2.0) and v.utility[1] == 0
+    s.claimed_restart[2, 1] = False                         # claims the move was free
+    assert _kinds(inst, s) == {"restart"}
+    s.claimed_restart[2, 1], s.claimed_restart[0, 0] = True, True   # job 0's first slot is a start, not a restart
+    assert _kinds(inst, s) == {"restart"}
+    s.restart_loss = 1.0
+    with pytest.raises(ValueError, match="restart_loss"):
+        validate(inst, s)

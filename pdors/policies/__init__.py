@@ -6,7 +6,7 @@ import importlib
 
 from ..config import build
 
-POLICIES: tuple[str, ...] = ("pdors", "fifo", "drf", "dorm", "oasis")
+POLICIES: tuple[str, ...] = ("pdors", "fifo", "drf", "dorm", "oasis", "pollux", "preemptive")
 
 
 def policy_module(name: str):

@@ -63,9 +63,15 @@ class SlotAllocation:
 
 
 class Policy:
-    """Common interface of all policies."""
+    """Common interface of all policies.
+
+    ``restart_loss``: the fraction of a slot's samples a job loses when its placement changes after it has
+    run (checkpoint-restart); the simulator applies it and the validator re-derives it from the schedule.
+    Only policies that model a restart cost (Pollux) set it; 0 leaves placement changes free.
+    """
 
     name = "policy"
+    restart_loss: float = 0.0
 
     def reset(self, instance: Instance, seed: int) -> None:
         """Prepare for a new run on ``instance``; ``seed`` drives any randomness of the policy."""
