@@ -3,116 +3,21 @@
 or MLflow can use is loopback (Ray would otherwise rewrite 127.0.0.1 to the outward interface)."""
 from __future__ import annotations
 
-import json
 import os
-import secrets
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
+from realstack import (BIN, ROOT, config, end_session, in_netns_python, loopback_only, pdors, runs_of,
+                       session_pids, start, sweep_id, wait_healthy, wait_nodes)
 
 from pipeline import storage
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-
-
-@pytest.fixture(scope="module")
-def netns():
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("needs root and iproute2 to create a loopback-only network namespace")
-    name = f"pdors-test-{os.getpid()}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
-
-
-@pytest.fixture
-def env(tmp_path):
-    """A per-test Ray token (never ~/.ray), a per-test MLflow store, MLflow outages failing fast."""
-    return {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16),
-            "RAY_USAGE_STATS_ENABLED": "0", "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db",
-            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20", "PYTHONUNBUFFERED": "1"}
-
-
-def session_pids(sid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] != "Z":   # after "(comm)": state ppid pgrp session; zombies are dead
-            out.append(int(stat.parent.name))
-    return out
-
-
-def end_session(proc: subprocess.Popen, sig=signal.SIGTERM, grace: float = 20) -> None:
-    """Stop a process started with start_new_session and everything it spawned (Ray daemons, workers)."""
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    deadline = time.time() + 10
-    while (left := session_pids(proc.pid)) and time.time() < deadline:
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.2)
-    assert not session_pids(proc.pid), "processes of the test's session survived"
-
-
-def start(netns: str, env: dict, cwd: Path, *cmd) -> subprocess.Popen:
-    return subprocess.Popen(["ip", "netns", "exec", netns, *map(str, cmd)], env=env, cwd=cwd, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def pdors(netns, env, cwd, *args, timeout=240) -> tuple[int, str]:
-    proc = start(netns, env, cwd, BIN / "pdors", *args)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    finally:
-        end_session(proc)
-    return proc.returncode, out
-
-
-def in_netns_python(netns, env, code: str, timeout=90):
-    out = subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-c", code], env=env, text=True,
-                         capture_output=True, timeout=timeout, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def config(tmp_path: Path, name: str, machines, seeds, policies=None, jobs=5, slots=5) -> Path:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": name, "instance": {"jobs": jobs, "slots": slots}, "policies": policies or {"pdors": {}, "fifo": {}},
-        "grid": {"machines": machines}, "seeds": seeds, "mlflow": {"experiment": f"test-{name}"}}))
-    return path
-
-
-def sweep_id(output: str) -> str:
-    return output.split("sweep ", 1)[1].split(":", 1)[0]
-
-
-def runs_of(out: Path) -> pd.DataFrame:
-    return storage.read(out).to_pandas().sort_values("run_id").reset_index(drop=True)
 
 
 def file_states(out: Path) -> dict:
@@ -194,14 +99,11 @@ def test_two_node_cluster_on_loopback_survives_a_dead_worker(netns, env, tmp_pat
                  *common)
     node = start(netns, env, tmp_path, ray, "start", f"--address=127.0.0.1:{port}", *common)
     try:
-        nodes = in_netns_python(netns, env, (
-            "import json, time, ray\n"
-            f"ray.init(address='127.0.0.1:{port}', logging_level='ERROR')\n"
-            "deadline = time.time() + 60\n"
-            "while len([n for n in ray.nodes() if n['Alive']]) < 2 and time.time() < deadline: time.sleep(0.5)\n"
-            "print(json.dumps([n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']]))\n"))
+        nodes = wait_nodes(netns, env, f"127.0.0.1:{port}", 2)
         assert nodes == ["127.0.0.1", "127.0.0.1"]
-        cfg = config(tmp_path, "cluster", [8, 10], [1, 2, 3, 4], {"pdors": {}, "fifo": {}}, jobs=15, slots=8)
+        # runs of ~1-2 s: with 0.1 s runs the head's already-leased worker can finish them all before the
+        # second node's worker is up, and the sweep would (legitimately) use one node
+        cfg = config(tmp_path, "cluster", [20, 30], [1, 2, 3, 4], {"pdors": {}, "fifo": {}}, jobs=40, slots=20)
         proc = start(netns, env, tmp_path, BIN / "pdors", "sweep", "run", cfg, "--out", tmp_path / "out",
                      "--ray-address", f"127.0.0.1:{port}", "--max-parallel", "2")
         killed = None
@@ -227,14 +129,7 @@ def test_two_node_cluster_on_loopback_survives_a_dead_worker(netns, env, tmp_pat
         runs = runs_of(tmp_path / "out")
         assert len(runs) == runs["run_id"].nunique() == 16 and set(runs["status"]) == {"ok"}
         assert runs["node_id"].nunique() == 2 and set(runs["node_ip"]) == {"127.0.0.1"}
-        # loopback only: the namespace has no other interface, and every TCP endpoint is on 127.0.0.0/8
-        links = subprocess.run(["ip", "-n", netns, "-o", "link"], capture_output=True, text=True).stdout
-        assert [line.split(":")[1].strip() for line in links.splitlines()] == ["lo"]
-        sockets = subprocess.run(["ip", "netns", "exec", netns, "ss", "-tanH"], capture_output=True,
-                                 text=True).stdout.split("\n")
-        endpoints = [ep.rsplit(":", 1)[0] for line in sockets if line for ep in line.split()[3:5]]
-        assert endpoints and all(ep.startswith(("127.", "[::ffff:127.", "0.0.0.0", "*", "[::1]", "[::]"))
-                                 for ep in endpoints), endpoints
+        loopback_only(netns)   # no interface but lo, every TCP endpoint on 127.0.0.0/8
     finally:
         end_session(node)
         end_session(head)
@@ -252,11 +147,7 @@ def test_mlflow_server_receives_sweeps_and_outage_loses_nothing(netns, env, tmp_
     assert len(runs_of(out)) == 4
     server = start(netns, env, tmp_path, ROOT / "infra" / "mlflow-local.sh", port, tmp_path / "server")
     try:
-        deadline = time.time() + 120
-        while subprocess.run(["ip", "netns", "exec", netns, "curl", "-sf", f"http://127.0.0.1:{port}/health"],
-                             capture_output=True).returncode != 0:
-            assert server.poll() is None and time.time() < deadline, "mlflow server did not become healthy"
-            time.sleep(0.5)
+        wait_healthy(netns, f"http://127.0.0.1:{port}/health", server)
         rc, log = pdors(netns, env, tmp_path, "sweep", "log", outage_id, "--out", out)
         assert rc == 0 and "with 2 child runs" in log, log
         rc, log = pdors(netns, env, tmp_path, "sweep", "run", config(tmp_path, "served", [4], [3]), "--out", out)

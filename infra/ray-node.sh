@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Start one Ray node of a pdors cluster with the project's venv (same code and packages on every node).
+#   infra/ray-node.sh head   [RAY START ARGS...]            head node, GCS on port $RAY_PORT (default 6379)
+#   infra/ray-node.sh worker HEAD_HOST:PORT [RAY START ARGS...]
+# Extra arguments go to `ray start` as they are (e.g. --block to stay in the foreground, --num-cpus=N).
+# Environment:
+#   RAY_NODE_IP        address this node advertises (default: Ray's choice; 127.0.0.1 for a one-machine cluster)
+#   RAY_PORT           head's GCS port (default 6379)
+#   RAY_TEMP_DIR       Ray's session dir (default /tmp/ray; keep it short: it holds unix sockets)
+#   RAY_AUTH_MODE      token (default) or disabled; every node and client must agree
+#   RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH   the cluster's shared token (default file ~/.ray/auth_token)
+# A cluster launcher config (infra/ray/*.yaml) and a person on a laptop use this same script.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")/.." && pwd)"
+RAY="${RAY:-$HERE/.venv/bin/ray}"
+usage() { echo "usage: $0 head [ray start args...] | $0 worker HEAD_HOST:PORT [ray start args...]" >&2; exit 2; }
+
+[ $# -ge 1 ] || usage
+ROLE="$1"; shift
+[ -x "$RAY" ] || { echo "$0: no Ray at $RAY: run 'make setup' in $HERE first (or set RAY=...)" >&2; exit 2; }
+
+export RAY_AUTH_MODE="${RAY_AUTH_MODE:-token}"
+export RAY_USAGE_STATS_ENABLED=0
+if [ "$RAY_AUTH_MODE" = token ] && [ -z "${RAY_AUTH_TOKEN:-}" ]; then
+  TOKEN_FILE="${RAY_AUTH_TOKEN_PATH:-$HOME/.ray/auth_token}"
+  if [ ! -s "$TOKEN_FILE" ]; then
+    if [ "$ROLE" = head ] && [ -z "${RAY_AUTH_TOKEN_PATH:-}" ]; then   # a new cluster: make its token
+      "$RAY" get-auth-token --generate >/dev/null
+      echo "$0: generated the cluster token $TOKEN_FILE: give it to every worker and client" >&2
+    else
+      echo "$0: RAY_AUTH_MODE=token but no token: set RAY_AUTH_TOKEN or copy the head's $TOKEN_FILE here" >&2
+      exit 2
+    fi
+  fi
+fi
+
+ARGS=(--disable-usage-stats)
+[ -n "${RAY_NODE_IP:-}" ] && ARGS+=("--node-ip-address=$RAY_NODE_IP")
+[ -n "${RAY_TEMP_DIR:-}" ] && ARGS+=("--temp-dir=$RAY_TEMP_DIR")
+case "$ROLE" in
+  head)
+    exec "$RAY" start --head "--port=${RAY_PORT:-6379}" "${ARGS[@]}" "$@" ;;
+  worker)
+    [ $# -ge 1 ] || usage
+    HEAD="$1"; shift
+    exec "$RAY" start "--address=$HEAD" "${ARGS[@]}" "$@" ;;
+  *) usage ;;
+esac
