@@ -33,6 +33,28 @@ class Demand:
 
 
 @dataclass(frozen=True)
+class TraceConfig:
+    """Where ``arrivals: trace`` takes its arrivals (:mod:`pdors.traces`): a snippet of I consecutive
+    submissions of the trace at ``path`` (relative paths from the working directory), scaled onto the T slots.
+
+    ``per_seed``: snippet start = ``offset + seed * I`` (each seed its own stretch of the trace, wrapping at
+    its end), else ``offset`` for every seed. ``classes``: each job's sensitivity class from the trace's
+    scheduling class (Google only) instead of a draw from ``mix``."""
+
+    path: str = ""
+    format: Literal["google", "philly"] = "google"
+    offset: int = 0
+    per_seed: bool = True
+    classes: bool = False
+
+    def check(self) -> list[str]:
+        out = [f"offset: must be >= 0, got {self.offset}"] if self.offset < 0 else []
+        if self.classes and self.format == "philly":
+            out.append("classes: the Philly format has no scheduling class; use mix")
+        return out
+
+
+@dataclass(frozen=True)
 class WorkloadConfig:
     """Generator settings; defaults are the paper's Section V (thesis for bandwidth)."""
 
@@ -52,8 +74,9 @@ class WorkloadConfig:
     theta2_critical: tuple[float, float] = (4.0, 6.0)
     theta3: tuple[float, float] = (1.0, 15.0)
     mix: tuple[float, float, float] = (0.10, 0.55, 0.35)
-    arrivals: Literal["alternating", "uniform"] = "alternating"
+    arrivals: Literal["alternating", "uniform", "trace"] = "alternating"
     workload_scale: float = 1.0
+    trace: TraceConfig = field(default_factory=TraceConfig)
 
     def check(self) -> list[str]:
         out = []
@@ -71,7 +94,21 @@ class WorkloadConfig:
             out.append(f"mix: three non-negative shares summing to 1, got {list(self.mix)}")
         out += [f"worker_demand.{p}" for p in self.worker_demand.check()]
         out += [f"ps_demand.{p}" for p in self.ps_demand.check()]
+        if self.arrivals == "trace":
+            out += self._trace_problem()
         return out
+
+    def _trace_problem(self) -> list[str]:
+        from .traces import TraceError, load
+
+        if not self.trace.path:
+            return ["trace.path: required with arrivals: trace (a Google job_events directory or a Philly "
+                    "cluster_job_log)"]
+        try:
+            load(self.trace.path, self.trace.format)
+        except TraceError as e:
+            return [f"trace.path: {e}"]
+        return []
 
     def capacity(self) -> np.ndarray:
         """C^r = capacity_factor x the midpoint of the worker demand range [choice: "roughly 18 times"]."""
@@ -82,7 +119,8 @@ def arrival_weights(slots: int, pattern: str) -> np.ndarray:
     """Per-slot arrival probabilities over the horizon.
 
     ``alternating``: the paper's normalised Google-trace rates, 1/3 in odd and 2/3 in even slots, counting
-    slots from 1 as the paper does (so 0-based slot 0 is odd) [choice].
+    slots from 1 as the paper does (so 0-based slot 0 is odd) [choice]. ``trace`` draws (and then discards)
+    alternating arrivals, so every other parameter equals the synthetic instance of the same seed.
     """
     if pattern == "uniform":
         w = np.ones(slots)
@@ -92,10 +130,22 @@ def arrival_weights(slots: int, pattern: str) -> np.ndarray:
 
 
 def generate(config: WorkloadConfig, machines: int, jobs: int, slots: int, seed: int,
-             arrivals: np.ndarray | None = None) -> Instance:
-    """Draw an instance; ``arrivals`` (e.g. from a trace) replaces the synthetic arrival slots."""
+             arrivals: np.ndarray | None = None, sensitivity: np.ndarray | None = None) -> Instance:
+    """Draw an instance. ``arrivals`` replaces the synthetic arrival slots and ``sensitivity`` the classes
+    drawn from ``mix`` (theta2 is then drawn for the given class); with ``config.arrivals == "trace"`` both
+    come from the trace snippet of this seed unless given. The draws are the same either way."""
     if machines < 1 or jobs < 1 or slots < 1:
         raise ValueError(f"machines, jobs and slots must be >= 1, got {machines}, {jobs}, {slots}")
+    meta = {"seed": int(seed), "generator": "synthetic"}
+    if config.arrivals == "trace" and arrivals is None:
+        from .traces import load, snippet
+
+        tc = config.trace
+        cut = snippet(load(tc.path, tc.format), jobs, slots, tc.offset + (seed * jobs if tc.per_seed else 0))
+        arrivals = cut.arrival
+        if tc.classes and sensitivity is None:
+            sensitivity = cut.sensitivity
+        meta = {**meta, "generator": "trace", "trace": tc.path, "trace_start": cut.start}
     rng = np.random.Generator(np.random.PCG64(seed))
     c = config
 
@@ -120,6 +170,10 @@ def generate(config: WorkloadConfig, machines: int, jobs: int, slots: int, seed:
     ps = rng.integers(pd[:, 0], pd[:, 1] + 1, size=(jobs, len(RESOURCES)))
     theta1, theta3 = reals(c.theta1), reals(c.theta3)
     cls = rng.choice(3, size=jobs, p=np.array(c.mix) / sum(c.mix))
+    if sensitivity is not None:
+        cls = np.asarray(sensitivity, dtype=np.int64)
+        if cls.shape != (jobs,) or not np.isin(cls, (INSENSITIVE, SENSITIVE, CRITICAL)).all():
+            raise ValueError(f"sensitivity: need {jobs} classes in {{{INSENSITIVE}, {SENSITIVE}, {CRITICAL}}}")
     theta2 = np.select(
         [cls == INSENSITIVE, cls == SENSITIVE, cls == CRITICAL],
         [np.zeros(jobs), reals(c.theta2_sensitive), reals(c.theta2_critical)],
@@ -132,4 +186,4 @@ def generate(config: WorkloadConfig, machines: int, jobs: int, slots: int, seed:
         theta1=theta1, theta2=theta2, theta3=theta3, sensitivity=cls,
     ).subset(order)
     cluster = Cluster(capacity=np.tile(c.capacity(), (machines, 1)))
-    return Instance(job_arrays, cluster, int(slots), meta={"seed": int(seed), "generator": "synthetic"})
+    return Instance(job_arrays, cluster, int(slots), meta=meta)

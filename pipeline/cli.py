@@ -1,4 +1,5 @@
-"""``pdors sweep run|log|status``: thin shells over :mod:`pipeline.sweep`."""
+"""``pdors sweep run|log|status`` and ``pdors report``: thin shells over :mod:`pipeline.sweep` and
+:mod:`pipeline.report`."""
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,7 @@ def cmd_run(args) -> int:
     from . import sweep
 
     try:
-        return sweep.run(args.config, args.out, args.resume, args.max_parallel, args.ray_address)
+        return sweep.run(args.config, args.out, args.resume, args.max_parallel, args.ray_address, args.in_process)
     except (ConnectionError, RuntimeError) as e:   # Ray unreachable, sweep locked by another process
         print(f"pdors sweep run: error: {e}", file=sys.stderr)
         return 2
@@ -36,6 +37,12 @@ def cmd_status(args) -> int:
     return sweep.status(args.sweep, args.out)
 
 
+def cmd_report(args) -> int:
+    from . import report
+
+    return report.report(args.sweep, args.out, track=not args.no_mlflow)
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("sweep", help="parameter sweeps: YAML grid -> Ray -> Parquet -> MLflow")
     sub = p.add_subparsers(dest="sweep_command", required=True)
@@ -45,6 +52,8 @@ def register(subparsers) -> None:
     r.add_argument("--out", help="output root (default: the config's 'output')")
     r.add_argument("--resume", action="store_true", help="continue a sweep: skip runs already recorded")
     r.add_argument("--max-parallel", type=_positive, help="tasks in flight at once (default: 2 x cluster CPUs)")
+    r.add_argument("--in-process", action="store_true",
+                   help="run the tasks one by one in this process, without Ray (small sweeps, debugging)")
     r.set_defaults(func=cmd_run)
     lg = sub.add_parser("log", help="(re-)log a recorded sweep to MLflow from its Parquet record")
     lg.add_argument("sweep", help="sweep id (printed by 'sweep run'; see 'sweep status')")
@@ -54,3 +63,10 @@ def register(subparsers) -> None:
     st.add_argument("sweep", nargs="?", help="sweep id (default: every sweep under --out)")
     st.add_argument("--out", default=DEFAULT_OUTPUT, help=f"output root (default: {DEFAULT_OUTPUT})")
     st.set_defaults(func=cmd_status)
+    rp = subparsers.add_parser("report", help="a sweep's figures (PNG) and tables (CSV, Markdown), attached to its "
+                                              "MLflow parent run")
+    rp.add_argument("sweep", metavar="SWEEP_OR_DIR",
+                    help="a sweep directory (<root>/sweeps/<id>), an output root (every sweep in it) or a sweep id")
+    rp.add_argument("--out", help="write the files here (default: <root>/sweeps/<id>/report)")
+    rp.add_argument("--no-mlflow", action="store_true", help="do not attach the files to MLflow")
+    rp.set_defaults(func=cmd_report)

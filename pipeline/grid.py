@@ -141,10 +141,26 @@ def expand(config: SweepConfig) -> Plan:
                                                          "params": params}))
                     except ConfigError as e:
                         raise _config_error(e, policy, point) from None
+                    if (why := _trace_problem(spec)) is not None:
+                        raise _config_error(ConfigError("jobs", why), policy, point)
                     tasks.append(_sim_task(spec, axes))
     if config.opt is not None:
         tasks += _opt_tasks(config, inst_axes, tasks)
     return Plan(f"{config.name}-{digest(sorted(t.run_id for t in tasks), 10)}", config, list(grid), tasks)
+
+
+def _trace_problem(spec: dict) -> str | None:
+    """A trace-driven instance needs at least I submissions in its trace (the trace itself was checked when
+    the workload config was built)."""
+    workload = spec["workload"]
+    if workload["arrivals"] != "trace":
+        return None
+    from pdors.traces import load
+
+    trace = load(workload["trace"]["path"], workload["trace"]["format"])
+    if len(trace) < spec["jobs"]:
+        return f"the trace {trace.source} has {len(trace)} submissions, fewer than {spec['jobs']} jobs"
+    return None
 
 
 def _sim_task(spec: dict, axes: dict) -> Task:

@@ -19,6 +19,11 @@ from pdors.policies import POLICIES, policy_module
 from .opt import unavailable as opt_unavailable
 
 INSTANCE_FIELDS = ("machines", "jobs", "slots", "workload")
+# Figure metrics besides the run metrics (storage.METRICS): OPT / ALG with OPT proven, an upper bound on OPT
+# (the proven OPT, else the solver's bound) / ALG, and numeric entries of a policy's own stats.
+DERIVED_METRICS = ("ratio", "ratio_bound")
+POLICY_STATS_PREFIX = "policy_stats."
+POLICY_AXIS = "policy"   # a figure's x: one bar per policy
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")   # names end up in paths and hive partition values
 DEFAULT_OUTPUT = "results/sweeps"
 
@@ -66,6 +71,35 @@ class MlflowConfig:
 
 
 @dataclass(frozen=True)
+class FigureConfig:
+    """One figure ``pdors report`` draws from a sweep: ``metric`` (mean and spread over seeds) against ``x``, one
+    series per policy. ``x``: a grid axis, or ``policy`` (one bar per policy). ``where``: grid axis -> the one
+    value kept (e.g. one mix of a two-mix sweep). ``normalise``: divide each run's value by that policy's on
+    the same instance (paper Figs. 14-17, "normalised to OASiS"). ``claim``: what the paper reports."""
+
+    name: str
+    title: str
+    x: str
+    metric: str = "total_utility"
+    where: dict[str, Any] = field(default_factory=dict)
+    normalise: str | None = None
+    policies: list[str] = field(default_factory=list)
+    ylabel: str = ""
+    claim: str = ""
+
+    def check(self) -> list[str]:
+        from .storage import METRICS   # storage imports this module
+
+        out = [] if NAME_RE.fullmatch(self.name) else [f"name: letters, digits, '_', '.', '-' only, got {self.name!r}"]
+        known = [m for m, _ in METRICS] + list(DERIVED_METRICS)
+        if self.metric not in known and not (self.metric.startswith(POLICY_STATS_PREFIX)
+                                             and len(self.metric) > len(POLICY_STATS_PREFIX)):
+            out.append(f"metric: unknown metric {self.metric!r} (known: {', '.join(known)}, "
+                       f"{POLICY_STATS_PREFIX}<key>)")
+        return out
+
+
+@dataclass(frozen=True)
 class SweepConfig:
     """``grid`` axes are dotted paths: ``machines``, ``jobs``, ``slots``, ``workload.<field>`` for the instance,
     ``<policy>.<param>`` (e.g. ``pdors.rounding.gain``) for one policy's parameters. Grid values override
@@ -79,6 +113,7 @@ class SweepConfig:
     opt: dict[str, Any] | None = None   # OptConfig fields; built in check() so errors keep their full path
     output: str = DEFAULT_OUTPUT
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+    report: list[FigureConfig] = field(default_factory=list)
 
     def check(self) -> list[str]:
         out = []
@@ -104,6 +139,11 @@ class SweepConfig:
             out.append(f"opt: cannot compute the offline optimum: {why}")
         if not self.output.strip():
             out.append("output: must not be empty")
+        names = [f.name for f in self.report]
+        for k, fig in enumerate(self.report):
+            out += [f"report[{k}].{p}" for p in _figure_problem(fig, self)]
+            if fig.name in names[:k]:
+                out.append(f"report[{k}].name: duplicate figure name {fig.name!r}")
         return out
 
     def opt_settings(self) -> OptConfig | None:
@@ -140,6 +180,25 @@ def _axis_problem(axis: str, values: list, policies: dict) -> list[str]:
         return [f"grid.{axis}: list at least one value"]
     dupes = [k for k, v in enumerate(values) if v in values[:k]]
     return [f"grid.{axis}[{dupes[0]}]: duplicate value {values[dupes[0]]!r}"] if dupes else []
+
+
+def _figure_problem(fig: FigureConfig, config: SweepConfig) -> list[str]:
+    """A figure must refer to the sweep's own axes, values and policies."""
+    out = []
+    if fig.x != POLICY_AXIS and fig.x not in config.grid:
+        out.append(f"x: not a grid axis of this sweep (axes: {', '.join(config.grid) or 'none'}; or "
+                   f"'{POLICY_AXIS}' for one bar per policy)")
+    for axis, value in fig.where.items():
+        if axis not in config.grid:
+            out.append(f"where.{axis}: not a grid axis of this sweep")
+        elif value not in config.grid[axis]:
+            out.append(f"where.{axis}: {value!r} is not one of the axis's values {config.grid[axis]}")
+    for name in [*fig.policies, *([fig.normalise] if fig.normalise else [])]:
+        if name not in config.policies:
+            out.append(f"policies: {name!r} is not a policy of this sweep ({', '.join(config.policies)})")
+    if fig.metric in DERIVED_METRICS and config.opt is None:
+        out.append(f"metric: {fig.metric} needs the offline optimum: add an 'opt' block")
+    return out
 
 
 def load(path: str | Path) -> SweepConfig:

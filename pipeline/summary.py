@@ -1,4 +1,5 @@
-"""Aggregation over seeds: one row per (grid point, policy), the unit of MLflow child runs, tables and plots."""
+"""Aggregation over seeds: one row per (grid point, policy), the unit of MLflow child runs and tables; one row per
+(policy, x) for a report figure."""
 from __future__ import annotations
 
 import json
@@ -6,11 +7,18 @@ import math
 
 import pandas as pd
 
+from .schema import DERIVED_METRICS, POLICY_AXIS, POLICY_STATS_PREFIX, FigureConfig
 from .storage import METRICS
 
 NUMERIC = [name for name, _ in METRICS]
 TABLE_METRICS = (("total_utility", "utility"), ("completed", "completed"), ("admitted", "admitted"),
-                 ("ratio", "OPT/ALG"), ("decision_latency_ms.p50", "p50 ms"), ("wall_s", "wall s"))
+                 ("ratio", "OPT/ALG"), ("ratio_bound", "bound/ALG"), ("decision_latency_ms.p50", "p50 ms"),
+                 ("wall_s", "wall s"))
+FIGURE_COLUMNS = ("policy", "x", "n", "mean", "std", "min", "max")
+
+
+class FigureDataError(ValueError):
+    """A figure cannot be computed from the runs as configured."""
 
 
 def axis_label(value) -> str:
@@ -22,19 +30,32 @@ def axis_label(value) -> str:
     return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
 
 
+def _upper_bound(row) -> float:
+    """An upper bound on OPT from an OPT row: OPT itself when proven, else the solver's bound (or NaN)."""
+    if pd.notna(row["total_utility"]):
+        return float(row["total_utility"])
+    result = json.loads(row["opt.result"]) if isinstance(row.get("opt.result"), str) else {}
+    return float(result["bound"]) if result.get("bound") is not None else math.nan
+
+
 def with_ratio(runs: pd.DataFrame) -> pd.DataFrame:
-    """Add ``ratio`` = OPT / ALG on the same instance (SPEC section 5) when the sweep has OPT rows."""
+    """Add ``ratio`` = OPT / ALG on the same instance (SPEC section 5; NaN unless OPT is proven) and
+    ``ratio_bound`` = (upper bound on OPT) / ALG, an upper bound on the ratio, when the sweep has OPT rows.
+    ALG = 0 leaves both NaN."""
     runs = runs.copy()
-    opt = runs[(runs["kind"] == "opt") & (runs["status"] == "ok")].set_index("instance_id")["total_utility"]
+    opt_rows = runs[(runs["kind"] == "opt") & (runs["status"] == "ok")].set_index("instance_id")
     alg = runs["total_utility"].where(runs["kind"] == "sim")
-    runs["ratio"] = runs["instance_id"].map(opt) / alg.where(alg > 0)
+    alg = alg.where(alg > 0)
+    runs["ratio"] = runs["instance_id"].map(opt_rows["total_utility"]) / alg
+    upper = opt_rows.apply(_upper_bound, axis=1) if len(opt_rows) else pd.Series(dtype=float)
+    runs["ratio_bound"] = runs["instance_id"].map(upper) / alg
     return runs
 
 
 def aggregate(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     """Mean, std and n over seeds per point_id; failed counts runs that failed or were lost."""
     runs = with_ratio(runs)
-    metrics = [m for m in [*NUMERIC, "ratio"] if runs[m].notna().any()]
+    metrics = [m for m in [*NUMERIC, *DERIVED_METRICS] if runs[m].notna().any()]
     rows = []
     for point_id, g in runs.groupby("point_id", sort=False):
         ok = g[g["status"] == "ok"]
@@ -65,4 +86,63 @@ def markdown(agg: pd.DataFrame, axes: list[str]) -> str:
         cells = [r["policy"], *(r[a] for a in axes), str(r["n"]), str(r["failed"]),
                  *(_cell(r[f"{m}.mean"], r[f"{m}.std"]) for m, _ in metrics)]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def metric_values(runs: pd.DataFrame, metric: str) -> pd.Series:
+    """One value per run: a column, a derived ratio (``with_ratio`` applied), or ``policy_stats.<key>``."""
+    if metric.startswith(POLICY_STATS_PREFIX):
+        key = metric[len(POLICY_STATS_PREFIX):]
+        stats = runs["policy_stats"].map(lambda text: json.loads(text) if isinstance(text, str) else {})
+        return pd.to_numeric(stats.map(lambda d: d.get(key)), errors="coerce").astype(float)
+    return pd.to_numeric(runs[metric], errors="coerce").astype(float)
+
+
+def _normalised(ok: pd.DataFrame, values: pd.Series, policy: str) -> pd.Series:
+    """Each run's value over ``policy``'s value on the same instance (NaN where that is missing or 0)."""
+    base = values[ok["policy"] == policy]
+    ids = ok.loc[base.index, "instance_id"]
+    if ids.duplicated().any():
+        raise FigureDataError(f"normalise: {policy} has several runs per instance (a grid axis of its own); "
+                              f"pick one with 'where'")
+    by_instance = pd.Series(base.to_numpy(), index=ids.to_numpy())
+    denominator = ok["instance_id"].map(by_instance)
+    return values / denominator.where(denominator != 0)
+
+
+def _matches(column: pd.Series, value) -> pd.Series:
+    """Rows whose axis value is ``value``; numbers compare as numbers (a float column holds the YAML's 40 as
+    40.0), anything else by its label."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return pd.to_numeric(column, errors="coerce") == float(value)
+    return column.map(axis_label) == axis_label(value)
+
+
+def figure_table(runs: pd.DataFrame, fig: FigureConfig) -> pd.DataFrame:
+    """Mean, std, min, max and n over seeds of ``fig.metric`` per (policy, x), ordered by ``fig.policies`` or
+    else by first appearance (plan order: grid, policy, seed); x is the axis value as text, ``-`` where a
+    policy lacks the axis (another policy's parameter)."""
+    ok = with_ratio(runs)
+    ok = ok[(ok["status"] == "ok") & (ok["kind"] == "sim")]
+    for axis, value in fig.where.items():
+        ok = ok[_matches(ok[axis], value)]
+    values = metric_values(ok, fig.metric)
+    if fig.normalise:
+        values = _normalised(ok, values, fig.normalise)
+    keep = ok["policy"].isin(fig.policies) if fig.policies else pd.Series(True, index=ok.index)
+    ok, values = ok[keep], values[keep]
+    x = ok["policy"] if fig.x == POLICY_AXIS else ok[fig.x].map(axis_label)
+    frame = pd.DataFrame({"policy": ok["policy"], "x": x, "value": values}).dropna(subset=["value"])
+    stats = frame.groupby(["policy", "x"], sort=False)["value"].agg(["count", "mean", "std", "min", "max"])
+    table = stats.reset_index().rename(columns={"count": "n"})[list(FIGURE_COLUMNS)]
+    if fig.policies:   # the figure's order, else plan order
+        table = table.sort_values("policy", key=lambda p: p.map(fig.policies.index), kind="stable")
+    return table.reset_index(drop=True)
+
+
+def figure_markdown(table: pd.DataFrame, x_label: str) -> str:
+    """A figure's data as a Markdown table: one row per (policy, x)."""
+    lines = [f"| policy | {x_label} | n | mean ± std | min | max |", "|---|---|---|---|---|---|"]
+    for r in table.itertuples():
+        lines.append(f"| {r.policy} | {r.x} | {r.n} | {_cell(r.mean, r.std)} | {r.min:.4g} | {r.max:.4g} |")
     return "\n".join(lines) + "\n"

@@ -76,9 +76,10 @@ def _say(text: str = "") -> None:
 
 
 def run(config_path: str, out: str | None = None, resume: bool = False, max_parallel: int | None = None,
-        ray_address: str | None = None) -> int:
+        ray_address: str | None = None, in_process: bool = False) -> int:
     """``pdors sweep run``; returns the exit status: 0 all ok, 1 some runs failed or were lost,
-    3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 130 interrupted."""
+    3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 130 interrupted.
+    ``in_process``: run the tasks one after another in this process, without Ray (small sweeps, debugging)."""
     config = schema.load(config_path)
     plan = grid.expand(config)                     # every spec validated: nothing is written before this
     root = Path(out or config.output)
@@ -94,6 +95,7 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
         manifest_path = store.meta / "manifest.json"
         manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else \
             _manifest(plan, config_path, root, commit)
+        manifest["config"]["report"] = to_dict(config)["report"]   # figures can change, the sweep id cannot
         manifest_path.write_text(json.dumps(manifest, indent=1))
         (store.meta / "config.yaml").write_text(Path(config_path).read_text())
         sims = sum(t.kind == "sim" for t in plan.tasks)
@@ -101,7 +103,7 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
              f"OPT) over {', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already "
              f"recorded, {len(todo)} to run")
         try:
-            _execute(store, runs_schema(plan), todo, address, max_parallel, commit)
+            _execute(store, runs_schema(plan), todo, address, max_parallel, commit, in_process)
         except KeyboardInterrupt:
             _say(f"\ninterrupted: finished runs are recorded; continue with "
                  f"`pdors sweep run {config_path} --out {root} --resume`")
@@ -109,27 +111,37 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
     return report(store, manifest)
 
 
-def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: str) -> None:
+def _in_process(todo: list, on_connect):
+    from .executor import Cluster, execute
+
+    on_connect(Cluster("in-process", 1, 1))
+    return ((task, execute(task)) for task in todo)
+
+
+def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: str, in_process: bool) -> None:
     if not todo:
         return
     from tqdm import tqdm
 
     from .executor import fan_out
 
-    _say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
+    _say("running in this process, without Ray ..." if in_process else
+         f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
     tally = {"ok": 0, "failed": 0, "lost": 0}
     bar = tqdm(total=len(todo), unit="run", file=sys.stderr, mininterval=0.5 if sys.stderr.isatty() else 10,
                dynamic_ncols=True)
 
     def connected(cluster) -> None:
-        bar.write(f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); "
-                  f"started in {time.perf_counter() - started:.1f} s")
+        if not in_process:
+            bar.write(f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); "
+                      f"started in {time.perf_counter() - started:.1f} s")
         bar.reset()   # the rate and ETA count from here, not from Ray's start-up
         clock.append(time.perf_counter())
 
     started, clock = time.perf_counter(), []
     try:
-        for task, outcome in fan_out(todo, address, max_parallel, connected):
+        outcomes = _in_process(todo, connected) if in_process else fan_out(todo, address, max_parallel, connected)
+        for task, outcome in outcomes:
             store.write(task, outcome, schema_, commit)
             tally[outcome.status] += 1
             bar.set_postfix(ok=tally["ok"], failed=tally["failed"] + tally["lost"],
@@ -138,11 +150,12 @@ def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: s
     finally:
         bar.close()
     done, seconds = sum(tally.values()), time.perf_counter() - clock[0]
-    _say(f"ran {done} tasks in {seconds:.1f} s after Ray start-up ({done / seconds:.2f} runs/s); "
+    _say(f"ran {done} tasks in {seconds:.1f} s after start-up ({done / seconds:.2f} runs/s); "
          f"{tally['failed']} failed, {tally['lost']} lost")
 
 
-def _counts(store: Store, manifest: dict) -> tuple[Counts, object]:
+def recorded_runs(store: Store, manifest: dict) -> tuple[Counts, object]:
+    """Run counts by status and the recorded runs (a DataFrame) in plan order."""
     runs = store.read("runs").to_pandas()
     status = runs["status"].value_counts() if len(runs) else {}
     if len(runs):   # plan order (grid, policy, seed), not file order, for tables and plots
@@ -152,10 +165,12 @@ def _counts(store: Store, manifest: dict) -> tuple[Counts, object]:
 
 
 def report(store: Store, manifest: dict, track: bool | None = None) -> int:
-    """Summary table, plots and MLflow from the Parquet record; the exit status of ``run``/``log``."""
+    """Summary table, plots, the report's figures and MLflow from the Parquet record; the exit status of
+    ``run``/``log``."""
     from . import plots, summary, tracking
+    from .report import draw_all
 
-    counts, runs = _counts(store, manifest)
+    counts, runs = recorded_runs(store, manifest)
     if runs.empty:
         raise SweepError(f"sweep {store.sweep_id} has no recorded runs under {store.root}")
     axes = manifest["axes"]
@@ -164,6 +179,7 @@ def report(store: Store, manifest: dict, track: bool | None = None) -> int:
     agg.to_csv(store.meta / "summary.csv", index=False)
     (store.meta / "summary.md").write_text(table)
     plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png")
+    figures = draw_all(runs, manifest, store.meta / "report")
     _say("\n" + table)
     for failed in runs[runs["status"] != "ok"].head(5).itertuples():
         _say(f"  {failed.status} run {failed.run_id} ({failed.policy}, seed {failed.seed}): "
@@ -171,13 +187,14 @@ def report(store: Store, manifest: dict, track: bool | None = None) -> int:
     _say(f"runs: {counts.total} total, {counts.ok} ok, {counts.failed} failed, {counts.lost} lost, "
          f"{counts.remaining} not run")
     _say(f"Parquet: {store.part('runs')}  (jobs: {store.part('jobs')})")
-    _say(f"summary: {store.meta / 'summary.md'}; plot: {plot}")
+    _say(f"summary: {store.meta / 'summary.md'}; plot: {plot}; report: {figures[-1]}")
     status = 1 if counts.failed or counts.lost or counts.remaining else 0
     if not (manifest["mlflow"] if track is None else track):
         return status
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")] + [plot]
     try:
         parent = tracking.log_sweep(manifest, runs, agg, artifacts)
+        tracking.attach(manifest, figures, "report")
     except Exception as e:   # Parquet is the record: say how to re-log, keep the results
         _say(f"MLflow logging failed ({type(e).__name__}: {' '.join(str(e).split())[:300]}); results are safe "
              f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`")
@@ -187,7 +204,7 @@ def report(store: Store, manifest: dict, track: bool | None = None) -> int:
     return status
 
 
-def _manifest_of(store: Store) -> dict:
+def manifest_of(store: Store) -> dict:
     path = store.meta / "manifest.json"
     if not path.exists():
         known = sorted(p.name for p in (store.root / "sweeps").glob("*")) if (store.root / "sweeps").exists() else []
@@ -198,7 +215,7 @@ def _manifest_of(store: Store) -> dict:
 def log(sweep_id: str, out: str) -> int:
     """``pdors sweep log``: re-log a sweep to MLflow from its Parquet record."""
     store = Store(out, sweep_id)
-    return report(store, _manifest_of(store), track=True)
+    return report(store, manifest_of(store), track=True)
 
 
 def status(sweep_id: str | None, out: str) -> int:
@@ -209,7 +226,7 @@ def status(sweep_id: str | None, out: str) -> int:
         raise SweepError(f"no sweeps under {root}")
     for sid in ids:
         store = Store(root, sid)
-        counts, _ = _counts(store, _manifest_of(store))
+        counts, _ = recorded_runs(store, manifest_of(store))
         _say(f"{sid}: {counts.total} tasks, {counts.ok} ok, {counts.failed} failed, {counts.lost} lost, "
              f"{counts.remaining} not run")
     return 0

@@ -54,6 +54,26 @@ def _params(values: dict) -> list:
     return [Param(k, str(v)[:6000]) for k, v in values.items()]
 
 
+def _parent(client, experiment_id: str, sweep_id: str) -> str | None:
+    found = _find(client, experiment_id, f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`pdors.role` = 'sweep'")
+    return found[0].info.run_id if found else None
+
+
+def attach(manifest: dict, paths: list[Path], artifact_path: str) -> str | None:
+    """Attach files to a logged sweep's parent run (under ``artifact_path``); None if it was never logged."""
+    from mlflow.tracking import MlflowClient
+
+    _check_reachable(tracking_uri())
+    client = MlflowClient()
+    experiment = client.get_experiment_by_name(manifest["experiment"])
+    parent = experiment and _parent(client, experiment.experiment_id, manifest["sweep_id"])
+    if not parent:
+        return None
+    for path in paths:
+        client.log_artifact(parent, str(path), artifact_path)
+    return parent
+
+
 def log_sweep(manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path]) -> str:
     """Log (or re-log) a sweep; returns the parent run id."""
     from mlflow.entities import RunTag
@@ -64,8 +84,7 @@ def log_sweep(manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: 
     name, sweep_id = manifest["experiment"], manifest["sweep_id"]
     experiment = client.get_experiment_by_name(name)
     exp_id = experiment.experiment_id if experiment else client.create_experiment(name)
-    found = _find(client, exp_id, f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`pdors.role` = 'sweep'")
-    parent = found[0].info.run_id if found else client.create_run(
+    parent = _parent(client, exp_id, sweep_id) or client.create_run(
         exp_id, run_name=sweep_id, tags={SWEEP_TAG: sweep_id, "pdors.role": "sweep"}).info.run_id
     status = runs["status"].value_counts()
     client.log_batch(

@@ -1,0 +1,120 @@
+"""``pdors report SWEEP_OR_DIR [--out DIR]``: a sweep's figures from its Parquet record.
+
+The figures are the config's ``report`` list (:class:`pipeline.schema.FigureConfig`: one per paper figure), else
+total utility against the first grid axis. Per figure: ``<name>.png`` (mean over seeds with a ±1 std band or
+error bars, labelled axes, legend), ``<name>.csv`` and ``<name>.md`` (policy, x, n, mean, std, min, max); plus
+``<sweep name>.report.md`` with every figure, the paper's claim and the table (so the reports of several
+sweeps can share one ``--out``). The files are attached to the sweep's MLflow
+parent run under ``report/`` (the sweep is logged first if it never was).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from pdors.config import build
+
+from . import plots, summary
+from .schema import DEFAULT_OUTPUT, POLICY_AXIS, FigureConfig
+from .storage import Store
+from .sweep import SweepError, manifest_of, recorded_runs
+
+SEARCH_ROOT = Path("results")   # where a bare sweep id is looked for (every output root below it)
+
+
+def figures_of(manifest: dict) -> list[FigureConfig]:
+    specs = manifest["config"].get("report") or []
+    if specs:
+        return [build(FigureConfig, spec, f"report[{k}]") for k, spec in enumerate(specs)]
+    axes = manifest["axes"]
+    return [FigureConfig(name="total_utility", title=f"{manifest['name']}: total utility",
+                         x=axes[0] if axes else POLICY_AXIS)]
+
+
+def _index(manifest: dict, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]]) -> str:
+    lines = [f"# Report: sweep {manifest['sweep_id']}", "",
+             f"Config `{manifest['config_path']}`, seeds {manifest['seeds']}, git commit "
+             f"`{manifest['git_commit']}`. Values: mean ± std over seeds (n = seeds with a value).", ""]
+    for fig, table, png in drawn:
+        lines += [f"## {fig.title}", ""]
+        if fig.claim:
+            lines += [f"Paper: {fig.claim}", ""]
+        lines += [f"![{fig.name}]({png.name})", "", summary.figure_markdown(table, fig.x)]
+    return "\n".join(lines)
+
+
+def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
+    """Every figure of the sweep as PNG, CSV and Markdown under ``out``, then the index; the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    drawn, paths = [], []
+    for fig in figures_of(manifest):
+        try:
+            table = summary.figure_table(runs, fig)
+        except summary.FigureDataError as e:
+            raise SweepError(f"report figure {fig.name!r}: {e}") from None
+        table.to_csv(out / f"{fig.name}.csv", index=False)
+        (out / f"{fig.name}.md").write_text(f"# {fig.title}\n\n" + summary.figure_markdown(table, fig.x))
+        png = plots.draw(table, fig, out / f"{fig.name}.png")
+        drawn.append((fig, table, png))
+        paths += [png, out / f"{fig.name}.csv", out / f"{fig.name}.md"]
+    index = out / f"{manifest['name']}.report.md"
+    index.write_text(_index(manifest, drawn))
+    return paths + [index]
+
+
+def locate(target: str) -> list[Store]:
+    """A sweep directory (``<root>/sweeps/<id>``), an output root (every sweep in it) or a sweep id (looked for
+    under ``results/``)."""
+    path = Path(target)
+    if (path / "manifest.json").is_file():
+        return [Store(path.parent.parent, path.name)]
+    if (path / "sweeps").is_dir():
+        stores = [Store(path, p.name) for p in sorted((path / "sweeps").iterdir()) if (p / "manifest.json").is_file()]
+        if not stores:
+            raise SweepError(f"{path}: no recorded sweep under {path / 'sweeps'}")
+        return stores
+    if path.exists():
+        raise SweepError(f"{path}: neither a sweep directory (with manifest.json) nor an output root (with sweeps/)")
+    found = sorted(SEARCH_ROOT.glob(f"**/sweeps/{target}/manifest.json")) if SEARCH_ROOT.is_dir() else []
+    if not found:
+        raise SweepError(f"{target!r}: no such sweep directory, output root, or sweep id under {SEARCH_ROOT}/ "
+                         f"(e.g. {DEFAULT_OUTPUT}/sweeps/<id>; `pdors sweep status --out ROOT` lists sweeps)")
+    return [Store(f.parent.parent.parent, target) for f in found]
+
+
+def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path]) -> str:
+    from . import tracking
+
+    parent = tracking.attach(manifest, paths, "report")
+    if parent is None:   # never logged (e.g. MLflow was down during the sweep): log it, then attach
+        tracking.log_sweep(manifest, runs, summary.aggregate(runs, manifest["axes"]), [])
+        parent = tracking.attach(manifest, paths, "report")
+    return parent
+
+
+def report(target: str, out: str | None = None, track: bool = True) -> int:
+    """``pdors report``; exit status 0, or 3 when the files are written but attaching them to MLflow failed."""
+    stores = locate(target)
+    status = 0
+    for store in stores:
+        manifest = manifest_of(store)
+        counts, runs = recorded_runs(store, manifest)
+        if runs.empty:
+            raise SweepError(f"sweep {store.sweep_id} has no recorded runs under {store.root}")
+        dest = store.meta / "report" if out is None else Path(out) / (store.sweep_id if len(stores) > 1 else "")
+        paths = draw_all(runs, manifest, dest)
+        print(f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {dest}: "
+              + ", ".join(p.name for p in paths if p.suffix == ".png"), flush=True)
+        if not (track and manifest["mlflow"]):
+            continue
+        try:
+            parent = _track(manifest, runs, paths)
+        except Exception as e:   # the files are written; say how to retry
+            print(f"  MLflow: attaching failed ({type(e).__name__}: {' '.join(str(e).split())[:300]}); retry "
+                  f"with `pdors report {target}`", flush=True)
+            status = 3
+            continue
+        print(f"  MLflow: attached to parent run {parent} (experiment {manifest['experiment']!r}) under report/",
+              flush=True)
+    return status
