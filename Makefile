@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup solvers run test bench clean
+.PHONY: setup solvers run test bench reproduce clean
 
 setup: $(STAMP) solvers
 
@@ -27,6 +27,12 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# Every reproduction config at full size (docs/REPRODUCTION.md); --resume keeps finished runs.
+reproduce: setup
+	for c in configs/fig*.yaml configs/thesis*.yaml; do \
+	  $(BIN)/pdors sweep run $$c --resume && $(BIN)/pdors report results/$$(basename $$c .yaml) --out docs/figures || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) results mlruns mlflow.db .pytest_cache

@@ -34,8 +34,11 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
+        options = [a for a in args if a is not type(None)]
+        if len(options) == 1:   # ``X | None``: X's own error, at the field inside X that is wrong
+            return _convert(options[0], value, path)
         errors = []
-        for arg in (a for a in args if a is not type(None)):
+        for arg in options:
             try:
                 return _convert(arg, value, path)
             except ConfigError as e:

@@ -81,3 +81,23 @@ def test_workload_config_errors_name_the_field(data, path):
     with pytest.raises(ConfigError) as e:
         build(WorkloadConfig, data)
     assert e.value.path == path
+
+
+def test_config_error_inside_an_optional_section_names_the_field():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Inner:
+        a: int = 1
+
+    @dataclass
+    class Outer:
+        inner: Inner | None = None
+
+    assert build(Outer, {"inner": None}).inner is None
+    with pytest.raises(ConfigError) as e:
+        build(Outer, {"inner": {"a": "x"}})
+    assert e.value.path == "inner.a" and "integer" in e.value.reason
+    with pytest.raises(ConfigError) as e:
+        build(Outer, {"inner": {"b": 1}})
+    assert e.value.path == "inner.b"
