@@ -28,6 +28,10 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
+# Speed figures of docs/PERFORMANCE.md in one run (medians and ratios); `pdors bench --quick` for a short one.
+bench: setup
+	$(BIN)/pdors bench
+
 # Every reproduction config at full size (docs/REPRODUCTION.md); --resume keeps finished runs.
 reproduce: setup
 	for c in configs/fig*.yaml configs/thesis*.yaml; do \

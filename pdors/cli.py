@@ -78,7 +78,8 @@ def _add_run_args(p, policy_default="pdors") -> None:
 
 
 # Modules that add subcommands: each defines ``register(subparsers)``; handlers are ``func(args) -> int``.
-SUBCOMMAND_MODULES: tuple[str, ...] = ("pdors.compare", "pipeline.cli", "offline_opt.cli", "pipeline.nightly")
+SUBCOMMAND_MODULES: tuple[str, ...] = ("pdors.compare", "pipeline.cli", "offline_opt.cli", "pipeline.nightly",
+                                        "pdors.bench")
 
 
 def parser() -> argparse.ArgumentParser:

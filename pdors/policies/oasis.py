@@ -107,12 +107,14 @@ class OASiS(PlanningPolicy):
         workers = np.ceil(levels * jobs.time_per_sample(False)[job]).astype(np.int64)   # always external
         servers = ps_count(workers, gamma)
         fillers = []
-        theta = np.empty((inst.slots - a, q + 1))
-        for j in range(inst.slots - a):
+
+        def theta(j: int) -> np.ndarray:
+            """Slot j's cost per level; asked for only while a later completion can still win."""
             fw = Greedy(price_w[j], free[j, W], alpha, batch)
             fs = Greedy(price_s[j], free[j, S], beta, int(ps_count(batch, gamma)))
-            theta[j] = np.where(workers > batch, np.inf, fw.cost(np.minimum(workers, batch)) + fs.cost(servers))
             fillers.append((fw, fs))
+            return np.where(workers > batch, np.inf, fw.cost(np.minimum(workers, batch)) + fs.cost(servers))
+
         result = plan_levels(theta, jobs.utility_of(job, np.arange(inst.slots - a)))
         self.payoffs.append(result.payoff)
         if result.completion < 0 or not result.payoff > 0:

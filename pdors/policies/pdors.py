@@ -18,7 +18,7 @@ from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.gain import competitive_bound
 from ..primal_dual.prices import PriceBounds, instance_price_bounds, prices
-from ..primal_dual.slot_cost import JobShape, LinearProgram, Rounding, slot_costs, state_digest
+from ..primal_dual.slot_cost import JobShape, LinearProgram, Rounding, SlotCosts, slot_costs, state_digest
 from .base import JobPlan, PlanningPolicy, SlotView
 
 HISTORY_SEED_OFFSET = 1_000_003
@@ -51,8 +51,15 @@ class RoundingConfig:
 
 @dataclass(frozen=True)
 class Config(PrimalDualConfig):
+    """``round_all_levels``: compute theta for every slot up to T and round every level whose LP is solved,
+    instead of only what the decision needs (the DP's early stop and lazy rounding, docs/PERFORMANCE.md).
+    Same decisions, 2-3x slower; the rounding statistics (``rounding.attempts_mean``,
+    ``lp_vs_rounded_ratio``) then cover every external solve rather than those on the DP's schedules, which
+    is what thesis Figs. 3.13-3.14 measure."""
+
     price_bounds: Literal["oracle", "history"] = "oracle"
     rounding: RoundingConfig = field(default_factory=RoundingConfig)
+    round_all_levels: bool = False
 
 
 class PDORS(PlanningPolicy):
@@ -69,6 +76,8 @@ class PDORS(PlanningPolicy):
         self.seed = seed
         self.lp = LinearProgram()
         self._solves: list = []
+        self._slots_skipped = 0
+        self._lp_solves = 0
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
         inst = view.instance
@@ -79,24 +88,36 @@ class PDORS(PlanningPolicy):
         shape = JobShape(float(jobs.time_per_sample(True)[job]), float(jobs.time_per_sample(False)[job]),
                          int(jobs.batch[job]), int(jobs.gamma[job]), jobs.worker_demand[job], jobs.ps_demand[job])
         levels = np.arange(q + 1) * (jobs.workload[job] / q)
-        cache: dict[int, object] = {}
-        per_slot = []
-        for j in range(inst.slots - a):
+        cache: dict[int, SlotCosts] = {}         # theta by slot state: identical states cost the same
+        first_slot: dict[int, int] = {}          # the first slot of each state
+        keys: list[int] = []                     # the state of each slot asked for
+
+        def theta(j: int) -> np.ndarray:
             key = state_digest(price[j], free[j])
             if key not in cache:
-                cache[key] = slot_costs(shape, levels, price[j], free[j], self.rounding,
-                                        (self.seed, job, key), self.lp)
-                self._solves.extend(cache[key].external_solves)
-            per_slot.append(cache[key])
-        theta = np.stack([c.cost for c in per_slot])
-        result = plan_levels(theta, jobs.utility_of(job, np.arange(inst.slots - a)))
+                cache[key] = slot_costs(shape, levels, price[j], free[j], self.rounding, (self.seed, job, key),
+                                        self.lp, lazy=not self.config.round_all_levels)
+                first_slot[key] = j
+            keys.append(key)
+            return cache[key].cost
+
+        def refine(j: int, k: int) -> int | None:
+            """Round (slot j, level k) if the DP's schedule uses it; every slot of that state changes."""
+            return first_slot[keys[j]] if cache[keys[j]].refine(k) else None
+
+        result = plan_levels(theta, jobs.utility_of(job, np.arange(inst.slots - a)), refine,
+                             stop_early=not self.config.round_all_levels)
+        self._slots_skipped += inst.slots - a - result.reached
+        for costs in cache.values():
+            self._solves.extend(costs.external_solves)
+            self._lp_solves += costs.lp_solves
         if result.completion < 0 or not result.payoff > 0:
             return None
         H = inst.num_machines
         workers = np.zeros((inst.slots, H), dtype=np.int64)
         servers = np.zeros((inst.slots, H), dtype=np.int64)
         for j in np.flatnonzero(result.levels):
-            opt = per_slot[j].options[result.levels[j]]
+            opt = cache[keys[j]].options[result.levels[j]]
             workers[a + j, opt.machines] = opt.workers
             servers[a + j, opt.machines] = opt.servers
         return JobPlan(workers, servers, a + result.completion, result.payoff)
@@ -109,6 +130,8 @@ class PDORS(PlanningPolicy):
         gain = self.rounding.gain if self.rounding.gain is not None else float(gains.max(initial=0.0))
         return {
             "external_solves": int(len(solves)),
+            "lp_solves": self._lp_solves,
+            "slots_skipped": self._slots_skipped,
             "rounding_attempts_mean": float(solves[:, 0].mean()) if len(solves) else 0.0,
             "infeasible_solves": int((~found).sum()),
             "lp_vs_rounded_ratio": float(np.mean(solves[found, 3] / np.maximum(solves[found, 2], 1e-300)))

@@ -9,6 +9,7 @@ Theta(t~, V_i) (ties to the earliest).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,34 +20,89 @@ class DPResult:
     completion: int          # index into the slots given (0 = the arrival slot); -1 if nothing is finite
     payoff: float            # u - Theta at that completion (-inf if none)
     levels: np.ndarray       # levels per slot, summing to Q, zero after ``completion``
-    totals: np.ndarray       # Theta(t~, V_i) per candidate completion slot
+    totals: np.ndarray       # Theta(t~, V_i) per candidate completion slot (inf where not reached)
+    reached: int             # slots whose theta was asked for
 
 
-def plan_levels(theta: np.ndarray, utility: np.ndarray) -> DPResult:
-    """``theta[j, k]``: cost of level k in the j-th slot (theta[:, 0] = 0); ``utility[j]``: u_i(j)."""
-    slots, width = theta.shape
-    q = width - 1
-    k = np.arange(width)
-    back = q_minus_k = k[:, None] - k[None, :]                     # [q, k] -> q - k
-    valid = q_minus_k >= 0
-    back = np.where(valid, q_minus_k, 0)
-    best = np.full(width, np.inf)
-    best[0] = 0.0                                                  # Theta(a_i - 1, .)
-    choice = np.zeros((slots, width), dtype=np.int64)
-    totals = np.empty(slots)
-    for j in range(slots):
-        combined = np.where(valid, theta[j][None, :] + best[back], np.inf)
-        choice[j] = np.argmin(combined, axis=1)
-        best = combined[k, choice[j]]
-        totals[j] = best[q]
-    payoff = utility - totals
-    levels = np.zeros(slots, dtype=np.int64)
-    if not np.isfinite(totals).any():
-        return DPResult(-1, -np.inf, levels, totals)
-    done = int(np.argmax(np.where(np.isfinite(payoff), payoff, -np.inf)))
-    remaining = q
-    for j in range(done, -1, -1):
-        levels[j] = choice[j, remaining]
-        remaining -= levels[j]
-    assert remaining == 0, "backtracking must consume every level"
-    return DPResult(done, float(payoff[done]), levels, totals)
+def plan_levels(theta: np.ndarray | Callable[[int], np.ndarray], utility: np.ndarray,
+                refine: Callable[[int, int], int | None] | None = None, stop_early: bool = True) -> DPResult:
+    """``theta[j, k]`` (or ``theta(j)[k]``): cost of level k in the j-th slot (theta[:, 0] = 0); ``utility[j]``: u_i(j).
+
+    Slots are visited in order and theta is asked for slot j only while a later completion can still win:
+    every Theta is >= 0, so once max_{t >= j} u_i(t) is <= the best payoff so far (or 0, below which the job
+    is rejected anyway), no later t~ can beat it (ties go to the earliest) and the rest is not computed. With
+    ``theta`` a callable, the far slots, whose theta needs the most external solves, are often never computed.
+    ``stop_early=False`` visits every slot (same result).
+
+    With ``refine``, the rows may hold lower bounds of theta: ``refine(j, k)`` makes cell (j, k) exact, updating
+    the rows in place, and returns the first slot whose row changed (None if the cell was exact). The pass is
+    repeated from that slot until every cell of the chosen schedule is exact. That schedule is the one the
+    pass over exact values would choose: every bound is <= its exact value, so every other Theta, and every
+    other payoff, is at least as bad in exact values as in bounds, and the ties resolve the same way.
+    """
+    dp = _ForwardPass(theta, utility, stop_early)
+    start = 0
+    while True:
+        dp.run(start)
+        result = dp.result()
+        if refine is None or result.completion < 0 or not result.payoff > 0:
+            return result
+        changed = [refine(j, int(k)) for j, k in enumerate(result.levels) if k]
+        changed = [j for j in changed if j is not None]
+        if not changed:
+            return result
+        start = min(changed)
+
+
+class _ForwardPass:
+    """The forward DP over slots, kept per slot so that it can be redone from any slot on."""
+
+    def __init__(self, theta, utility: np.ndarray, stop_early: bool):
+        self.row = theta if callable(theta) else theta.__getitem__
+        self.utility = utility
+        # max_{t >= j} u_i(t): no completion from slot j on can beat a best payoff at least this large
+        self.best_ahead = np.maximum.accumulate(utility[::-1])[::-1] if stop_early else np.full(len(utility), np.inf)
+        self.rows: list[np.ndarray] = []          # theta per slot, asked for once
+        self.best: list[np.ndarray] = []          # Theta(slot j, k levels) for every k
+        self.choice: list[np.ndarray] = []        # levels in slot j behind best[j]
+        self.leader: list[float] = []             # best payoff (or 0) up to slot j
+
+    def run(self, start: int) -> None:
+        del self.best[start:], self.choice[start:], self.leader[start:]
+        slots = len(self.utility)
+        for j in range(start, slots):
+            if self.best_ahead[j] <= (self.leader[-1] if self.leader else 0.0):
+                break
+            if j == len(self.rows):
+                self.rows.append(self.row(j))
+            costs = self.rows[j]
+            width = len(costs)
+            if not self.best:
+                k = self.k = np.arange(width)
+                q_minus_k = k[:, None] - k[None, :]                    # [q, k] -> q - k
+                self.back = np.where(q_minus_k >= 0, q_minus_k, width)  # k > q: the inf sentinel below
+                previous = np.full(width + 1, np.inf)
+                previous[0] = 0.0                                      # Theta(a_i - 1, .)
+            else:
+                previous = np.append(self.best[-1], np.inf)
+            combined = costs[None, :] + previous[self.back]
+            self.choice.append(np.argmin(combined, axis=1))
+            self.best.append(combined[self.k, self.choice[-1]])
+            payoff = self.utility[j] - self.best[-1][-1]
+            self.leader.append(max(self.leader[-1] if self.leader else 0.0, payoff))
+
+    def result(self) -> DPResult:
+        slots, reached = len(self.utility), len(self.best)
+        totals = np.full(slots, np.inf)
+        totals[:reached] = [b[-1] for b in self.best]
+        payoff = self.utility - totals
+        levels = np.zeros(slots, dtype=np.int64)
+        if not np.isfinite(totals).any():
+            return DPResult(-1, -np.inf, levels, totals, reached)
+        done = int(np.argmax(np.where(np.isfinite(payoff), payoff, -np.inf)))
+        remaining = len(self.best[0]) - 1
+        for j in range(done, -1, -1):
+            levels[j] = self.choice[j][remaining]
+            remaining -= levels[j]
+        assert remaining == 0, "backtracking must consume every level"
+        return DPResult(done, float(payoff[done]), levels, totals, reached)

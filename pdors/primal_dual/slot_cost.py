@@ -15,14 +15,22 @@ residual capacities C_h^r - rho_h^r[t]) at once:
 Machines with identical prices and residual capacities form a class; the LP is solved over classes (an
 exact reformulation, since a sum of copies of one polytope is its scaled copy) and its solution is
 disaggregated onto machines by filling the lowest-indexed members first, which yields a vertex-like
-solution of the machine-level LP. The external case is skipped, exactly, when
-``D (min_h p^w_h + min_h p^s_h / gamma)`` (a lower bound on any external cost) is not below the internal
-cost, and when D > F makes it infeasible.
+solution of the machine-level LP.
+
+What makes it fast without changing a value (docs/PERFORMANCE.md; tests/test_reference.py checks each
+against the literal reference.py): the internal case for every level and class at once; the external case
+worked out only as far as the DP needs it (:class:`SlotCosts`), behind two lower bounds on any external
+cost (:func:`_separable_bound`, then the LP optimum) that decide most levels without a rounding; one warm
+HiGHS model per state; roundings checked by lookup per machine in batches, and not drawn at all where no
+outcome can be feasible (:func:`_count_bounds_allow`, :func:`_roundable`).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
-from dataclasses import dataclass, field
+import math
+import operator
+from dataclasses import dataclass
 
 import highspy
 import numpy as np
@@ -30,8 +38,10 @@ import numpy as np
 from .gain import gain_eq29, gain_eq30
 
 FIT_ATOL = 1e-9
+UP_W, UP_S = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])     # rounding outcome o = dw + 2 ds
 ROUNDING_BATCH = 64        # first batch of rounding attempts; batches double up to ROUNDING_BATCH_MAX
 ROUNDING_BATCH_MAX = 1024
+LP_BOUND_RTOL = 1e-6       # margin on the LP optimum used as a lower bound (solver tolerances are ~1e-7)
 COST_RANGE = 1e12          # LP costs are rescaled to [1, COST_RANGE]: prices start near L ~ 1e-15,
                            # below HiGHS's tolerances, which would make every feasible point "optimal"
 
@@ -70,13 +80,88 @@ class Option:
     internal: bool
 
 
-@dataclass
-class SlotCosts:
-    """theta(t, v_k) for k = 0..Q (cost[0] = 0) and the allocation behind each finite entry."""
+@dataclass(frozen=True)
+class SlotState:
+    """What the external case of one slot state needs: the job, prices p and residual capacities [H, R],
+    the machine classes (members, counts, their residual capacities and p^w, p^s), each level's cover D,
+    the rounding settings with its seed key, and the shared HiGHS model."""
 
-    cost: np.ndarray
-    options: list
-    external_solves: list = field(default_factory=list)   # (attempts, feasible, lp_cost, best_cost, gain)
+    job: JobShape
+    prices: np.ndarray
+    free: np.ndarray
+    members: list
+    counts: np.ndarray
+    cls_free: np.ndarray
+    p_w: np.ndarray
+    p_s: np.ndarray
+    demand: np.ndarray
+    rounding: Rounding
+    seed_key: tuple
+    lp: "LinearProgram"
+
+
+class SlotCosts:
+    """theta(t, v_k) for k = 0..Q (cost[0] = 0) of one slot state and the allocation behind each finite entry.
+
+    The external case is worked out only as far as the DP needs it. ``cost[k]`` starts as the cheaper of
+    the internal cost and a lower bound on any external cost (:func:`_separable_bound`); ``exact[k]`` tells
+    which entries are final. :meth:`refine` makes one exact: its first call solves this state's LP for every
+    candidate level (in increasing order on one warm HiGHS model, the order that fixes which optimal vertex
+    each level gets), which tightens every bound to the LP optimum less ``LP_BOUND_RTOL`` (no integer
+    solution beats it), then level k is rounded (Steps 9-11). The rounding of level k is seeded by
+    (``seed_key``, k), so when it happens changes nothing.
+    """
+
+    def __init__(self, cost: np.ndarray, options: list, exact: np.ndarray, candidates: list[int], state: SlotState):
+        self.cost, self.options, self.exact = cost, options, exact
+        self.external_solves: list = []     # (attempts, feasible, lp_cost, best_cost, gain) per rounding
+        self.lp_solves = 0
+        self._candidates = candidates       # levels whose external case may beat the internal one
+        self._solutions: dict | None = None  # level -> (class LP solution, LP cost), once solved
+        self._state = state
+
+    def refine(self, k: int) -> bool:
+        """Make ``cost[k]`` exact; True if it was a bound (the row may have changed elsewhere too)."""
+        if self.exact[k]:
+            return False
+        if self._solutions is None:
+            self._solve_lps()
+            if self.exact[k]:
+                return True
+        st, (lp_sol, lp_cost) = self._state, self._solutions.pop(k)
+        d = st.demand[k]
+        machines, w_bar, s_bar = _disaggregate(st.job, lp_sol, st.members, st.free)
+        g = _gain(st.rounding, st.job, d, st.free)
+        rng = np.random.Generator(np.random.PCG64([*st.seed_key, k]))
+        attempts, feasible, best = _round(st.job, d, machines, w_bar * g, s_bar * g, st.prices, st.free,
+                                          st.rounding, rng)
+        self.external_solves.append((attempts, feasible, lp_cost, best.cost if best else np.inf, g))
+        self._settle(k, best)
+        return True
+
+    def _solve_lps(self) -> None:
+        st = self._state
+        self._solutions = {}
+        _load_external_lp(st.job, st.p_w, st.p_s, st.cls_free, st.counts, st.lp)
+        for k in self._candidates:
+            solved = _solve_external_lp(st.demand[k], st.job, len(st.counts), st.lp)
+            self.lp_solves += 1
+            if solved is None or solved[1] >= self._internal(k):    # no rounding could beat internal
+                self._settle(k, None)
+                continue
+            lp_sol, bound = solved
+            self._solutions[k] = (lp_sol, float(st.p_w @ lp_sol[0] + st.p_s @ lp_sol[1]))
+            self.cost[k] = max(self.cost[k], bound)
+
+    def _internal(self, k: int) -> float:
+        return self.options[k].cost if self.options[k] is not None else np.inf
+
+    def _settle(self, k: int, external: Option | None) -> None:
+        """theta = the cheaper of internal and ``external`` (ties to internal)."""
+        if external is not None and external.cost < self._internal(k):
+            self.options[k] = external
+        self.cost[k] = self._internal(k)
+        self.exact[k] = True
 
 
 class LinearProgram:
@@ -91,8 +176,8 @@ class LinearProgram:
         n = len(cost)
         lp.num_col_, lp.num_row_ = n, a_matrix.shape[0]
         positive = cost[cost > 0]
-        scale = positive.min() if positive.size else 1.0
-        lp.col_cost_ = np.minimum(cost / scale, COST_RANGE)
+        self.scale = positive.min() if positive.size else 1.0
+        lp.col_cost_ = np.minimum(cost / self.scale, COST_RANGE)
         lp.col_lower_ = np.zeros(n)
         lp.col_upper_ = np.full(n, np.inf)
         lp.row_lower_, lp.row_upper_ = row_lower, row_upper
@@ -101,12 +186,15 @@ class LinearProgram:
         self.highs.clearModel()
         self.highs.passModel(lp)
 
-    def solve_with_row_bounds(self, row: int, lower: float, upper: float) -> np.ndarray | None:
+    def solve_with_row_bounds(self, row: int, lower: float, upper: float) -> tuple[np.ndarray, float] | None:
+        """The optimal point and a lower bound on the optimum in the original costs (the rescaled, capped
+        costs are <= the original ones), or None if infeasible."""
         self.highs.changeRowBounds(row, lower, upper)
         self.highs.run()
         if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
-        return np.asarray(self.highs.getSolution().col_value)
+        bound = self.highs.getObjectiveValue() * self.scale * (1.0 - LP_BOUND_RTOL)
+        return np.asarray(self.highs.getSolution().col_value), bound
 
 
 def _csc(a: np.ndarray):
@@ -115,6 +203,20 @@ def _csc(a: np.ndarray):
     start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
     rows, cols = np.nonzero(nz.T)  # column-major order
     return start, cols.astype(np.int32), a.T[nz.T].astype(float)
+
+
+def unit_price(price: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """sum_r p^r demand^r over the last axis (p^w, p^s of eq. 23, or a whole task's cost).
+
+    Multiplied elementwise and summed, never by a matrix product, whose summation order depends on the
+    shape: every caller (and the reference implementation) then gets bit-identical costs, and exact ties
+    stay exact."""
+    return (price * demand).sum(axis=-1)
+
+
+def rounded_cost(workers: np.ndarray, servers: np.ndarray, p_w: np.ndarray, p_s: np.ndarray) -> float:
+    """Cost of one integer solution (1-D dot products, for the same reason as :func:`unit_price`)."""
+    return float(workers @ p_w + servers @ p_s)
 
 
 def state_digest(prices: np.ndarray, free: np.ndarray) -> int:
@@ -126,11 +228,12 @@ def state_digest(prices: np.ndarray, free: np.ndarray) -> int:
 
 
 def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.ndarray,
-               rounding: Rounding, seed_key: tuple, lp: LinearProgram) -> SlotCosts:
+               rounding: Rounding, seed_key: tuple, lp: LinearProgram, lazy: bool = False) -> SlotCosts:
     """theta for workload ``levels`` (samples, levels[0] = 0) in a slot with ``prices``/``free`` [H, R].
 
     ``seed_key`` (ints) seeds the randomised rounding together with the level, so the outcome is a
-    deterministic function of the job, the slot state and the level.
+    deterministic function of the job, the slot state and the level. With ``lazy``, external cases are
+    left as lower bounds until :meth:`SlotCosts.refine`.
     """
     q = len(levels)
     cost = np.full(q, np.inf)
@@ -153,7 +256,7 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
     fits = np.all(need[None, :, :] <= cls_free[:, None, :] + FIT_ATOL, axis=2)       # [C, Q]
     fits &= (w_int <= job.batch)[None, :]
     fits[:, 0] = False
-    int_cost = np.where(fits, cls_prices @ need.T, np.inf)                             # [C, Q]
+    int_cost = np.where(fits, unit_price(cls_prices[:, None, :], need[None, :, :]), np.inf)  # [C, Q]
     best_cls = np.argmin(int_cost, axis=0)
     internal = int_cost[best_cls, np.arange(q)]
     for k in np.flatnonzero(np.isfinite(internal)):
@@ -162,33 +265,43 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
         options[k] = Option(float(internal[k]), np.array([first[c]]), np.array([int(w_int[k])]),
                             np.array([int(s_int[k])]), True)
 
-    # Case 2 (external).
-    p_w, p_s = cls_prices @ job.worker_demand, cls_prices @ job.ps_demand
-    per_worker_floor = p_w.min() + p_s.min() / job.gamma
-    demand_ext = levels * job.per_sample_external
-    solves = []
-    loaded = False
-    for k in range(1, q):
-        d = demand_ext[k]
-        if d > job.batch or d * per_worker_floor >= cost[k]:
-            continue
-        if not loaded:
-            _load_external_lp(job, p_w, p_s, cls_free, counts, lp)
-            loaded = True
-        lp_sol = _solve_external_lp(d, job, len(counts), lp)
-        if lp_sol is None:
-            continue
-        machines, w_bar, s_bar = _disaggregate(job, lp_sol, member_class, counts, free)
-        g = _gain(rounding, job, d, free)
-        rng = np.random.Generator(np.random.PCG64([*seed_key, k]))
-        found = _round(job, d, machines, w_bar * g, s_bar * g, prices, free, rounding, rng)
-        lp_cost = float(p_w @ lp_sol[0] + p_s @ lp_sol[1])
-        attempts, feasible, best = found
-        solves.append((attempts, feasible, lp_cost, best.cost if best else np.inf, g))
-        if best is not None and best.cost < cost[k]:
-            cost[k] = best.cost
-            options[k] = best
-    return SlotCosts(cost, options, solves)
+    # Case 2 (external): bounds now, the LP and the rounding when refined.
+    p_w, p_s = unit_price(cls_prices, job.worker_demand), unit_price(cls_prices, job.ps_demand)
+    demand = levels * job.per_sample_external
+    bound = _separable_bound(job, demand, p_w, p_s, cls_free, counts)
+    candidates = np.flatnonzero(bound < cost)          # D > F or no room: bound = inf
+    exact = np.ones(q, dtype=bool)
+    exact[candidates] = False
+    cost[candidates] = bound[candidates]
+    state = SlotState(job, prices, free, class_members(member_class, len(first)), counts, cls_free, p_w, p_s,
+                      demand, rounding, seed_key, lp)
+    out = SlotCosts(cost, options, exact, candidates.tolist(), state)
+    if not lazy:
+        for k in candidates.tolist():
+            out.refine(k)
+    return out
+
+
+def _separable_bound(job, demand, p_w, p_s, cls_free, counts) -> np.ndarray:
+    """A lower bound on the LP of (23)-(26) + ratio for every cover ``demand``, and so on any external cost.
+
+    Dropping the capacity (24) that workers and PSs share leaves two fractional knapsacks: D workers at the
+    cheapest worker prices, each class holding at most |c| min_r (C^r - rho^r) / alpha^r, and D / gamma PSs
+    likewise; each is filled cheapest class first. inf where D > F (eq. 25) or where the room runs out (the
+    LP is then infeasible too). Less ``LP_BOUND_RTOL`` for rounding.
+    """
+    total = np.zeros(len(demand))
+    for price, per_task, need in ((p_w, job.worker_demand, demand), (p_s, job.ps_demand, demand / job.gamma)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(per_task > 0, cls_free / per_task, np.inf).min(axis=1)
+        room = np.minimum(np.maximum(room, 0.0) * counts, job.batch)    # no class needs more than F tasks
+        order = np.argsort(price, kind="stable")
+        filled = np.concatenate([[0.0], np.cumsum(room[order])])       # tasks held by the j cheapest classes
+        spent = np.concatenate([[0.0], np.cumsum(room[order] * price[order])])
+        j = np.minimum(np.searchsorted(filled[1:], need, side="left"), len(order) - 1)
+        cost = spent[j] + (need - filled[j]) * price[order][j]          # j classes full, the next one partly
+        total += np.where(need <= filled[-1], cost, np.inf)
+    return np.where(demand <= job.batch, total * (1.0 - LP_BOUND_RTOL), np.inf)
 
 
 def _load_external_lp(job, p_w, p_s, cls_free, counts, lp) -> None:
@@ -209,16 +322,18 @@ def _load_external_lp(job, p_w, p_s, cls_free, counts, lp) -> None:
 
 
 def _solve_external_lp(demand, job, n, lp):
-    """Per-class (W, S) of the LP optimum with cover bound ``demand``, or None if infeasible."""
+    """Per-class (W, S) of the LP optimum with cover bound ``demand`` and a lower bound on the optimum,
+    or None if infeasible."""
     rows = lp.highs.getNumRow()
-    sol = lp.solve_with_row_bounds(rows - 2, demand, job.batch)
-    if sol is None:
+    solved = lp.solve_with_row_bounds(rows - 2, demand, job.batch)
+    if solved is None:
         return None
-    return sol[:n].clip(min=0), sol[n:].clip(min=0)
+    sol, bound = solved
+    return (sol[:n].clip(min=0), sol[n:].clip(min=0)), bound
 
 
-def _disaggregate(job, lp_sol, member_class, counts, free):
-    """Spread each class's (W, S) over its machines, filling the lowest-indexed ones first.
+def _disaggregate(job, lp_sol, members, free):
+    """Spread each class's (W, S) over its machines (``members[c]``, ascending), lowest-indexed ones first.
 
     Each machine gets a multiple of the class's mean point, as large as leaves room to round every
     entry up: rounding then cannot break capacity (24), only the cover (26) and the ratio, whose
@@ -226,24 +341,29 @@ def _disaggregate(job, lp_sol, member_class, counts, free):
     back to the even split (rounding up may then not fit).
     """
     cls_w, cls_s = lp_sol
-    machines, ws, ss = [], [], []
-    for c in np.flatnonzero((cls_w > 1e-12) | (cls_s > 1e-12)):
-        members = np.flatnonzero(member_class == c)
-        per = np.array([cls_w[c], cls_s[c]]) / counts[c]
-        load = per[0] * job.worker_demand + per[1] * job.ps_demand
-        round_up = (per[0] > 0) * job.worker_demand + (per[1] > 0) * job.ps_demand
-        room = free[members[0]] - round_up
-        with np.errstate(divide="ignore", invalid="ignore"):
-            stretch = np.min(np.where(load > 0, room / load, np.inf))
-        stretch = max(1.0, min(stretch, float(counts[c])))
-        full = int(np.floor(counts[c] / stretch + 1e-12))
-        rest = counts[c] - full * stretch
-        share = [stretch] * full + ([rest] if rest > 1e-9 else [])
-        for m, f in zip(members, share):
-            machines.append(m)
-            ws.append(per[0] * f)
-            ss.append(per[1] * f)
-    return np.array(machines, dtype=np.int64), np.array(ws), np.array(ss)
+    used = np.flatnonzero((cls_w > 1e-12) | (cls_s > 1e-12))
+    count = np.array([len(members[c]) for c in used])
+    per_w, per_s = cls_w[used] / count, cls_s[used] / count
+    load = per_w[:, None] * job.worker_demand + per_s[:, None] * job.ps_demand            # [P, R]
+    round_up = (per_w > 0)[:, None] * job.worker_demand + (per_s > 0)[:, None] * job.ps_demand
+    room = free[[members[c][0] for c in used]] - round_up
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stretch = np.min(np.where(load > 0, room / load, np.inf), axis=1, initial=np.inf)
+    stretch = np.maximum(1.0, np.minimum(stretch, count.astype(float)))
+    full = np.floor(count / stretch + 1e-12).astype(np.int64)
+    rest = count - full * stretch
+    partial = rest > 1e-9
+    taken = full + partial                                      # machines used per class
+    share = np.repeat(stretch, taken)
+    share[np.cumsum(taken)[partial] - 1] = rest[partial]         # the last machine of a class takes the rest
+    machines = np.concatenate([members[c][:n] for c, n in zip(used, taken)] or [np.zeros(0, np.int64)])
+    return machines.astype(np.int64), np.repeat(per_w, taken) * share, np.repeat(per_s, taken) * share
+
+
+def class_members(member_class: np.ndarray, classes: int) -> list[np.ndarray]:
+    """Machine indices of each class, ascending."""
+    order = np.argsort(member_class, kind="stable")
+    return np.split(order, np.cumsum(np.bincount(member_class, minlength=classes))[:-1])
 
 
 def _gain(rounding: Rounding, job: JobShape, demand: float, free: np.ndarray) -> float:
@@ -264,19 +384,25 @@ def _round(job, demand, machines, w_scaled, s_scaled, prices, free, rounding, rn
     """Randomised rounding (27)-(28) until S feasible solutions or the attempt cap; the cheapest wins.
 
     Each machine's four outcomes (worker count down/up x PS count down/up) are checked against its capacity
-    once; an attempt is then a lookup per machine instead of a load computation per resource.
+    once; an attempt is then a lookup per machine instead of a load computation per resource. When no
+    outcome of the draws can be feasible, the attempts are not drawn: the result, ``max_attempts``
+    attempts and no solution, is what drawing them would give. That is checked by counting bounds
+    (:func:`_count_bounds_allow`, cheap, rules out most) before drawing and, if the first batch finds
+    nothing, exactly (:func:`_roundable`).
     """
     w_floor, s_floor = np.floor(w_scaled), np.floor(s_scaled)
     w_frac, s_frac = w_scaled - w_floor, s_scaled - s_floor
-    room = free[machines] + FIT_ATOL                                          # [m, R]
-    fits = np.stack([np.all((w_floor + dw)[:, None] * job.worker_demand
-                            + (s_floor + ds)[:, None] * job.ps_demand <= room, axis=1)
-                     for ds in (0, 1) for dw in (0, 1)], axis=1)            # [m, 4], index dw + 2 ds
+    load = ((w_floor[:, None] + UP_W)[:, :, None] * job.worker_demand
+            + (s_floor[:, None] + UP_S)[:, :, None] * job.ps_demand)              # [m, 4, R]
+    fits = np.all(load <= (free[machines] + FIT_ATOL)[:, None, :], axis=2)      # [m, 4], index dw + 2 ds
+    base_w, base_s = w_floor.sum(), s_floor.sum()
+    possible = fits & ((UP_W == 0) | (w_frac > 0)[:, None]) & ((UP_S == 0) | (s_frac > 0)[:, None])
+    if not _count_bounds_allow(job, demand, base_w, base_s, possible):
+        return rounding.max_attempts, 0, None
     critical = np.flatnonzero(~fits.all(axis=1))
     fits_critical = fits[critical]
-    p_w = prices[machines] @ job.worker_demand
-    p_s = prices[machines] @ job.ps_demand
-    base_w, base_s = w_floor.sum(), s_floor.sum()
+    p_w = unit_price(prices[machines], job.worker_demand)
+    p_s = unit_price(prices[machines], job.ps_demand)
     attempts = feasible = 0
     best_cost, best = np.inf, None
     m = len(machines)
@@ -298,13 +424,74 @@ def _round(job, demand, machines, w_scaled, s_scaled, prices, free, rounding, rn
         feasible += take.size
         if take.size:
             w, s = w_floor + up_w[take], s_floor + up_s[take]
-            costs = w @ p_w + s @ p_s
+            costs = np.array([rounded_cost(wj, sj, p_w, p_s) for wj, sj in zip(w, s)])
             j = int(np.argmin(costs))
             if costs[j] < best_cost:
                 best_cost, best = float(costs[j]), (w[j], s[j])
+        elif attempts == batch < rounding.max_attempts:          # the first batch found nothing: can any?
+            if not _roundable(job, demand, base_w, base_s, possible):
+                return rounding.max_attempts, 0, None
     if best is None:
         return attempts, 0, None
     w, s = best
     keep = (w > 0) | (s > 0)
     option = Option(best_cost, machines[keep], w[keep].astype(np.int64), s[keep].astype(np.int64), False)
     return attempts, feasible, option
+
+
+def _count_bounds_allow(job, demand, base_w, base_s, possible) -> bool:
+    """A necessary condition for :func:`_roundable`: every machine has an outcome, and the totals allowed by
+    the per-machine bounds on the number rounded up (A workers, B PSs) meet cap (25), cover (26) and the
+    ratio, ignoring which (A, B) pairs the machines can reach together."""
+    if not possible.any(axis=1).all():
+        return False
+    up_min = int((~(possible[:, 0] | possible[:, 2])).sum())       # machines whose every outcome rounds w up
+    up_max = int((possible[:, 1] | possible[:, 3]).sum())
+    ssum_max = base_s + int((possible[:, 2] | possible[:, 3]).sum())
+    up = max(up_min, math.ceil(demand - base_w) - 1)
+    while base_w + up < demand:                                     # the fewest meeting the cover, as checked
+        up += 1
+    return up <= up_max and base_w + up <= job.batch and job.gamma * ssum_max >= base_w + up and ssum_max > 0
+
+
+def _roundable(job, demand, base_w, base_s, possible) -> bool:
+    """Whether some outcome of (27)-(28) with positive probability is a feasible integer solution.
+
+    ``possible[i, dw + 2 ds]``: machine i can round its worker count up by dw and its PS count by ds (the
+    fractional part is > 0 where it is rounded up) and still fit its capacity (24). The sums A (workers
+    rounded up) and B (PSs rounded up) that some such choice reaches are collected exactly, as bitsets
+    indexed A * stride + B: a reachability DP over the machines where some outcome does not fit, then a
+    shift by every (a, b) of the rectangle the others reach freely (each of those chooses dw and ds
+    independently). The answer is whether a reached (A, B) meets cap (25), cover (26) and the ratio, the
+    checks every attempt makes. Capacity-tight LP optima often admit none (about 30% of the external solves
+    at paper scale), and proving it saves the paper's 5000 attempts.
+    """
+    if not possible.any(axis=1).all():
+        return False
+    m = len(possible)
+    stride = m + 2                                   # B <= m never carries into the next row
+    reach = 1                                        # {(0, 0)}
+    loose = possible.all(axis=1) | (possible == [True, True, False, False]).all(axis=1) \
+        | (possible == [True, False, True, False]).all(axis=1) | (possible == [True, False, False, False]).all(axis=1)
+    for row in possible[~loose]:
+        shifts = [(o & 1) * stride + (o >> 1) for o in np.flatnonzero(row).tolist()]      # o = dw + 2 ds
+        reach = functools.reduce(operator.or_, (reach << shift for shift in shifts))
+    reach = _dilate(reach, int(possible[loose, 1].sum()), stride)
+    reach = _dilate(reach, int(possible[loose, 2].sum()), 1)
+    a = np.arange(m + 1)[:, None]
+    b = np.arange(stride)[None, :]
+    wsum, ssum = base_w + a, base_s + b
+    ok = (wsum <= job.batch) & (wsum >= demand) & (job.gamma * ssum >= wsum) & (ssum > 0) & (b <= m)
+    mask = int.from_bytes(np.packbits(ok.ravel(), bitorder="little").tobytes(), "little")
+    return bool(reach & mask)
+
+
+def _dilate(bits: int, n: int, step: int) -> int:
+    """The set ``bits`` shifted by every multiple 0..n of ``step`` (Minkowski sum with an interval)."""
+    width = 1
+    while n > 0:
+        k = min(width, n)
+        bits |= bits << (k * step)
+        n -= k
+        width *= 2
+    return bits

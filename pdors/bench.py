@@ -1,0 +1,328 @@
+"""``pdors bench``: the speed figures of docs/PERFORMANCE.md, measured in one run and printed as tables.
+
+Sections (``--only`` picks some, in this order):
+
+* ``latency``: PD-ORS per-job decision latency (p50, p99) at H in {30, 100, 300, 1000}, I = 100, T = 80, and
+  its growth from H = 100 to H = 1000 against H's;
+* ``policies``: wall and CPU time of one paper-scale run (I = 100, H = 100, T = 80) per policy;
+* ``reference``: the fast PD-ORS against the literal reference of Algorithms 2-4
+  (``pdors/primal_dual/reference.py``) on a small instance: identical decisions, speed ratio;
+* ``opt``: offline-optimum solve time per solver on the small-instance profile (``offline_opt.bench.instance``,
+  ``offline_opt.solve``);
+* ``ray``: sweep throughput (runs/s) on a local Ray with 1 and 2 tasks in flight (``pdors sweep run
+  --max-parallel``) on the same quickstart grid of >= 50 runs through ``pipeline.executor.fan_out``; their
+  ratio; the run-time ratio (two runs competing for the cores); and the idle capacity per task (scheduling,
+  dispatch, collection) against the median run time;
+* ``memory``: peak resident memory of one paper-scale task per policy, each alone in a fresh process
+  (its VmHWM), next to a process that only imports ``pdors.run``;
+* ``reproduction`` (only with ``--only``): an estimate of the full reproduction (every
+  ``configs/fig*.yaml`` and ``configs/thesis*.yaml`` at full size) on 2 Ray workers: each config's tasks of
+  its first seed run here one by one (``pipeline.executor.execute``), scaled by the config's task count.
+
+Timings depend on what else runs on the machine: every run also reports its CPU time, the load average is
+recorded, and ratios are taken within one bench run. ``--quick`` shrinks every size (about 2 minutes).
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
+EXTRA_SECTIONS = ("reproduction",)
+REPRODUCTION = ("fig*.yaml", "thesis*.yaml")
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+QUICKSTART = CONFIGS / "quickstart.yaml"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    latency_machines: tuple[int, ...]
+    jobs: int
+    slots: int
+    paper: tuple[int, int, int]              # (H, I, T) of the per-policy runs and the memory probes
+    opt_seeds: tuple[int, ...]
+    opt_time_limit: float
+    ray_machines: tuple[int, ...]
+    ray_seeds: int
+
+
+FULL = Sizes((30, 100, 300, 1000), 100, 80, (100, 100, 80), (1, 2, 3, 4, 5), 60.0, (10, 20, 30, 40), 2)
+QUICK = Sizes((30, 100), 40, 40, (30, 40, 40), (1,), 10.0, (10, 20), 3)
+
+
+def _run(spec: dict) -> tuple[dict, float]:
+    """One run in this process: its summary and its CPU seconds."""
+    from .run import run
+
+    cpu = time.process_time()
+    summary = run(spec).summary
+    return summary, time.process_time() - cpu
+
+
+def bench_latency(sizes: Sizes, seed: int) -> list[dict]:
+    rows = []
+    for machines in sizes.latency_machines:
+        s, cpu = _run(dict(policy="pdors", machines=machines, jobs=sizes.jobs, slots=sizes.slots, seed=seed))
+        lat = s["decision_latency_ms"]
+        rows.append({"machines": machines, "jobs": sizes.jobs, "slots": sizes.slots, "p50_ms": lat["p50"],
+                     "p99_ms": lat["p99"], "wall_s": s["wall_s"], "cpu_s": cpu, "total_utility": s["total_utility"],
+                     "admitted": s["admitted"], "violations": len(s["violations"])})
+    return rows
+
+
+def bench_policies(sizes: Sizes, seed: int) -> list[dict]:
+    from .policies import POLICIES
+
+    machines, jobs, slots = sizes.paper
+    rows = []
+    for policy in POLICIES:
+        s, cpu = _run(dict(policy=policy, machines=machines, jobs=jobs, slots=slots, seed=seed))
+        rows.append({"policy": policy, "wall_s": s["wall_s"], "cpu_s": cpu, "total_utility": s["total_utility"],
+                     "admitted": s["admitted"], "violations": len(s["violations"])})
+    return rows
+
+
+def bench_reference(seed: int) -> dict:
+    from .policies.pdors import PDORS, Config
+    from .primal_dual.reference import ReferencePDORS
+    from .simulator import simulate
+    from .workload import WorkloadConfig, generate
+
+    out = {"machines": 6, "jobs": 10, "slots": 6, "workload_levels": 10}    # small enough for the reference
+    inst = generate(WorkloadConfig(workload_scale=0.05), out["machines"], out["jobs"], out["slots"], seed)
+    config = Config(workload_levels=out["workload_levels"])
+    schedules = []
+    for name, policy in (("fast", PDORS(config)), ("reference", ReferencePDORS(config))):
+        sim = simulate(inst, policy, seed)
+        out[f"{name}_s"] = sim.wall_seconds
+        schedules.append(sim.schedule)
+    out["same_decisions"] = all(np.array_equal(getattr(schedules[0], k), getattr(schedules[1], k))
+                                for k in ("admitted", "workers", "servers"))
+    out["speedup"] = out["reference_s"] / out["fast_s"]
+    return out
+
+
+def bench_opt(sizes: Sizes) -> list[dict]:
+    from offline_opt.bench import instance
+    from offline_opt.solve import solve
+    from offline_opt.solvers import SOLVERS
+
+    rows = []
+    for solver in SOLVERS:
+        for seed in sizes.opt_seeds:
+            r = solve(instance(seed), solver, sizes.opt_time_limit)
+            rows.append({"solver": solver, "seed": seed, "status": r.status, "proven": r.proven_optimal,
+                         "wall_s": r.wall_s, "gap": r.gap})
+    return rows
+
+
+def _sweep_tasks(sizes: Sizes) -> list:
+    import yaml
+
+    from pipeline import grid, schema
+
+    data = yaml.safe_load(QUICKSTART.read_text())
+    data["grid"]["machines"] = list(sizes.ray_machines)
+    data["seeds"] = {"start": 1, "count": sizes.ray_seeds}
+    return grid.expand(schema.parse(data)).tasks
+
+
+def bench_ray(sizes: Sizes) -> list[dict]:
+    """The same tasks with 1 and then 2 in flight; Ray's start-up (``ray.init``) is timed apart.
+
+    Per task: the run time (measured inside the task) and the idle capacity, (makespan x in flight - total
+    run time) / tasks, which is what scheduling, dispatch and result collection cost (plus the first task's
+    wait for a worker and the last one's tail)."""
+    from pipeline.executor import fan_out
+
+    tasks = _sweep_tasks(sizes)
+    rows = []
+    for parallel in (1, 2):
+        start = time.time()
+        connected: list[float] = []
+        outcomes = [o for _, o in fan_out(tasks, None, parallel, lambda _: connected.append(time.time()))]
+        ok = [o for o in outcomes if o.status == "ok"]
+        runs = [o.finished_at - o.started_at for o in ok]
+        makespan = max(o.finished_at for o in outcomes) - connected[0]
+        idle = (makespan * parallel - sum(runs)) / len(outcomes)
+        rows.append({"parallel": parallel, "runs": len(tasks), "failed": len(outcomes) - len(ok),
+                     "ray_start_s": connected[0] - start, "makespan_s": makespan, "runs_per_s": len(tasks) / makespan,
+                     "mean_run_s": statistics.fmean(runs), "median_run_s": statistics.median(runs),
+                     "idle_per_task_ms": 1e3 * idle, "overhead_share": idle / statistics.median(runs),
+                     "workers": len({o.worker_pid for o in ok})})
+    return rows
+
+
+def bench_reproduction(workers: int = 2) -> list[dict]:
+    """Per config: the first seed's tasks timed here, one core each; the estimate for ``workers`` workers is
+    their total x (all tasks / sampled tasks) / workers, i.e. perfect packing (a lower bound on the real
+    makespan, whose tail the slowest task sets)."""
+    from tqdm import tqdm
+
+    from pipeline import grid, schema
+    from pipeline.executor import execute
+
+    plans = {}
+    for path in sorted({p for pattern in REPRODUCTION for p in CONFIGS.glob(pattern)}):
+        tasks = grid.expand(schema.load(path)).tasks
+        first = min(t.seed for t in tasks)
+        plans[path.name] = (len(tasks), [t for t in tasks if t.seed == first])
+    progress = tqdm(total=sum(len(sample) for _, sample in plans.values()), desc="reproduction sample",
+                    unit="run", file=sys.stderr)
+    rows = []
+    for name, (total, sample) in plans.items():
+        walls, cpu, failed = [], 0.0, 0
+        for task in sample:
+            tick = time.process_time()
+            outcome = execute(task)
+            cpu += time.process_time() - tick
+            walls.append(outcome.finished_at - outcome.started_at)
+            failed += outcome.status != "ok"
+            progress.update()
+        scale = total / len(sample)
+        rows.append({"config": name, "tasks": total, "sampled": len(sample), "failed": failed,
+                     "sample_wall_s": sum(walls), "sample_cpu_s": cpu, "slowest_task_s": max(walls),
+                     "estimate_wall_min": sum(walls) * scale / workers / 60,
+                     "estimate_cpu_min": cpu * scale / workers / 60})
+    progress.close()
+    return rows
+
+
+HWM = "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')))"
+
+
+def _peak_rss_mib(code: str, *args: str) -> float:
+    """Peak resident memory (MiB) of a fresh Python process running ``code``: its VmHWM (Linux), read by
+    the process itself at the end. Not ``ru_maxrss``: Linux carries the parent's resident size at fork into
+    the child's, so a child of a large process would report at least the parent's size."""
+    done = subprocess.run([sys.executable, "-c", f"{code}\n{HWM}", *args], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"memory probe failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return int(done.stdout.split()[-1]) / 1024.0                      # kB
+
+
+def bench_memory(sizes: Sizes, seed: int) -> list[dict]:
+    from .policies import POLICIES
+
+    machines, jobs, slots = sizes.paper
+    rows = [{"task": "import pdors.run only", "peak_rss_mib": _peak_rss_mib("import pdors.run")}]
+    for policy in POLICIES:
+        spec = json.dumps(dict(policy=policy, machines=machines, jobs=jobs, slots=slots, seed=seed))
+        rows.append({"task": policy, "peak_rss_mib": _peak_rss_mib(
+            "import json, sys; from pdors.run import run; run(json.loads(sys.argv[1]))", spec)})
+    return rows
+
+
+def machine() -> dict:
+    from importlib.metadata import version
+
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "numpy": np.__version__, "highspy": version("highspy"), "ray": version("ray"),
+            "load_average_start": os.getloadavg()}
+
+
+def _table(rows: list[dict], keys: list[str]) -> str:
+    def cell(v):
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+        return str(v)
+
+    return "\n".join([f"| {' | '.join(keys)} |", "|" + " --- |" * len(keys)]
+                     + [f"| {' | '.join(cell(r.get(k)) for k in keys)} |" for r in rows])
+
+
+def report(results: dict) -> str:
+    """The results as Markdown: one table per section, with the ratios the targets are stated in."""
+    out = [f"machine: {results['machine']}"]
+    if rows := results.get("latency"):
+        out += ["\n## PD-ORS decision latency", _table(rows, ["machines", "jobs", "slots", "p50_ms", "p99_ms",
+                                                            "wall_s", "cpu_s", "admitted", "violations"])]
+        by_h = {r["machines"]: r for r in rows}
+        if 100 in by_h and max(by_h) > 100:
+            top = by_h[max(by_h)]
+            out.append(f"growth H=100 -> H={top['machines']}: p50 x{top['p50_ms'] / by_h[100]['p50_ms']:.2f}, "
+                       f"p99 x{top['p99_ms'] / by_h[100]['p99_ms']:.2f}, "
+                       f"run CPU x{top['cpu_s'] / by_h[100]['cpu_s']:.2f} "
+                       f"(H x{top['machines'] / 100:g})")
+    if rows := results.get("policies"):
+        out += ["\n## One run per policy", _table(rows, ["policy", "wall_s", "cpu_s", "total_utility", "admitted",
+                                                        "violations"])]
+    if r := results.get("reference"):
+        out += ["\n## Fast path vs reference (Algorithms 2-4 as written)",
+                f"H={r['machines']} I={r['jobs']} T={r['slots']} Q={r['workload_levels']}: fast {r['fast_s']:.2f} s, "
+                f"reference {r['reference_s']:.2f} s, x{r['speedup']:.0f}; same decisions: {r['same_decisions']}"]
+    if rows := results.get("opt"):
+        out += ["\n## Offline optimum, small profile", _table(rows, ["solver", "seed", "status", "proven", "wall_s",
+                                                                     "gap"])]
+        for solver in dict.fromkeys(r["solver"] for r in rows):
+            mine = [r for r in rows if r["solver"] == solver]
+            out.append(f"{solver}: proven {sum(r['proven'] for r in mine)}/{len(mine)}, median wall "
+                       f"{statistics.median(r['wall_s'] for r in mine):.1f} s")
+    if rows := results.get("ray"):
+        out += ["\n## Sweep throughput on Ray", _table(rows, ["parallel", "runs", "failed", "ray_start_s", "makespan_s",
+                                                             "runs_per_s", "mean_run_s", "median_run_s",
+                                                             "idle_per_task_ms", "overhead_share", "workers"])]
+        if len(rows) == 2:
+            one, two = rows
+            out.append(f"2 vs 1 in flight: throughput x{two['runs_per_s'] / one['runs_per_s']:.2f}, mean run time "
+                       f"x{two['mean_run_s'] / one['mean_run_s']:.2f} (runs competing for the cores)")
+    if rows := results.get("memory"):
+        out += ["\n## Peak memory of one task (fresh process)", _table(rows, ["task", "peak_rss_mib"])]
+    if rows := results.get("reproduction"):
+        out += ["\n## Full reproduction on 2 workers, estimated from one seed per config",
+                _table(rows, ["config", "tasks", "sampled", "failed", "sample_wall_s", "sample_cpu_s", "slowest_task_s",
+                              "estimate_wall_min", "estimate_cpu_min"]),
+                f"total: {sum(r['estimate_wall_min'] for r in rows):.1f} min wall, "
+                f"{sum(r['estimate_cpu_min'] for r in rows):.1f} min CPU (perfect packing on 2 workers)"]
+    out.append(f"\nload average at the end: {results['load_average_end']}")
+    return "\n".join(out)
+
+
+def run_bench(sections: list[str], sizes: Sizes, seed: int) -> dict:
+    from tqdm import tqdm
+
+    results: dict = {"machine": machine(), "sizes": asdict(sizes), "seed": seed}
+    steps = {"latency": lambda: bench_latency(sizes, seed), "policies": lambda: bench_policies(sizes, seed),
+             "reference": lambda: bench_reference(seed), "opt": lambda: bench_opt(sizes),
+             "ray": lambda: bench_ray(sizes), "memory": lambda: bench_memory(sizes, seed),
+             "reproduction": bench_reproduction}
+    for name in tqdm(sections, desc="pdors bench", unit="section", file=sys.stderr):
+        results[name] = steps[name]()
+    results["load_average_end"] = os.getloadavg()
+    return results
+
+
+def cmd_bench(args) -> int:
+    from .config import ConfigError
+
+    sections = [s.strip() for s in args.only.split(",")] if args.only else list(SECTIONS)
+    unknown = [s for s in sections if s not in SECTIONS + EXTRA_SECTIONS]
+    if unknown:
+        raise ConfigError("--only", f"unknown section {unknown[0]!r} (known: {', '.join(SECTIONS + EXTRA_SECTIONS)})")
+    results = run_bench(sections, QUICK if args.quick else FULL, args.seed)
+    print(report(results))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    bad = [r for s in ("latency", "policies") for r in results.get(s, []) if r["violations"]]
+    return 1 if bad or not results.get("reference", {}).get("same_decisions", True) else 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("bench", help="measure decision latency, run times per policy, OPT solve times, "
+                                            "Ray sweep throughput and peak memory; print tables")
+    p.add_argument("--quick", action="store_true", help="small sizes: about 2 minutes instead of about 13")
+    p.add_argument("--only", help=f"comma-separated sections (default: {','.join(SECTIONS)}; also "
+                                  f"{','.join(EXTRA_SECTIONS)}, about 15 min)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", help="write every figure here")
+    p.set_defaults(func=cmd_bench)

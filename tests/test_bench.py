@@ -1,0 +1,46 @@
+"""``pdors bench``: its measurements on small sizes (memory probes, Ray throughput on loopback) and its input
+checks."""
+import numpy as np
+import pytest
+
+from pdors import cli
+from pdors.bench import FULL, QUICK, _peak_rss_mib, _sweep_tasks
+
+from realstack import in_netns_python
+
+
+def test_peak_memory_is_the_child_s_own_not_the_parent_s():
+    """A child that allocates 200 MB reports at least that; a bare child of a 400 MB parent reports far less
+    (``ru_maxrss`` from wait4 would report the parent's size here)."""
+    ballast = np.ones(50_000_000)                                       # 400 MB in this process
+    ballast[::4096] = 2.0                                                # resident, not just reserved
+    bare = _peak_rss_mib("pass")
+    big = _peak_rss_mib("import numpy as np; a = np.ones(25_000_000); a[::512] = 2")
+    assert bare < 100 < 200 <= big < 400, (bare, big)
+    del ballast
+
+
+def test_sweep_grids_have_at_least_50_runs():
+    for sizes in (QUICK, FULL):
+        assert len(_sweep_tasks(sizes)) >= 50
+
+
+def test_unknown_section_is_refused_before_any_work(capsys):
+    assert cli.main(["bench", "--only", "latency,nope"]) == 2
+    assert "--only: unknown section 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_ray_throughput_section_on_loopback(netns, env):
+    """10 quickstart runs with 1 and then 2 in flight through pipeline.executor.fan_out."""
+    rows = in_netns_python(netns, env, (
+        "import json\n"
+        "from dataclasses import replace\n"
+        "from pdors.bench import QUICK, bench_ray\n"
+        "print(json.dumps(bench_ray(replace(QUICK, ray_machines=(10,), ray_seeds=1))))\n"), timeout=400)
+    assert [r["parallel"] for r in rows] == [1, 2]
+    for r in rows:
+        assert r["runs"] == 10 and r["failed"] == 0 and r["runs_per_s"] > 0
+        assert r["idle_per_task_ms"] >= 0, r           # never more run time than in-flight capacity
+    assert rows[0]["makespan_s"] >= rows[0]["mean_run_s"] * 10       # one at a time
+    assert rows[1]["makespan_s"] < rows[1]["mean_run_s"] * 10        # two at a time
