@@ -2,6 +2,8 @@
 
 ``python -m offline_opt.bench ratio --solver highs --seeds 1-20 --time-limit 300 --out FILE``: per seed of the
 small profile (H = 4, I = 10, T = 10), ``compare()`` (OPT + every policy), one JSON line per seed.
+``python -m offline_opt.bench rerate FILE --out FILE2``: the same rows with every policy re-run against the stored
+OPT (after a policy change; OPT is a property of the instance).
 ``python -m offline_opt.bench ablation --seeds 1-5 --time-limit 60 --out FILE``: naive vs strong and each
 strengthening switched off, HiGHS, plus each variant's LP-relaxation bound.
 ``python -m offline_opt.bench summary FILE...``: the ratio / ablation tables of the docs from those files;
@@ -14,11 +16,12 @@ import json
 import statistics
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 from pdors.config import to_dict
 from pdors.workload import generate
 
-from .compare import compare
+from .compare import compare, rate, run_policies
 from .milp import Strengthening, build
 from .profile import small_profile
 from .solve import solve
@@ -67,6 +70,20 @@ def cmd_ratio(args) -> None:
             o = c.opt
             print(f"seed {seed}: {args.solver} {o.status} obj {o.objective} bound {o.bound} gap {o.gap} "
                   f"{o.wall_s:.1f}s; " + ", ".join(f"{p.policy} {p.ratio}" for p in c.policies), flush=True)
+
+
+def cmd_rerate(args) -> None:
+    """Re-run every policy of a ratio file's seeds against the OPT stored there (policy code changed, the
+    instances and OPT did not), writing the same rows with new policy entries."""
+    rows = [json.loads(line) for line in Path(args.file).read_text().splitlines() if line.strip()]
+    with open(args.out, "w") as out:
+        for row in rows:
+            opt = SimpleNamespace(**{k: row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal")})
+            runs = run_policies(instance(row["seed"]), row["seed"], to_dict(small_profile()))
+            row["policies"] = [p.to_dict() for p in rate(opt, runs)]
+            out.write(json.dumps(row) + "\n")
+            print(f"seed {row['seed']}: " + ", ".join(f"{p['policy']} {p['ratio']}" for p in row["policies"]),
+                  flush=True)
 
 
 def cmd_ablation(args) -> None:
@@ -152,6 +169,10 @@ def main(argv=None) -> None:
     r.add_argument("--time-limit", type=float, default=300.0)
     r.add_argument("--out", required=True)
     r.set_defaults(func=cmd_ratio)
+    e = sub.add_parser("rerate")
+    e.add_argument("file")
+    e.add_argument("--out", required=True)
+    e.set_defaults(func=cmd_rerate)
     a = sub.add_parser("ablation")
     a.add_argument("--seeds", default="1-5")
     a.add_argument("--time-limit", type=float, default=60.0)

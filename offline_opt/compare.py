@@ -58,31 +58,44 @@ def _ratio(opt: OptResult, utility: float) -> tuple[float | None, str, str]:
     return value / utility, kind, "" if kind == "opt" else f"OPT not proven ({opt.status}); bound / ALG"
 
 
-def compare(instance: Instance, solver: str = "highs", time_limit: float = 300.0, mip_gap: float = DEFAULT_GAP,
-            seed: int = 0, workload: dict | None = None, params: dict | None = None,
-            policies: tuple[str, ...] | None = None, strengthening: Strengthening = Strengthening()
-            ) -> Comparison:
-    """Run ``policies`` (default: all registered) and OPT on ``instance``. ``params`` maps a policy name to
-    its parameters; ``seed`` drives the policies' randomness; ``workload`` is recorded in each run spec."""
+def run_policies(instance: Instance, seed: int = 0, workload: dict | None = None, params: dict | None = None,
+                 policies: tuple[str, ...] | None = None) -> dict:
+    """Each of ``policies`` (default: all registered) on ``instance``: name -> ``pdors.run.RunResult``."""
     runs = {}
     for name in policies or POLICIES:
         spec = {"policy": name, "machines": instance.num_machines, "jobs": instance.num_jobs,
                 "slots": instance.slots, "seed": seed, "workload": workload or {},
                 "params": (params or {}).get(name) or {}}
         runs[name] = run(spec, instance)
-    valid = [r for r in runs.values() if r.validation.ok]
-    best = max(valid, key=lambda r: r.validation.total_utility, default=None)
-    incumbent = (best.simulation.schedule, best.validation.completion) if best is not None else None
-    opt = solve(instance, solver, time_limit, mip_gap, strengthening, incumbent)
-    out = Comparison(dict(instance.meta), {"machines": instance.num_machines, "jobs": instance.num_jobs,
-                                           "slots": instance.slots}, opt)
+    return runs
+
+
+def rate(opt, runs: dict) -> list[PolicyRatio]:
+    """OPT / ALG of each run; ``opt`` needs ``objective``, ``bound``, ``status``, ``proven_optimal``."""
+    out = []
     for name, r in runs.items():
         s = r.summary
         utility = r.validation.total_utility
         ratio, kind, note = _ratio(opt, utility)
         if not r.validation.ok:
             ratio, kind, note = None, "none", f"policy schedule has {len(r.validation.violations)} violation(s)"
-        out.policies.append(PolicyRatio(name, utility, s["admitted"], s["completed"], len(s["violations"]),
-                                        ratio, kind, note, s["policy_stats"].get("competitive_bound"),
-                                        s["wall_s"]))
+        out.append(PolicyRatio(name, utility, s["admitted"], s["completed"], len(s["violations"]),
+                               ratio, kind, note, s["policy_stats"].get("competitive_bound"), s["wall_s"]))
+    return out
+
+
+def compare(instance: Instance, solver: str = "highs", time_limit: float = 300.0, mip_gap: float = DEFAULT_GAP,
+            seed: int = 0, workload: dict | None = None, params: dict | None = None,
+            policies: tuple[str, ...] | None = None, strengthening: Strengthening = Strengthening()
+            ) -> Comparison:
+    """Run ``policies`` (default: all registered) and OPT on ``instance``. ``params`` maps a policy name to
+    its parameters; ``seed`` drives the policies' randomness; ``workload`` is recorded in each run spec."""
+    runs = run_policies(instance, seed, workload, params, policies)
+    valid = [r for r in runs.values() if r.validation.ok]
+    best = max(valid, key=lambda r: r.validation.total_utility, default=None)
+    incumbent = (best.simulation.schedule, best.validation.completion) if best is not None else None
+    opt = solve(instance, solver, time_limit, mip_gap, strengthening, incumbent)
+    out = Comparison(dict(instance.meta), {"machines": instance.num_machines, "jobs": instance.num_jobs,
+                                           "slots": instance.slots}, opt)
+    out.policies = rate(opt, runs)
     return out

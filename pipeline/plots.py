@@ -83,6 +83,7 @@ def draw(table: pd.DataFrame, fig: FigureConfig, path: Path) -> Path:
         ax.legend(fontsize=8)
     if fig.normalise or fig.metric in DERIVED_METRICS:
         ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
+    ax.set_yscale(fig.yscale)
     ax.set_xlabel(x_label(fig.x))
     ax.set_ylabel(y_label(fig), fontsize=9)
     runs = int(table["n"].max()) if len(table) else 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -75,7 +75,8 @@ class FigureConfig:
     """One figure ``pdors report`` draws from a sweep: ``metric`` (mean and spread over seeds) against ``x``, one
     series per policy. ``x``: a grid axis, or ``policy`` (one bar per policy). ``where``: grid axis -> the one
     value kept (e.g. one mix of a two-mix sweep). ``normalise``: divide each run's value by that policy's on
-    the same instance (paper Figs. 14-17, "normalised to OASiS"). ``claim``: what the paper reports."""
+    the same instance (paper Figs. 14-17, "normalised to OASiS"). ``yscale``: ``log`` where values span orders
+    of magnitude (a near-empty schedule's ratio). ``claim``: what the paper reports."""
 
     name: str
     title: str
@@ -85,6 +86,7 @@ class FigureConfig:
     normalise: str | None = None
     policies: list[str] = field(default_factory=list)
     ylabel: str = ""
+    yscale: Literal["linear", "log"] = "linear"
     claim: str = ""
 
     def check(self) -> list[str]:
