@@ -9,9 +9,8 @@ Sections (``--only`` picks some, in this order):
   (``pdors/primal_dual/reference.py``) on a small instance: identical decisions, speed ratio;
 * ``opt``: offline-optimum solve time per solver on the small-instance profile (``offline_opt.bench.instance``,
   ``offline_opt.solve``);
-* ``ray``: sweep throughput (runs/s) on a local Ray with 1 and 2 tasks in flight (``pdors sweep run
-  --max-parallel``) on the same quickstart grid of >= 50 runs through ``pipeline.executor.fan_out``; their
-  ratio; the run-time ratio (two runs competing for the cores); and the idle capacity per task (scheduling,
+* ``ray``: sweep throughput (runs/s) on a local Ray with 1 and 2 CPUs (``pdors sweep run --num-cpus``) on the
+  same quickstart grid of >= 50 runs through ``pipeline.executor.fan_out``; their ratio; the run-time ratio (two runs competing for the cores); and the idle capacity per task (scheduling,
   dispatch, collection) against the median run time;
 * ``memory``: peak resident memory of one paper-scale task per policy, each alone in a fresh process
   (its VmHWM), next to a process that only imports ``pdors.run``;
@@ -137,28 +136,29 @@ def _sweep_tasks(sizes: Sizes) -> list:
 
 
 def bench_ray(sizes: Sizes) -> list[dict]:
-    """The same tasks with 1 and then 2 in flight; Ray's start-up (``ray.init``) is timed apart.
+    """The same tasks on a local Ray with 1 and then 2 CPUs (workers), each with the sweep's default of 2 x CPUs
+    tasks in flight; Ray's start-up (``ray.init``) is timed apart.
 
-    Per task: the run time (measured inside the task) and the idle capacity, (makespan x in flight - total
-    run time) / tasks, which is what scheduling, dispatch and result collection cost (plus the first task's
-    wait for a worker and the last one's tail)."""
+    Per task: the run time (measured inside the task) and the idle capacity, (makespan x workers - total run
+    time) / tasks, which is what scheduling, dispatch and result collection cost (plus the first task's wait for
+    a worker and the last one's tail)."""
     from pipeline.executor import fan_out
 
     tasks = _sweep_tasks(sizes)
     rows = []
-    for parallel in (1, 2):
+    for workers in (1, 2):
         start = time.time()
         connected: list[float] = []
-        outcomes = [o for _, o in fan_out(tasks, None, parallel, lambda _: connected.append(time.time()))]
+        outcomes = [o for _, o in fan_out(tasks, None, None, lambda _: connected.append(time.time()), workers)]
         ok = [o for o in outcomes if o.status == "ok"]
         runs = [o.finished_at - o.started_at for o in ok]
         makespan = max(o.finished_at for o in outcomes) - connected[0]
-        idle = (makespan * parallel - sum(runs)) / len(outcomes)
-        rows.append({"parallel": parallel, "runs": len(tasks), "failed": len(outcomes) - len(ok),
+        idle = (makespan * workers - sum(runs)) / len(outcomes)
+        rows.append({"workers": workers, "runs": len(tasks), "failed": len(outcomes) - len(ok),
                      "ray_start_s": connected[0] - start, "makespan_s": makespan, "runs_per_s": len(tasks) / makespan,
                      "mean_run_s": statistics.fmean(runs), "median_run_s": statistics.median(runs),
                      "idle_per_task_ms": 1e3 * idle, "overhead_share": idle / statistics.median(runs),
-                     "workers": len({o.worker_pid for o in ok})})
+                     "worker_pids": len({o.worker_pid for o in ok})})
     return rows
 
 
@@ -268,12 +268,12 @@ def report(results: dict) -> str:
             out.append(f"{solver}: proven {sum(r['proven'] for r in mine)}/{len(mine)}, median wall "
                        f"{statistics.median(r['wall_s'] for r in mine):.1f} s")
     if rows := results.get("ray"):
-        out += ["\n## Sweep throughput on Ray", _table(rows, ["parallel", "runs", "failed", "ray_start_s", "makespan_s",
+        out += ["\n## Sweep throughput on Ray", _table(rows, ["workers", "runs", "failed", "ray_start_s", "makespan_s",
                                                              "runs_per_s", "mean_run_s", "median_run_s",
-                                                             "idle_per_task_ms", "overhead_share", "workers"])]
+                                                             "idle_per_task_ms", "overhead_share", "worker_pids"])]
         if len(rows) == 2:
             one, two = rows
-            out.append(f"2 vs 1 in flight: throughput x{two['runs_per_s'] / one['runs_per_s']:.2f}, mean run time "
+            out.append(f"2 vs 1 workers: throughput x{two['runs_per_s'] / one['runs_per_s']:.2f}, mean run time "
                        f"x{two['mean_run_s'] / one['mean_run_s']:.2f} (runs competing for the cores)")
     if rows := results.get("memory"):
         out += ["\n## Peak memory of one task (fresh process)", _table(rows, ["task", "peak_rss_mib"])]

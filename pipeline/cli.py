@@ -19,7 +19,8 @@ def cmd_run(args) -> int:
     from . import sweep
 
     try:
-        return sweep.run(args.config, args.out, args.resume, args.max_parallel, args.ray_address, args.in_process)
+        return sweep.run(args.config, args.out, args.resume, args.max_parallel, args.ray_address, args.in_process,
+                         args.num_cpus)
     except (ConnectionError, RuntimeError) as e:   # Ray unreachable, sweep locked by another process
         print(f"pdors sweep run: error: {e}", file=sys.stderr)
         return 2
@@ -52,6 +53,7 @@ def register(subparsers) -> None:
     r.add_argument("--out", help="output root (default: the config's 'output')")
     r.add_argument("--resume", action="store_true", help="continue a sweep: skip runs already recorded")
     r.add_argument("--max-parallel", type=_positive, help="tasks in flight at once (default: 2 x cluster CPUs)")
+    r.add_argument("--num-cpus", type=_positive, help="CPUs of the local Ray (default: all; not with a cluster)")
     r.add_argument("--in-process", action="store_true",
                    help="run the tasks one by one in this process, without Ray (small sweeps, debugging)")
     r.set_defaults(func=cmd_run)

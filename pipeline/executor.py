@@ -63,25 +63,26 @@ class Cluster:
     nodes: int
 
 
-def _connect(address: str | None) -> Cluster:
+def _connect(address: str | None, num_cpus: int | None = None) -> Cluster:
+    """Connect to the cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs (default: all)."""
     import ray
 
     if address:
         ray.init(address=address, logging_level="WARNING")
-    else:
-        ray.init(address="local", include_dashboard=False, logging_level="WARNING")   # never a stale `ray start`
+    else:   # address="local": never a stale `ray start`
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING")
     alive = [n for n in ray.nodes() if n.get("Alive")]
     return Cluster(address or "local", int(ray.cluster_resources().get("CPU", 1)), len(alive))
 
 
 def fan_out(tasks: list[Task], address: str | None, max_parallel: int | None,
-            on_connect=None) -> Iterator[tuple[Task, Outcome]]:
+            on_connect=None, num_cpus: int | None = None) -> Iterator[tuple[Task, Outcome]]:
     """Yield (task, outcome) as tasks finish, keeping at most ``max_parallel`` in flight
-    (default: twice the cluster's CPUs, enough to keep every CPU busy)."""
+    (default: twice the cluster's CPUs, enough to keep every CPU busy). ``num_cpus``: a local Ray's CPUs."""
     import ray
     from ray.exceptions import RayError
 
-    cluster = _connect(address)
+    cluster = _connect(address, num_cpus)
     try:
         if on_connect is not None:
             on_connect(cluster)

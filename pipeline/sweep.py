@@ -76,10 +76,14 @@ def _say(text: str = "") -> None:
 
 
 def run(config_path: str, out: str | None = None, resume: bool = False, max_parallel: int | None = None,
-        ray_address: str | None = None, in_process: bool = False) -> int:
+        ray_address: str | None = None, in_process: bool = False, num_cpus: int | None = None) -> int:
     """``pdors sweep run``; returns the exit status: 0 all ok, 1 some runs failed or were lost,
     3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 130 interrupted.
-    ``in_process``: run the tasks one after another in this process, without Ray (small sweeps, debugging)."""
+    ``in_process``: run the tasks one after another in this process, without Ray (small sweeps, debugging).
+    ``num_cpus``: CPUs of the local Ray (default: all); a cluster's CPUs are its nodes'."""
+    address = ray_address or os.environ.get("RAY_ADDRESS") or None
+    if num_cpus is not None and address:
+        raise SweepError("--num-cpus: applies to a local Ray only; a cluster's CPUs are set where its nodes start")
     config = schema.load(config_path)
     plan = grid.expand(config)                     # every spec validated: nothing is written before this
     root = Path(out or config.output)
@@ -87,7 +91,6 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
     if store.recorded() and not resume:
         raise SweepError(f"sweep {plan.sweep_id} already has results under {root}; pass --resume to continue "
                          "it, or choose another --out")
-    address = ray_address or os.environ.get("RAY_ADDRESS") or None
     commit = git_commit()
     with store.lock():
         recorded = store.recorded()
@@ -103,7 +106,7 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
              f"OPT) over {', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already "
              f"recorded, {len(todo)} to run")
         try:
-            _execute(store, runs_schema(plan), todo, address, max_parallel, commit, in_process)
+            _execute(store, runs_schema(plan), todo, address, max_parallel, commit, in_process, num_cpus)
         except KeyboardInterrupt:
             _say(f"\ninterrupted: finished runs are recorded; continue with "
                  f"`pdors sweep run {config_path} --out {root} --resume`")
@@ -118,7 +121,8 @@ def _in_process(todo: list, on_connect):
     return ((task, execute(task)) for task in todo)
 
 
-def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: str, in_process: bool) -> None:
+def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: str, in_process: bool,
+             num_cpus: int | None = None) -> None:
     if not todo:
         return
     from tqdm import tqdm
@@ -140,7 +144,7 @@ def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: s
 
     started, clock = time.perf_counter(), []
     try:
-        outcomes = _in_process(todo, connected) if in_process else fan_out(todo, address, max_parallel, connected)
+        outcomes = _in_process(todo, connected) if in_process else fan_out(todo, address, max_parallel, connected, num_cpus)
         for task, outcome in outcomes:
             store.write(task, outcome, schema_, commit)
             tally[outcome.status] += 1

@@ -32,13 +32,13 @@ def test_unknown_section_is_refused_before_any_work(capsys):
 
 @pytest.mark.slow
 def test_ray_throughput_section_on_loopback(netns, env):
-    """10 quickstart runs with 1 and then 2 in flight through pipeline.executor.fan_out."""
+    """10 quickstart runs on a local Ray with 1 and then 2 CPUs through pipeline.executor.fan_out."""
     rows = in_netns_python(netns, env, (
         "import json\n"
         "from dataclasses import replace\n"
         "from pdors.bench import QUICK, bench_ray\n"
         "print(json.dumps(bench_ray(replace(QUICK, ray_machines=(10,), ray_seeds=1))))\n"), timeout=400)
-    assert [r["parallel"] for r in rows] == [1, 2]
+    assert [r["workers"] for r in rows] == [1, 2]
     for r in rows:
         assert r["runs"] == 10 and r["failed"] == 0 and r["runs_per_s"] > 0
         assert r["idle_per_task_ms"] >= 0, r           # never more run time than in-flight capacity

@@ -77,6 +77,17 @@ def test_unreadable_config_files(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
+def test_num_cpus_is_for_a_local_ray_only(tmp_path, capsys, monkeypatch):
+    seen = []
+    monkeypatch.setattr("pipeline.executor.fan_out", lambda *a, **k: seen.append(a) or iter(()))
+    cfg = write_config(tmp_path / "ok.yaml", TINY)
+    assert main(["sweep", "run", str(cfg), "--out", str(tmp_path / "out"), "--ray-address", "127.0.0.1:1",
+                 "--num-cpus", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pdors sweep: error: --num-cpus: applies to a local Ray only") and not seen
+    assert not (tmp_path / "out").exists()
+
+
 # --- expansion and ids -------------------------------------------------------------------------------------------
 def test_expansion_counts_and_policy_axes():
     plan = grid.expand(schema.parse(dict(TINY)))
