@@ -286,7 +286,7 @@ def log_run(report: Report) -> str:
 
     from . import tracking
 
-    tracking._check_reachable(tracking.tracking_uri())
+    tracking.check_reachable(tracking.tracking_uri())
     client = MlflowClient()
     experiment = client.get_experiment_by_name(EXPERIMENT)
     exp_id = experiment.experiment_id if experiment else client.create_experiment(EXPERIMENT)
@@ -307,13 +307,13 @@ def log_run(report: Report) -> str:
         values = {f"ratio.{p.policy}": p.ratio for p in c.comparison.policies if p.ratio_kind == "opt"}
         values |= {"opt": c.comparison.opt.objective, "bound.pdors": c.pdors.competitive_bound,
                    "opt_wall_s": c.comparison.opt.wall_s, "offences": len(c.offences)}
-        series += [Metric(m.key, m.value, m.timestamp, c.seed) for m in tracking._metrics(values)]
+        series += [Metric(m.key, m.value, m.timestamp, c.seed) for m in tracking.metrics(values)]
     statuses = ",".join(f"{c.seed}:{c.comparison.opt.status}" for c in report.checked)[:TAG_CHARS]
     offenders = ",".join(str(c.seed) for c in report.checked if c.offences)[:TAG_CHARS]
-    metrics = tracking._metrics(summary) + series
+    metrics = tracking.metrics(summary) + series
     for k in range(0, len(metrics), BATCH):
         client.log_batch(run_id, metrics=metrics[k:k + BATCH])
-    client.log_batch(run_id, params=tracking._params({
+    client.log_batch(run_id, params=tracking.params({
         "instances": s.instances, "seeds": f"{s.seeds[0]}-{s.seeds[-1]}", "solver": s.solver,
         "threshold": s.threshold, "time_limit": s.time_limit, "mip_gap": s.mip_gap, "profile": "small",
         **SIZE, "policies": ",".join(report.policies())}),

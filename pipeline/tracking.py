@@ -22,7 +22,7 @@ def tracking_uri() -> str:
     return mlflow.get_tracking_uri()
 
 
-def _check_reachable(uri: str) -> None:
+def check_reachable(uri: str) -> None:
     """Fail fast on a server that is down (the client would otherwise retry for minutes)."""
     if uri.startswith(("http://", "https://")):
         try:
@@ -41,14 +41,14 @@ def _find(client, experiment_id: str, filter_string: str) -> list:
             return runs
 
 
-def _metrics(values: dict) -> list:
+def metrics(values: dict) -> list:
     from mlflow.entities import Metric
 
     now = int(time.time() * 1000)
     return [Metric(k, float(v), now, 0) for k, v in values.items() if v is not None and not math.isnan(v)]
 
 
-def _params(values: dict) -> list:
+def params(values: dict) -> list:
     from mlflow.entities import Param
 
     return [Param(k, str(v)[:6000]) for k, v in values.items()]
@@ -63,7 +63,7 @@ def attach(manifest: dict, paths: list[Path], artifact_path: str) -> str | None:
     """Attach files to a logged sweep's parent run (under ``artifact_path``); None if it was never logged."""
     from mlflow.tracking import MlflowClient
 
-    _check_reachable(tracking_uri())
+    check_reachable(tracking_uri())
     client = MlflowClient()
     experiment = client.get_experiment_by_name(manifest["experiment"])
     parent = experiment and _parent(client, experiment.experiment_id, manifest["sweep_id"])
@@ -79,7 +79,7 @@ def log_sweep(manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: 
     from mlflow.entities import RunTag
     from mlflow.tracking import MlflowClient
 
-    _check_reachable(tracking_uri())
+    check_reachable(tracking_uri())
     client = MlflowClient()
     name, sweep_id = manifest["experiment"], manifest["sweep_id"]
     experiment = client.get_experiment_by_name(name)
@@ -89,10 +89,10 @@ def log_sweep(manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: 
     status = runs["status"].value_counts()
     client.log_batch(
         parent,
-        metrics=_metrics({"runs_total": manifest["tasks"], "runs_recorded": len(runs),
+        metrics=metrics({"runs_total": manifest["tasks"], "runs_recorded": len(runs),
                           **{f"runs_{s}": int(status.get(s, 0)) for s in ("ok", "failed", "lost")}}),
         # params are immutable in MLflow: only what the sweep id determines; where and with what as tags
-        params=_params({"name": manifest["name"], "axes": manifest["axes"], "seeds": manifest["seeds"],
+        params=params({"name": manifest["name"], "axes": manifest["axes"], "seeds": manifest["seeds"],
                         "policies": ",".join(manifest["config"]["policies"]), "opt": manifest["config"]["opt"]}),
         tags=[RunTag(k, str(v)) for k, v in {
             "git_commit": manifest["git_commit"], "mlflow.source.git.commit": manifest["git_commit"],
@@ -111,8 +111,8 @@ def log_sweep(manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: 
             exp_id, run_name=label[:250],
             tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: point}).info.run_id
         stats = {k: row[k] for k in agg.columns if k.endswith((".mean", ".std"))}
-        client.log_batch(child, metrics=_metrics({"n": row["n"], "failed": row["failed"], **stats}),
-                         params=_params({"policy": row["policy"], **{a: row[a] for a in axes}}))
+        client.log_batch(child, metrics=metrics({"n": row["n"], "failed": row["failed"], **stats}),
+                         params=params({"policy": row["policy"], **{a: row[a] for a in axes}}))
         client.set_terminated(child)
     client.set_terminated(parent)
     return parent
