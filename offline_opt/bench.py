@@ -4,6 +4,8 @@
 small profile (H = 4, I = 10, T = 10), ``compare()`` (OPT + every policy), one JSON line per seed.
 ``python -m offline_opt.bench rerate FILE --out FILE2``: the same rows with every policy re-run against the stored
 OPT (after a policy change; OPT is a property of the instance).
+``python -m offline_opt.bench relax --seeds 13,7 --variants all,external,internal,totals``: the MILP with some
+count variables continuous (where the integrality gap is).
 ``python -m offline_opt.bench ablation --seeds 1-5 --time-limit 60 --out FILE``: naive vs strong and each
 strengthening switched off, HiGHS, plus each variant's LP-relaxation bound.
 ``python -m offline_opt.bench summary FILE...``: the ratio / ablation tables of the docs from those files;
@@ -84,6 +86,38 @@ def cmd_rerate(args) -> None:
             out.write(json.dumps(row) + "\n")
             print(f"seed {row['seed']}: " + ", ".join(f"{p['policy']} {p['ratio']}" for p in row["policies"]),
                   flush=True)
+
+
+# Which count variables ``relax`` makes continuous (every binary stays binary); "totals" keeps each external
+# allocation's totals integer (sum_h we, sum_h se) with its per-machine split continuous.
+RELAXED = {"none": (), "all": ("wi", "si", "we", "se"), "external": ("we", "se"), "internal": ("wi", "si"),
+           "totals": ("we", "se")}
+
+
+def cmd_relax(args) -> None:
+    """Where the integrality gap is: the MILP with some count variables continuous (docs/OFFLINE_OPT.md)."""
+    import pyomo.environ as pyo
+
+    from .solvers import solve_model
+
+    for seed in seeds(args.seeds):
+        for variant in args.variants.split(","):
+            inst = instance(seed)
+            m, H = build(inst).model, inst.num_machines
+            for name in RELAXED[variant]:
+                for v in getattr(m, name).values():
+                    v.domain = pyo.NonNegativeReals
+            if variant == "totals":
+                keys = list(m.e.keys())
+                m.we_total = pyo.Var(keys, domain=pyo.NonNegativeIntegers)
+                m.se_total = pyo.Var(keys, domain=pyo.NonNegativeIntegers)
+                m.we_link = pyo.Constraint(keys, rule=lambda m, i, t: m.we_total[i, t] == sum(m.we[i, h, t]
+                                                                                              for h in range(H)))
+                m.se_link = pyo.Constraint(keys, rule=lambda m, i, t: m.se_total[i, t] == sum(m.se[i, h, t]
+                                                                                              for h in range(H)))
+            r = solve_model(m, "highs", args.time_limit, 1e-6)
+            print(f"seed {seed} relaxed {variant}: {r.status} incumbent {r.objective} bound {r.bound} "
+                  f"{r.wall_s:.1f} s", flush=True)
 
 
 def cmd_ablation(args) -> None:
@@ -173,6 +207,11 @@ def main(argv=None) -> None:
     e.add_argument("file")
     e.add_argument("--out", required=True)
     e.set_defaults(func=cmd_rerate)
+    x = sub.add_parser("relax")
+    x.add_argument("--seeds", default="13,7")
+    x.add_argument("--variants", default="all,external,internal,totals")
+    x.add_argument("--time-limit", type=float, default=120.0)
+    x.set_defaults(func=cmd_relax)
     a = sub.add_parser("ablation")
     a.add_argument("--seeds", default="1-5")
     a.add_argument("--time-limit", type=float, default=60.0)
