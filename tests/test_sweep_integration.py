@@ -21,7 +21,9 @@ pytestmark = pytest.mark.slow
 
 
 def file_states(out: Path) -> dict:
-    return {p.stem: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (out / "runs").glob("*/*.parquet")}
+    """Recorded runs; a ``.tmp-*`` file a kill left mid-write is not one (pathlib's glob matches dotfiles)."""
+    return {p.stem: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (out / "runs").glob("*/*.parquet")
+            if not p.name.startswith(".")}
 
 
 def test_local_sweep_resume_and_parallelism(netns, env, tmp_path, monkeypatch):
