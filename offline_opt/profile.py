@@ -8,7 +8,7 @@ Criterion for ``small_profile`` (the paper's Fig. 10 size, H = 4, I = 10, T = 10
 admits between 30% and 90% of the jobs on every seed, so capacity binds (OPT must reject jobs) yet most jobs
 can run. Measured on seeds 1-20 with ``python -m offline_opt.bench ratio`` (docs/COMPETITIVE_RATIO.md): at
 ``workload_scale = 0.02`` the best schedule HiGHS found admits 4-9 of the 10 jobs (40-90%) on every seed
-(15 of the 20 proven optimal).
+(15 of the 20 proven optimal within 300 s, 17 with limits up to 2700 s).
 
 ``tiny_profile`` serves the exhaustive enumerator (I <= 3, T <= 3, H <= 2): smaller machines
 (``capacity_factor`` 4, a few workers per machine) and batch sizes F in [1, 8] keep the number of feasible
