@@ -184,7 +184,7 @@ class Store:
 
     def recorded(self) -> dict[str, str]:
         """run_id -> status of every recorded run."""
-        if not any(self.part("runs").glob("*.parquet")):
+        if not any(self.part("runs").glob("[!._]*.parquet")):
             return {}
         t = ds.dataset(self.part("runs"), format="parquet").to_table(columns=["run_id", "status"])
         return dict(zip(t["run_id"].to_pylist(), t["status"].to_pylist()))
