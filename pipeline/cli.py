@@ -41,7 +41,7 @@ def cmd_status(args) -> int:
 def cmd_report(args) -> int:
     from . import report
 
-    return report.report(args.sweep, args.out, track=not args.no_mlflow)
+    return report.report_sweeps(args.sweep, args.out, track=not args.no_mlflow)
 
 
 def register(subparsers) -> None:

@@ -12,22 +12,9 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .grid import Task
+from .tasks import Outcome, Task
 
 RETRIES = 3
-
-
-@dataclass(frozen=True)
-class Outcome:
-    status: str              # ok | failed | lost
-    error: str | None
-    result: dict | None      # run summary ("sim") or offline_opt result dict ("opt")
-    code_version: str | None
-    node_id: str | None
-    node_ip: str | None
-    worker_pid: int | None
-    started_at: float
-    finished_at: float
 
 
 def execute(task: Task) -> Outcome:

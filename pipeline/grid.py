@@ -11,36 +11,14 @@ import hashlib
 import itertools
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pdors.config import ConfigError, build, to_dict
 from pdors.policies import policy_config
 from pdors.run import RunSpec
 
 from .schema import INSTANCE_FIELDS, SweepConfig
-
-OPT_POLICY = "opt"   # the ``policy`` of offline-optimum rows
-
-
-@dataclass(frozen=True)
-class Task:
-    run_id: str
-    kind: Literal["sim", "opt"]
-    policy: str
-    point_id: str      # (grid point, policy): runs that differ only in the seed; one MLflow child each
-    instance_id: str   # runs on the same generated instance (OPT rows join on it)
-    seed: int
-    spec: dict         # resolved spec as plain data; for "sim", ``pdors.run.run(spec)`` reproduces the run
-    axes: dict         # grid axis -> value for this task (axes of other policies absent)
-
-
-@dataclass(frozen=True)
-class Plan:
-    sweep_id: str
-    config: SweepConfig
-    axes: list[str]
-    tasks: list[Task]
-
+from .tasks import OPT_POLICY, Plan, Task
 
 @dataclass(frozen=True)
 class _Coord:

@@ -164,7 +164,7 @@ def check(settings: Settings, progress: bool = True) -> Report:
     from pdors.instance_io import save
     from pdors.workload import generate
 
-    from .sweep import git_commit, packages
+    from .provenance import git_commit, packages
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     name = f"nightly-{stamp}-seed{settings.seed}-n{settings.instances}"

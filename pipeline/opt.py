@@ -10,15 +10,6 @@ from pdors.config import build
 from pdors.run import RunSpec, make_instance
 
 
-def unavailable() -> str | None:
-    """Why OPT cannot be computed in this checkout, or None when it can."""
-    try:
-        import offline_opt
-    except ImportError as e:
-        return f"offline_opt does not import ({e})"
-    return None if callable(getattr(offline_opt, "solve", None)) else "offline_opt has no solve() yet"
-
-
 def solve(spec: dict) -> dict:
     """``spec``: an OPT task's spec (instance fields, seed, ``opt`` settings) -> the result dict."""
     import offline_opt

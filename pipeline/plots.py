@@ -10,7 +10,8 @@ matplotlib.use("Agg")   # files only; no display on workers or CI
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .schema import DERIVED_METRICS, POLICY_AXIS, FigureConfig  # noqa: E402
+from .columns import DERIVED_METRICS  # noqa: E402
+from .schema import POLICY_AXIS, FigureConfig  # noqa: E402
 from .summary import figure_table  # noqa: E402
 
 POLICY_NAMES = {"pdors": "PD-ORS", "fifo": "FIFO", "drf": "DRF", "dorm": "Dorm", "oasis": "OASiS",

@@ -17,8 +17,7 @@ from pdors.config import build
 
 from . import plots, summary
 from .schema import DEFAULT_OUTPUT, POLICY_AXIS, FigureConfig
-from .storage import Store
-from .sweep import SweepError, manifest_of, recorded_runs
+from .storage import Store, SweepError, manifest_of, recorded_runs
 
 SEARCH_ROOT = Path("results")   # where a bare sweep id is looked for (every output root below it)
 
@@ -93,7 +92,7 @@ def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path]) -> str:
     return parent
 
 
-def report(target: str, out: str | None = None, track: bool = True) -> int:
+def report_sweeps(target: str, out: str | None = None, track: bool = True) -> int:
     """``pdors report``; exit status 0, or 3 when the files are written but attaching them to MLflow failed."""
     stores = locate(target)
     status = 0

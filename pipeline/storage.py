@@ -21,61 +21,42 @@ import types
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from pdors.model import RESOURCES
 from pdors.policies import policy_module
 from pdors.workload import WorkloadConfig
 
-from .executor import Outcome
-from .grid import Plan, Task
+from .columns import (IDENTITY, JOBS_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS, PROVENANCE,
+                      SUMMARY_IDENTITY)
 from .schema import OptConfig
+from .tasks import Outcome, Plan, Task
+
+class SweepError(ValueError):
+    """A sweep cannot be started or read as asked (reported as one line, exit status 2)."""
+
+
+@dataclass(frozen=True)
+class Counts:
+    total: int
+    ok: int
+    failed: int
+    lost: int
+
+    @property
+    def remaining(self) -> int:
+        return self.total - self.ok - self.failed - self.lost
+
 
 TABLES = ("runs", "jobs")
 PARTITIONING = ds.partitioning(pa.schema([("sweep_id", pa.string())]), flavor="hive")
-
-# Summary metrics (pdors.run.summarise) as typed columns; nested keys are flattened with dots.
-METRICS: list[tuple[str, pa.DataType]] = [
-    ("total_utility", pa.float64()), ("admitted", pa.int64()), ("completed", pa.int64()),
-    ("rejected", pa.int64()), ("median_training_time", pa.float64()),
-    *[(f"utilisation.{r}", pa.float64()) for r in RESOURCES],
-    ("violations", pa.int64()), ("decision_latency_ms.p50", pa.float64()),
-    ("decision_latency_ms.p99", pa.float64()), ("decision_latency_ms.count", pa.int64()),
-    ("rounding.attempts_mean", pa.float64()), ("rounding.infeasible_solves", pa.int64()),
-    ("wall_s", pa.float64()),
-]
-JSON_METRICS = ("violation_detail", "policy_stats")
-# Summary keys that are not metrics: identity (already columns), the spec, the per-job list.
-SUMMARY_IDENTITY = ("policy", "seed", "machines", "num_jobs", "slots", "code_version", "spec", "jobs")
-JSON_SOURCES = ("violations", "policy_stats")   # summary entries kept whole, as JSON text
-# Columns that legitimately differ between two executions of the same run.
-TIMING_COLUMNS = ("wall_s", "decision_latency_ms.p50", "decision_latency_ms.p99", "started_at", "finished_at",
-                  "node_id", "node_ip", "worker_pid")
-
-_TS = pa.timestamp("ms", tz="UTC")
-IDENTITY: list[tuple[str, pa.DataType]] = [
-    ("run_id", pa.string()), ("kind", pa.string()), ("policy", pa.string()), ("point_id", pa.string()),
-    ("instance_id", pa.string()), ("seed", pa.int64()), ("machines", pa.int64()), ("jobs", pa.int64()),
-    ("slots", pa.int64()),
-]
-PROVENANCE: list[tuple[str, pa.DataType]] = [
-    ("status", pa.string()), ("error", pa.string()), ("code_version", pa.string()), ("git_commit", pa.string()),
-    ("node_id", pa.string()), ("node_ip", pa.string()), ("worker_pid", pa.int64()), ("started_at", _TS),
-    ("finished_at", _TS), ("spec", pa.string()),
-]
-JOBS_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("policy", pa.string()), ("seed", pa.int64()), ("point_id", pa.string()),
-    ("instance_id", pa.string()), ("job", pa.int64()), ("arrival", pa.int64()), ("admitted", pa.bool_()),
-    ("completion", pa.int64()), ("utility", pa.float64()), ("workload", pa.float64()),
-    ("samples_processed", pa.float64()), ("sensitivity", pa.int64()),
-])
-
 
 def _arrow_type(tp: Any) -> pa.DataType:
     """Column type for a config annotation; anything without a natural column type is stored as JSON text."""
@@ -226,3 +207,21 @@ def read(root: str | Path, table: str = "runs", sweep_id: str | None = None) -> 
     schema = pa.unify_schemas([*schemas, PARTITIONING.schema])
     dataset = ds.dataset(base, format="parquet", schema=schema, partitioning=PARTITIONING)
     return dataset.to_table(filter=(ds.field("sweep_id") == sweep_id) if sweep_id else None)
+
+
+def manifest_of(store: Store) -> dict:
+    path = store.meta / "manifest.json"
+    if not path.exists():
+        known = sorted(p.name for p in (store.root / "sweeps").glob("*")) if (store.root / "sweeps").exists() else []
+        raise SweepError(f"no sweep {store.sweep_id!r} under {store.root} (known: {', '.join(known) or 'none'})")
+    return json.loads(path.read_text())
+
+
+def recorded_runs(store: Store, manifest: dict) -> tuple[Counts, pd.DataFrame]:
+    """Run counts by status and the recorded runs (a DataFrame) in plan order."""
+    runs = store.read("runs").to_pandas()
+    status = runs["status"].value_counts() if len(runs) else {}
+    if len(runs):   # plan order (grid, policy, seed), not file order, for tables and plots
+        order = {run_id: k for k, run_id in enumerate(manifest["run_ids"])}
+        runs = runs.sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
+    return Counts(manifest["tasks"], *(int(status.get(s, 0)) for s in ("ok", "failed", "lost"))), runs

@@ -7,8 +7,8 @@ import math
 
 import pandas as pd
 
-from .schema import DERIVED_METRICS, POLICY_AXIS, POLICY_STATS_PREFIX, FigureConfig
-from .storage import METRICS
+from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
+from .schema import POLICY_AXIS, FigureConfig
 
 NUMERIC = [name for name, _ in METRICS]
 TABLE_METRICS = (("total_utility", "utility"), ("completed", "completed"), ("admitted", "admitted"),

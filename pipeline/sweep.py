@@ -4,65 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 
 from pdors.config import to_dict
 
 from . import grid, schema
-from .storage import Store, runs_schema
+from .provenance import git_commit, packages
+from .storage import Store, SweepError, manifest_of, recorded_runs, runs_schema
+from .tasks import Plan
 
-PACKAGES = ("pdors", "numpy", "scipy", "highspy", "pyomo", "ray", "mlflow", "pyarrow", "pandas", "matplotlib")
-
-
-class SweepError(ValueError):
-    """A sweep cannot be started or read as asked (reported as one line, exit status 2)."""
-
-
-@dataclass(frozen=True)
-class Counts:
-    total: int
-    ok: int
-    failed: int
-    lost: int
-
-    @property
-    def remaining(self) -> int:
-        return self.total - self.ok - self.failed - self.lost
-
-
-def git_commit() -> str:
-    """HEAD of the checkout this code runs from, '-dirty' if tracked files changed; read-only git calls
-    (GIT_OPTIONAL_LOCKS=0: status must not rewrite the index under someone else's feet)."""
-    repo = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
-    try:
-        head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True, env=env).stdout.strip()
-        dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True, env=env).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("-dirty" if dirty else "")
-
-
-def packages() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "absent"
-    return out
-
-
-def _manifest(plan: grid.Plan, config_path: str, out: Path, commit: str) -> dict:
+def _manifest(plan: Plan, config_path: str, out: Path, commit: str) -> dict:
     c = plan.config
     return {"sweep_id": plan.sweep_id, "name": c.name, "config_path": str(config_path), "config": to_dict(c),
             "axes": plan.axes, "seeds": c.seed_list(), "tasks": len(plan.tasks),
@@ -111,7 +65,7 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
             _say(f"\ninterrupted: finished runs are recorded; continue with "
                  f"`pdors sweep run {config_path} --out {root} --resume`")
             return 130
-    return report(store, manifest)
+    return publish(store, manifest)
 
 
 def _in_process(todo: list, on_connect):
@@ -158,19 +112,9 @@ def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: s
          f"{tally['failed']} failed, {tally['lost']} lost")
 
 
-def recorded_runs(store: Store, manifest: dict) -> tuple[Counts, object]:
-    """Run counts by status and the recorded runs (a DataFrame) in plan order."""
-    runs = store.read("runs").to_pandas()
-    status = runs["status"].value_counts() if len(runs) else {}
-    if len(runs):   # plan order (grid, policy, seed), not file order, for tables and plots
-        order = {run_id: k for k, run_id in enumerate(manifest["run_ids"])}
-        runs = runs.sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
-    return Counts(manifest["tasks"], *(int(status.get(s, 0)) for s in ("ok", "failed", "lost"))), runs
-
-
-def report(store: Store, manifest: dict, track: bool | None = None) -> int:
-    """Summary table, plots, the report's figures and MLflow from the Parquet record; the exit status of
-    ``run``/``log``."""
+def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
+    """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
+    status of ``run``/``log``."""
     from . import plots, summary, tracking
     from .report import draw_all
 
@@ -208,18 +152,10 @@ def report(store: Store, manifest: dict, track: bool | None = None) -> int:
     return status
 
 
-def manifest_of(store: Store) -> dict:
-    path = store.meta / "manifest.json"
-    if not path.exists():
-        known = sorted(p.name for p in (store.root / "sweeps").glob("*")) if (store.root / "sweeps").exists() else []
-        raise SweepError(f"no sweep {store.sweep_id!r} under {store.root} (known: {', '.join(known) or 'none'})")
-    return json.loads(path.read_text())
-
-
 def log(sweep_id: str, out: str) -> int:
     """``pdors sweep log``: re-log a sweep to MLflow from its Parquet record."""
     store = Store(out, sweep_id)
-    return report(store, manifest_of(store), track=True)
+    return publish(store, manifest_of(store), track=True)
 
 
 def status(sweep_id: str | None, out: str) -> int:

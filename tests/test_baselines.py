@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from pdors import cli
-from pdors.compare import parse_seeds
+from pdors_cli import main as cli
+from pdors_cli.compare import parse_seeds
 from pdors.config import ConfigError
 from pdors.model import Cluster, Instance, Jobs
 from pdors.policies import make_policy, policy_config

@@ -3,8 +3,8 @@ checks."""
 import numpy as np
 import pytest
 
-from pdors import cli
-from pdors.bench import FULL, QUICK, _peak_rss_mib, _sweep_tasks
+from pdors_cli import main as cli
+from pdors_cli.bench import FULL, QUICK, _peak_rss_mib, _sweep_tasks
 
 from realstack import in_netns_python
 
@@ -36,7 +36,7 @@ def test_ray_throughput_section_on_loopback(netns, env):
     rows = in_netns_python(netns, env, (
         "import json\n"
         "from dataclasses import replace\n"
-        "from pdors.bench import QUICK, bench_ray\n"
+        "from pdors_cli.bench import QUICK, bench_ray\n"
         "print(json.dumps(bench_ray(replace(QUICK, ray_machines=(10,), ray_seeds=1))))\n"), timeout=400)
     assert [r["workers"] for r in rows] == [1, 2]
     for r in rows:

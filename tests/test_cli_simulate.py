@@ -10,7 +10,7 @@ TIMING = ("wall_s", "decision_latency_ms")
 
 def _simulate(tmp_path, name, *extra):
     out = tmp_path / f"{name}.json"
-    cmd = [sys.executable, "-m", "pdors.cli", "simulate", "--policy", "pdors", "--machines", "30", "--jobs", "50",
+    cmd = [sys.executable, "-m", "pdors_cli.main", "simulate", "--policy", "pdors", "--machines", "30", "--jobs", "50",
            "--slots", "20", "--seed", "1", "--json", str(out), *extra]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr + done.stdout
@@ -39,7 +39,7 @@ def test_issue_command_validates_and_is_deterministic(tmp_path):
 def test_bad_config_is_a_one_line_error(tmp_path):
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("policies:\n  pdors:\n    rounding:\n      delta: 2.0\n")
-    done = subprocess.run([sys.executable, "-m", "pdors.cli", "simulate", "--config", str(cfg)],
+    done = subprocess.run([sys.executable, "-m", "pdors_cli.main", "simulate", "--config", str(cfg)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "params.rounding.delta" in done.stderr and "(0, 1]" in done.stderr

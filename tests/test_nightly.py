@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 import pdors.policies.pdors as pdors_policy
 from offline_opt import Comparison, OptResult, PolicyRatio
-from pdors.cli import main
+from pdors_cli.main import main
 from pipeline.nightly import EXPERIMENT, offences, stats
 
 

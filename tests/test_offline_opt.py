@@ -143,7 +143,7 @@ def test_ratio_with_zero_utility_does_not_crash():
 
 
 def test_cli_opt_writes_json(tmp_path):
-    from pdors.cli import main
+    from pdors_cli.main import main
 
     out = tmp_path / "opt.json"
     rc = main(["opt", "--profile", "tiny", "--machines", "2", "--jobs", "3", "--slots", "3", "--seed", "3",

@@ -11,8 +11,8 @@ import pyarrow.dataset as ds
 import pytest
 import yaml
 
-from pdors.cli import main
-from pipeline import grid, schema, storage, summary
+from pdors_cli.main import main
+from pipeline import columns, grid, schema, storage, summary
 from pipeline.executor import execute
 from pipeline.storage import Store
 
@@ -118,23 +118,13 @@ def test_ids_are_stable_and_follow_the_resolved_spec():
     assert other.sweep_id != a.sweep_id
 
 
-def test_opt_block_is_rejected_until_offline_opt_solve_exists():
-    from pipeline import opt
-
-    data = {**TINY, "opt": {"solver": "highs", "time_limit": 5}}
-    if opt.unavailable():
-        with pytest.raises(ValueError, match=r"^opt: cannot compute the offline optimum"):
-            schema.parse(data)
-    else:
-        plan = grid.expand(schema.parse(data))
-        opts = [t for t in plan.tasks if t.kind == "opt"]
-        assert len(opts) == 4 and {t.instance_id for t in opts} == {t.instance_id for t in plan.tasks}
+def test_opt_block_adds_one_opt_task_per_instance():
+    plan = grid.expand(schema.parse({**TINY, "opt": {"solver": "highs", "time_limit": 5}}))
+    opts = [t for t in plan.tasks if t.kind == "opt"]
+    assert len(opts) == 4 and {t.instance_id for t in opts} == {t.instance_id for t in plan.tasks}
 
 
 def test_opt_task_through_the_adapter():
-    offline_opt = pytest.importorskip("offline_opt")
-    if not callable(getattr(offline_opt, "solve", None)):
-        pytest.skip("offline_opt.solve not implemented yet")
     plan = grid.expand(schema.parse({**TINY, "instance": {"jobs": 3, "slots": 3}, "grid": {}, "seeds": [1],
                                      "policies": {"pdors": {}}, "opt": {"time_limit": 30}}))
     task = next(t for t in plan.tasks if t.kind == "opt")
@@ -150,10 +140,10 @@ def test_summary_keys_are_all_columns():
     task = grid.expand(schema.parse(dict(TINY))).tasks[0]
     result = execute(task).result
     metrics = storage.flatten({k: v for k, v in result.items()
-                               if k not in storage.SUMMARY_IDENTITY + storage.JSON_SOURCES})
-    assert set(metrics) | {"violations"} == {name for name, _ in storage.METRICS}   # violations: a count
+                               if k not in columns.SUMMARY_IDENTITY + columns.JSON_SOURCES})
+    assert set(metrics) | {"violations"} == {name for name, _ in columns.METRICS}   # violations: a count
     assert set(result["jobs"][0]) | {"run_id", "policy", "seed", "point_id", "instance_id"} == \
-        set(storage.JOBS_SCHEMA.names)
+        set(columns.JOBS_SCHEMA.names)
 
 
 def test_rows_written_atomically_and_readable(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pdors import cli
+from pdors_cli import main as cli
 from pdors.config import ConfigError
 from pdors.policies import make_policy, policy_config
 from pdors.policies.pollux import fitness

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pdors.policies.pdors import PDORS, Config, RoundingConfig
-from pdors.primal_dual import reference as ref
+from pdors.policies import pdors_reference as ref
 from pdors.primal_dual.dynamic_program import plan_levels
 from pdors.primal_dual.slot_cost import (JobShape, LinearProgram, Rounding, _count_bounds_allow, _disaggregate,
                                          _round, _roundable, class_members, slot_costs)

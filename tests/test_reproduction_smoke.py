@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from pdors.cli import main
+from pdors_cli.main import main
 from pipeline import grid, schema
 from pipeline.report import figures_of
 from pipeline.summary import axis_label

@@ -15,7 +15,7 @@ import pytest
 from realstack import (BIN, ROOT, config, end_session, in_netns_python, loopback_only, pdors, runs_of,
                        session_pids, start, sweep_id, wait_healthy, wait_nodes)
 
-from pipeline import storage
+from pipeline import columns, storage
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,7 @@ def test_local_sweep_resume_and_parallelism(netns, env, tmp_path, monkeypatch):
 
     rc, log = pdors(netns, env, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "b", "--max-parallel", "1")
     assert rc == 0, log
-    keep = [c for c in runs.columns if c not in storage.TIMING_COLUMNS]
+    keep = [c for c in runs.columns if c not in columns.TIMING_COLUMNS]
     pd.testing.assert_frame_equal(runs_of(tmp_path / "b")[keep], runs[keep])
 
 

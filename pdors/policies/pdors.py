@@ -18,7 +18,8 @@ from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.gain import competitive_bound
 from ..primal_dual.prices import PriceBounds, instance_price_bounds, prices
-from ..primal_dual.slot_cost import JobShape, LinearProgram, Rounding, SlotCosts, slot_costs, state_digest
+from ..primal_dual.slot_cost import (ExternalSolve, JobShape, LinearProgram, Rounding, SlotCosts, slot_costs,
+                                     state_digest)
 from .base import JobPlan, PlanningPolicy, SlotView
 
 HISTORY_SEED_OFFSET = 1_000_003
@@ -75,7 +76,7 @@ class PDORS(PlanningPolicy):
         self.bounds: PriceBounds = instance_price_bounds(source, self.config.utility_floor)
         self.seed = seed
         self.lp = LinearProgram()
-        self._solves: list = []
+        self._solves: list[ExternalSolve] = []
         self._slots_skipped = 0
         self._lp_solves = 0
 
@@ -123,18 +124,20 @@ class PDORS(PlanningPolicy):
         return JobPlan(workers, servers, a + result.completion, result.payoff)
 
     def summary(self) -> dict:
-        solves = np.array(self._solves, dtype=float).reshape(-1, 5)
-        found = np.isfinite(solves[:, 3])
+        solves = self._solves
+        attempts, lp_cost, best_cost, gains = (np.array([getattr(s, k) for s in solves], dtype=float)
+                                               for k in ("attempts", "lp_cost", "best_cost", "gain"))
+        found = np.isfinite(best_cost)
         log_ratio = self.bounds.log_ratio()
-        gains = solves[:, 4] if len(solves) else np.array([self.rounding.gain or 0.0])
+        gains = gains if len(solves) else np.array([self.rounding.gain or 0.0])
         gain = self.rounding.gain if self.rounding.gain is not None else float(gains.max(initial=0.0))
         return {
             "external_solves": int(len(solves)),
             "lp_solves": self._lp_solves,
             "slots_skipped": self._slots_skipped,
-            "rounding_attempts_mean": float(solves[:, 0].mean()) if len(solves) else 0.0,
+            "rounding_attempts_mean": float(attempts.mean()) if len(solves) else 0.0,
             "infeasible_solves": int((~found).sum()),
-            "lp_vs_rounded_ratio": float(np.mean(solves[found, 3] / np.maximum(solves[found, 2], 1e-300)))
+            "lp_vs_rounded_ratio": float(np.mean(best_cost[found] / np.maximum(lp_cost[found], 1e-300)))
             if found.any() else None,
             "gain_min": float(gains.min()) if len(solves) else gain,
             "gain_max": float(gains.max()) if len(solves) else gain,

@@ -31,6 +31,7 @@ import hashlib
 import math
 import operator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import highspy
 import numpy as np
@@ -80,6 +81,17 @@ class Option:
     internal: bool
 
 
+class ExternalSolve(NamedTuple):
+    """One rounded external case (Steps 8-11): rounding attempts drawn, feasible roundings among them, the
+    LP relaxation's cost, the cheapest feasible rounding's cost (inf if none) and the gain G_delta used."""
+
+    attempts: int
+    feasible: int
+    lp_cost: float
+    best_cost: float
+    gain: float
+
+
 @dataclass(frozen=True)
 class SlotState:
     """What the external case of one slot state needs: the job, prices p and residual capacities [H, R],
@@ -114,7 +126,7 @@ class SlotCosts:
 
     def __init__(self, cost: np.ndarray, options: list, exact: np.ndarray, candidates: list[int], state: SlotState):
         self.cost, self.options, self.exact = cost, options, exact
-        self.external_solves: list = []     # (attempts, feasible, lp_cost, best_cost, gain) per rounding
+        self.external_solves: list[ExternalSolve] = []   # one per rounding
         self.lp_solves = 0
         self._candidates = candidates       # levels whose external case may beat the internal one
         self._solutions: dict | None = None  # level -> (class LP solution, LP cost), once solved
@@ -131,11 +143,11 @@ class SlotCosts:
         st, (lp_sol, lp_cost) = self._state, self._solutions.pop(k)
         d = st.demand[k]
         machines, w_bar, s_bar = _disaggregate(st.job, lp_sol, st.members, st.free)
-        g = _gain(st.rounding, st.job, d, st.free)
+        g = rounding_gain(st.rounding, st.job, d, st.free)
         rng = np.random.Generator(np.random.PCG64([*st.seed_key, k]))
         attempts, feasible, best = _round(st.job, d, machines, w_bar * g, s_bar * g, st.prices, st.free,
                                           st.rounding, rng)
-        self.external_solves.append((attempts, feasible, lp_cost, best.cost if best else np.inf, g))
+        self.external_solves.append(ExternalSolve(attempts, feasible, lp_cost, best.cost if best else np.inf, g))
         self._settle(k, best)
         return True
 
@@ -165,13 +177,16 @@ class SlotCosts:
 
 
 class LinearProgram:
-    """A reusable HiGHS instance: load one slot state's LP, then re-solve it warm for each cover bound."""
+    """A reusable HiGHS instance: load one slot state's LP, then re-solve it warm for each cover bound.
+
+    It owns its rows: :meth:`load` is told which row is the cover (26), whose bounds each solve sets."""
 
     def __init__(self) -> None:
         self.highs = highspy.Highs()
         self.highs.setOptionValue("output_flag", False)
 
-    def load(self, cost, a_matrix, row_lower, row_upper) -> None:
+    def load(self, cost, a_matrix, row_lower, row_upper, cover_row: int) -> None:
+        self.cover_row = cover_row
         lp = highspy.HighsLp()
         n = len(cost)
         lp.num_col_, lp.num_row_ = n, a_matrix.shape[0]
@@ -186,10 +201,10 @@ class LinearProgram:
         self.highs.clearModel()
         self.highs.passModel(lp)
 
-    def solve_with_row_bounds(self, row: int, lower: float, upper: float) -> tuple[np.ndarray, float] | None:
-        """The optimal point and a lower bound on the optimum in the original costs (the rescaled, capped
-        costs are <= the original ones), or None if infeasible."""
-        self.highs.changeRowBounds(row, lower, upper)
+    def solve_with_cover(self, lower: float, upper: float) -> tuple[np.ndarray, float] | None:
+        """With ``lower <= cover row <= upper``: the optimal point and a lower bound on the optimum in the
+        original costs (the rescaled, capped costs are <= the original ones), or None if infeasible."""
+        self.highs.changeRowBounds(self.cover_row, lower, upper)
         self.highs.run()
         if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
@@ -318,14 +333,13 @@ def _load_external_lp(job, p_w, p_s, cls_free, counts, lp) -> None:
     a[n * r + 1, :n], a[n * r + 1, n:] = -1.0, job.gamma                      # gamma sum s - sum w >= 0
     lower = np.concatenate([np.full(n * r, -np.inf), [0.0, 0.0]])
     upper = np.concatenate([cap.ravel(), [job.batch, np.inf]])
-    lp.load(np.concatenate([p_w, p_s]), a, lower, upper)
+    lp.load(np.concatenate([p_w, p_s]), a, lower, upper, cover_row=n * r)
 
 
 def _solve_external_lp(demand, job, n, lp):
     """Per-class (W, S) of the LP optimum with cover bound ``demand`` and a lower bound on the optimum,
     or None if infeasible."""
-    rows = lp.highs.getNumRow()
-    solved = lp.solve_with_row_bounds(rows - 2, demand, job.batch)
+    solved = lp.solve_with_cover(demand, job.batch)
     if solved is None:
         return None
     sol, bound = solved
@@ -366,7 +380,8 @@ def class_members(member_class: np.ndarray, classes: int) -> list[np.ndarray]:
     return np.split(order, np.cumsum(np.bincount(member_class, minlength=classes))[:-1])
 
 
-def _gain(rounding: Rounding, job: JobShape, demand: float, free: np.ndarray) -> float:
+def rounding_gain(rounding: Rounding, job: JobShape, demand: float, free: np.ndarray) -> float:
+    """G_delta of Step 9 for cover ``demand``: the configured gain, else eq. (30) or eq. (29) from delta."""
     if rounding.gain is not None:
         return rounding.gain
     if rounding.theorem == 30:

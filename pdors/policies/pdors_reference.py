@@ -17,7 +17,7 @@ Used only by tests (tests/test_reference.py) and ``pdors bench``; slow by design
 What it shares with the fast path (``slot_cost.py``, ``dynamic_program.py``) is what defines PD-ORS's
 decisions rather than their speed, as docs/MODEL.md states it: the prices (eq. 12, ``prices.py``), the
 machine classes and the disaggregation of the class LP's optimum (``slot_cost._disaggregate``), G_delta
-(``slot_cost._gain``), the LP cost rescaling, and the rounding's random stream (a generator seeded by
+(``slot_cost.rounding_gain``), the LP cost rescaling, and the rounding's random stream (a generator seeded by
 (run seed, job, state digest, level); attempt j uses the j-th block of 2m uniforms: m worker draws, then m
 PS draws). Everything the fast path does to be fast (caching by slot state, warm-started LPs, the vectorised
 internal case and rounding, skipping roundings that cannot succeed, skipping external solves a lower bound
@@ -33,11 +33,11 @@ import numpy as np
 from scipy import sparse
 
 from ..model import Instance
-from ..policies.base import JobPlan, SlotView
-from ..policies.pdors import PDORS
-from .prices import prices
-from .slot_cost import (COST_RANGE, FIT_ATOL, JobShape, Option, Rounding, _gain, rounded_cost,
-                        state_digest, unit_price)
+from ..primal_dual.prices import prices
+from ..primal_dual.slot_cost import (COST_RANGE, FIT_ATOL, JobShape, Option, Rounding, rounded_cost,
+                                     rounding_gain, state_digest, unit_price)
+from .base import JobPlan, SlotView
+from .pdors import PDORS
 
 
 def machine_classes(price: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, list[int], np.ndarray]:
@@ -184,7 +184,7 @@ def external_case(job: JobShape, demand: float, price: np.ndarray, free: np.ndar
     if lp_sol is None:
         return None
     machines, w_bar, s_bar = disaggregate(job, lp_sol, member_class, counts, free)
-    g = _gain(rounding, job, demand, free)
+    g = rounding_gain(rounding, job, demand, free)
     return round_solution(job, demand, machines, w_bar * g, s_bar * g, price, free, rounding, rng)[2]
 
 

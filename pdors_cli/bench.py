@@ -60,7 +60,7 @@ QUICK = Sizes((30, 100), 40, 40, (30, 40, 40), (1,), 10.0, (10, 20), 3)
 
 def _run(spec: dict) -> tuple[dict, float]:
     """One run in this process: its summary and its CPU seconds."""
-    from .run import run
+    from pdors.run import run
 
     cpu = time.process_time()
     summary = run(spec).summary
@@ -79,7 +79,7 @@ def bench_latency(sizes: Sizes, seed: int) -> list[dict]:
 
 
 def bench_policies(sizes: Sizes, seed: int) -> list[dict]:
-    from .policies import POLICIES
+    from pdors.policies import POLICIES
 
     machines, jobs, slots = sizes.paper
     rows = []
@@ -91,10 +91,10 @@ def bench_policies(sizes: Sizes, seed: int) -> list[dict]:
 
 
 def bench_reference(seed: int) -> dict:
-    from .policies.pdors import PDORS, Config
-    from .primal_dual.reference import ReferencePDORS
-    from .simulator import simulate
-    from .workload import WorkloadConfig, generate
+    from pdors.policies.pdors import PDORS, Config
+    from pdors.policies.pdors_reference import ReferencePDORS
+    from pdors.simulator import simulate
+    from pdors.workload import WorkloadConfig, generate
 
     out = {"machines": 6, "jobs": 10, "slots": 6, "workload_levels": 10}    # small enough for the reference
     inst = generate(WorkloadConfig(workload_scale=0.05), out["machines"], out["jobs"], out["slots"], seed)
@@ -211,7 +211,7 @@ def _peak_rss_mib(code: str, *args: str) -> float:
 
 
 def bench_memory(sizes: Sizes, seed: int) -> list[dict]:
-    from .policies import POLICIES
+    from pdors.policies import POLICIES
 
     machines, jobs, slots = sizes.paper
     rows = [{"task": "import pdors.run only", "peak_rss_mib": _peak_rss_mib("import pdors.run")}]
@@ -302,7 +302,7 @@ def run_bench(sections: list[str], sizes: Sizes, seed: int) -> dict:
 
 
 def cmd_bench(args) -> int:
-    from .config import ConfigError
+    from pdors.config import ConfigError
 
     sections = [s.strip() for s in args.only.split(",")] if args.only else list(SECTIONS)
     unknown = [s for s in sections if s not in SECTIONS + EXTRA_SECTIONS]

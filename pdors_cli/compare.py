@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import ConfigError
+from pdors.config import ConfigError
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -32,8 +32,8 @@ def parse_seeds(text: str) -> list[int]:
 
 def run_all(args, policies: list[str], seeds: list[int]) -> list[dict]:
     """One row per (seed, policy): the validator's totals and the run's timings and policy statistics."""
-    from .cli import run_spec_from_args
-    from .run import run
+    from .run_spec import run_spec_from_args
+    from pdors.run import run
 
     rows = []
     for seed in seeds:
@@ -78,7 +78,7 @@ def markdown(table: list[dict]) -> str:
 
 
 def cmd_compare(args) -> int:
-    from .policies import POLICIES
+    from pdors.policies import POLICIES
 
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     unknown = [p for p in policies if p not in POLICIES]

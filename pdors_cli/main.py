@@ -1,0 +1,36 @@
+"""The ``pdors`` command line. Each subcommand is a thin shell over a library function."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import offline_opt.cli
+import pipeline.cli
+import pipeline.nightly
+from pdors.config import ConfigError
+
+from . import bench, compare, simulate
+
+# Each module adds its subcommands with ``register(subparsers)``; handlers are ``func(args) -> int``.
+SUBCOMMANDS = (simulate, compare, pipeline.cli, offline_opt.cli, pipeline.nightly, bench)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="pdors", description=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+    for module in SUBCOMMANDS:
+        module.register(sub)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, ValueError) as e:
+        print(f"pdors {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""A run spec from command-line arguments: the shared options of ``pdors simulate`` and ``pdors compare``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pdors.config import ConfigError
+from pdors.policies import POLICIES
+
+
+def _load_yaml(path: str) -> dict:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError("--config", f"no such file: {path}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError("--config", f"{path} is not valid YAML: {e}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError("--config", f"{path} must hold a mapping")
+    return data
+
+
+def run_spec_from_args(args) -> dict:
+    """A run spec dict: the config file's ``workload`` and ``policies.<name>`` plus command-line sizes."""
+    file = _load_yaml(args.config) if args.config else {}
+    unknown = sorted(set(file) - {"workload", "policies"})
+    if unknown:
+        raise ConfigError(unknown[0], "unknown key in a run config (known: policies, workload)")
+    policies = file.get("policies") or {}
+    if not isinstance(policies, dict):
+        raise ConfigError("policies", "must map policy names to their parameters")
+    return {
+        "policy": args.policy, "machines": args.machines, "jobs": args.jobs, "slots": args.slots,
+        "seed": args.seed, "workload": file.get("workload") or {}, "params": policies.get(args.policy) or {},
+    }
+
+
+def add_run_args(p, policy_default="pdors") -> None:
+    p.add_argument("--policy", default=policy_default, choices=POLICIES)
+    p.add_argument("--machines", type=int, default=30, help="H, machines")
+    p.add_argument("--jobs", type=int, default=50, help="I, jobs")
+    p.add_argument("--slots", type=int, default=20, help="T, slots in the horizon")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--config", help="YAML with optional 'workload' and 'policies.<name>' sections")

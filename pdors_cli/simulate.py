@@ -1,0 +1,41 @@
+"""``pdors simulate``: one policy on one instance, its schedule validated, the summary printed (and saved)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pdors.instance_io import load
+from pdors.run import run
+
+from .run_spec import add_run_args, run_spec_from_args
+
+
+def cmd_simulate(args) -> int:
+    instance = load(args.instance) if args.instance else None
+    spec = run_spec_from_args(args)
+    if instance is not None:
+        spec.update(machines=instance.num_machines, jobs=instance.num_jobs, slots=instance.slots)
+    result = run(spec, instance)
+    s = result.summary
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(s, indent=1))
+    lat = s["decision_latency_ms"]
+    print(f"{s['policy']}: H={s['machines']} I={s['num_jobs']} T={s['slots']} seed={s['seed']}\n"
+          f"  total utility {s['total_utility']:.3f}; admitted {s['admitted']}, completed {s['completed']}, "
+          f"rejected {s['rejected']}; median training time {s['median_training_time']:g} slots\n"
+          f"  utilisation " + ", ".join(f"{k} {v:.1%}" for k, v in s["utilisation"].items()) + "\n"
+          f"  decision latency p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms; wall {s['wall_s']:.2f} s\n"
+          f"  validator: {len(s['violations'])} violation(s)"
+          + (f"; JSON written to {args.json}" if args.json else ""))
+    for v in s["violations"][:10]:
+        print(f"    {v['kind']}: {v['detail']} (slot {v['slot']}, job {v['job']}, machine {v['machine']})")
+    return 1 if s["violations"] else 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("simulate", help="simulate one policy on one instance and validate the schedule")
+    add_run_args(p)
+    p.add_argument("--instance", help="instance JSON to use instead of generating one")
+    p.add_argument("--json", help="write the run summary here")
+    p.set_defaults(func=cmd_simulate)
