@@ -1,7 +1,7 @@
 """Per-job constants of the offline DMLRS that every formulation shares: rates, per-machine count bounds and
 the slots in which a job can possibly complete.
 
-All bounds are implied by the model of SPEC section 1 (eqs. 1-5); none cuts off a feasible schedule.
+All bounds are implied by the model of the paper's Section III (eqs. 1-5; docs/MODEL.md); none cuts off a feasible schedule.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ searches all combinations. Two exact reductions keep the lists short:
   utility) states.
 
 A job completes in the first slot where cumulative samples >= V_i (1 - 1e-12), the validator's slack for a
-plan summing to exactly V_i in floating point (SPEC section 1).
+plan summing to exactly V_i in floating point (docs/MODEL.md, completion).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Workload profiles for offline-optimum checks.
 
-The generator's jobs (SPEC section 2) need roughly 10^7 samples each: even alone on a 4-machine cluster a job
+The generator's jobs (paper Section V settings) need roughly 10^7 samples each: even alone on a 4-machine cluster a job
 needs tens of slots, so at I = 10, T = 10 nothing completes and every ratio is 0/0. The profiles shrink the
 workload (``workload_scale``, applied to K_i) and keep every other Section V distribution.
 

@@ -1,6 +1,6 @@
 """Run a Pyomo MILP with GLPK (glpsol), CBC or HiGHS and report what the solver proved, uniformly.
 
-Traps handled here (STACK-NOTES.md): the legacy ``appsi_highs`` wrapper drops time limits, so HiGHS runs
+Traps handled here (measured with the installed Pyomo, HiGHS, CBC and GLPK): the legacy ``appsi_highs`` wrapper drops time limits, so HiGHS runs
 through ``pyomo.contrib.solver``'s ``Highs`` with ``time_limit``/``rel_gap``; CBC's bound for a
 maximisation comes back with its sign flipped, and Pyomo reads no bound from GLPK, so it is parsed from
 glpsol's log. DMLRS

@@ -1,4 +1,4 @@
-"""The feasibility validator of SPEC section 1: the only judge of a schedule.
+"""The feasibility validator of the paper's model (Section III, eqs. 1-5; docs/MODEL.md): the only judge of a schedule.
 
 It recomputes everything from the integer counts and the instance alone (it shares no code with any policy
 or with the simulator's bookkeeping): capacity (eq. 5), the worker cap F (eq. 4), the worker:PS ratio

@@ -1,4 +1,4 @@
-"""Synthetic workloads with the paper's Section V distributions (SPEC section 2).
+"""Synthetic workloads with the paper's Section V distributions (docs/MODEL.md, Workload).
 
 Every draw comes from one ``numpy.random.Generator(PCG64(seed))`` in a fixed order, so the same config and
 seed give bit-identical instances in any process. Jobs are numbered in arrival order (ties by draw order).

@@ -1,4 +1,4 @@
-"""``pdors nightly``: PD-ORS against the proven offline optimum on freshly drawn small instances (SPEC section 6).
+"""``pdors nightly``: PD-ORS against the proven offline optimum on freshly drawn small instances.
 
 Instance k (k = 0 .. N-1) is the small profile (``offline_opt.profile.small_profile``: the paper's Fig. 10
 size H = 4, I = 10, T = 10) drawn with generator seed S + k, so ``pdors opt --seed S+k`` is the same

@@ -39,7 +39,7 @@ def _upper_bound(row) -> float:
 
 
 def with_ratio(runs: pd.DataFrame) -> pd.DataFrame:
-    """Add ``ratio`` = OPT / ALG on the same instance (SPEC section 5; NaN unless OPT is proven) and
+    """Add ``ratio`` = OPT / ALG on the same instance (the competitive ratio of the paper's Section V, Fig. 10; NaN unless OPT is proven) and
     ``ratio_bound`` = (upper bound on OPT) / ALG, an upper bound on the ratio, when the sweep has OPT rows.
     ALG = 0 leaves both NaN."""
     runs = runs.copy()

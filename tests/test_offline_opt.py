@@ -1,4 +1,4 @@
-"""The offline optimum (SPEC section 5): MILP == exhaustive enumeration, OPT >= every policy, and a result
+"""The offline optimum (paper Section V, Fig. 10): MILP == exhaustive enumeration, OPT >= every policy, and a result
 that is not proven optimal is never reported as OPT. All solver tests use the real solvers."""
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ FIT_ATOL = 1e-9
 
 
 def ps_count(workers, gamma):
-    """Fewest PSs for ``workers`` at ratio ``gamma``: ceil(w / gamma), hence 0 iff w = 0 (eq. 2, SPEC [choice])."""
+    """Fewest PSs for ``workers`` at ratio ``gamma``: ceil(w / gamma), hence 0 iff w = 0 (eq. 2 as docs/MODEL.md reads it)."""
     return -(-np.asarray(workers) // np.asarray(gamma))
 
 

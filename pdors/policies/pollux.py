@@ -1,5 +1,5 @@
 """Pollux-style goodput scheduler (Qiao et al., "Pollux: Co-adaptive Cluster Scheduling for Goodput-Optimized
-Deep Learning", OSDI'21; reading notes in ``seeds/003_*.txt``), adapted to this job model.
+Deep Learning", OSDI'21), adapted to this job model.
 
 Every ``interval`` slots PolluxSched re-allocates workers and PSs over all arrived, incomplete jobs J to maximise
 

@@ -1,5 +1,5 @@
 """Chunk-level preemptive scheduler of Wang et al., "Preemptive Scheduling for Distributed Machine Learning Jobs
-in Edge-Cloud Networks", IEEE JSAC 2022 (reading notes in ``seeds/001_*.txt``), adapted to one cluster.
+in Edge-Cloud Networks", IEEE JSAC 2022, adapted to one cluster.
 
 * Chunks: job i's V_i samples are split into D_i = F_i equal data chunks, one per worker the job may use
   (Wang's constraint (2c): one chunk per worker; here eq. 4 caps workers at F_i). A chunk runs on one worker of
