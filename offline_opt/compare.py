@@ -79,8 +79,8 @@ def rate(opt, runs: dict) -> list[PolicyRatio]:
         ratio, kind, note = _ratio(opt, utility)
         if not r.validation.ok:
             ratio, kind, note = None, "none", f"policy schedule has {len(r.validation.violations)} violation(s)"
-        out.append(PolicyRatio(name, utility, s["admitted"], s["completed"], len(s["violations"]),
-                               ratio, kind, note, s["policy_stats"].get("competitive_bound"), s["wall_s"]))
+        out.append(PolicyRatio(name, utility, s.admitted, s.completed, len(s.violations),
+                               ratio, kind, note, s.policy_stats.get("competitive_bound"), s.wall_s))
     return out
 
 

@@ -13,6 +13,7 @@ from . import __version__
 from .config import build, to_dict
 from .model import Instance
 from .policies import POLICIES, make_policy, policy_config
+from .run_summary import JobOutcome, Latency, RunSummary
 from .simulator import SimulationResult, simulate
 from .validator import Validation, validate
 from .workload import WorkloadConfig, generate
@@ -50,7 +51,7 @@ class RunResult:
     instance: Instance
     simulation: SimulationResult
     validation: Validation
-    summary: dict
+    summary: RunSummary
 
 
 def make_instance(spec: RunSpec) -> Instance:
@@ -66,7 +67,7 @@ def run(spec: RunSpec | dict, instance: Instance | None = None) -> RunResult:
     return RunResult(spec, instance, sim, check, summarise(spec, instance, sim, check))
 
 
-def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: Validation) -> dict:
+def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: Validation) -> RunSummary:
     jobs, T = instance.jobs, instance.slots
     admitted = sim.schedule.admitted
     complete = (check.completion >= 0) & admitted
@@ -74,48 +75,40 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
     capacity = instance.cluster.capacity.sum(axis=0) * T
     used = check.usage.sum(axis=(0, 1))
     latency_ms = sim.decision_seconds * 1e3
-    stats = sim.stats
-    return {
-        "policy": spec.policy,
-        "seed": spec.seed,
-        "machines": instance.num_machines,
-        "num_jobs": instance.num_jobs,
-        "slots": T,
-        "total_utility": check.total_utility,
-        "admitted": int(admitted.sum()),
-        "completed": int(complete.sum()),
-        "rejected": int((~admitted).sum()),
-        "median_training_time": float(np.median(training)),
-        "utilisation": {r: float(u / c) if c > 0 else 0.0
-                        for r, u, c in zip(instance.cluster.resources, used, capacity)},
-        "violations": [v.as_dict() for v in check.violations],
-        "decision_latency_ms": {
-            "p50": float(np.percentile(latency_ms, 50)) if latency_ms.size else 0.0,
-            "p99": float(np.percentile(latency_ms, 99)) if latency_ms.size else 0.0,
-            "count": int(latency_ms.size),
-        },
-        "rounding": {
-            "attempts_mean": stats.get("rounding_attempts_mean", 0.0),
-            "infeasible_solves": stats.get("infeasible_solves", 0),
-        },
-        "policy_stats": stats,
-        "wall_s": sim.wall_seconds,
-        "code_version": __version__,
-        "spec": to_dict(spec),
-        "jobs": [
-            {
-                "job": i,
-                "arrival": int(jobs.arrival[i]),
-                "admitted": bool(admitted[i]),
-                "completion": int(check.completion[i]) if complete[i] else None,
-                "utility": float(check.utility[i]),
-                "workload": float(jobs.workload[i]),
-                "samples_processed": float(check.samples[:, i].sum()),
-                "sensitivity": int(jobs.sensitivity[i]),
-            }
+    return RunSummary(
+        policy=spec.policy,
+        seed=spec.seed,
+        machines=instance.num_machines,
+        num_jobs=instance.num_jobs,
+        slots=T,
+        total_utility=check.total_utility,
+        admitted=int(admitted.sum()),
+        completed=int(complete.sum()),
+        rejected=int((~admitted).sum()),
+        median_training_time=float(np.median(training)),
+        utilisation={r: float(u / c) if c > 0 else 0.0
+                     for r, u, c in zip(instance.cluster.resources, used, capacity)},
+        violations=[v.as_dict() for v in check.violations],
+        decision_latency_ms=Latency(
+            p50=float(np.percentile(latency_ms, 50)) if latency_ms.size else 0.0,
+            p99=float(np.percentile(latency_ms, 99)) if latency_ms.size else 0.0,
+            count=int(latency_ms.size),
+        ),
+        policy_stats=sim.stats,
+        wall_s=sim.wall_seconds,
+        code_version=__version__,
+        spec=to_dict(spec),
+        jobs=[
+            JobOutcome(
+                job=i,
+                arrival=int(jobs.arrival[i]),
+                admitted=bool(admitted[i]),
+                completion=int(check.completion[i]) if complete[i] else None,
+                utility=float(check.utility[i]),
+                workload=float(jobs.workload[i]),
+                samples_processed=float(check.samples[:, i].sum()),
+                sensitivity=int(jobs.sensitivity[i]),
+            )
             for i in range(instance.num_jobs)
         ],
-    }
-
-
-TIMING_KEYS = ("wall_s", "decision_latency_ms")
+    )

@@ -21,10 +21,6 @@ from .schedule import Schedule
 WORKLOAD_RTOL = 1e-12
 CAPACITY_ATOL = 1e-9
 
-KINDS = ("negative", "capacity", "cap", "ratio", "before_arrival", "not_admitted", "locality", "restart",
-         "completion")
-
-
 @dataclass(frozen=True)
 class Violation:
     kind: str

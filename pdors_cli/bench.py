@@ -71,10 +71,10 @@ def bench_latency(sizes: Sizes, seed: int) -> list[dict]:
     rows = []
     for machines in sizes.latency_machines:
         s, cpu = _run(dict(policy="pdors", machines=machines, jobs=sizes.jobs, slots=sizes.slots, seed=seed))
-        lat = s["decision_latency_ms"]
-        rows.append({"machines": machines, "jobs": sizes.jobs, "slots": sizes.slots, "p50_ms": lat["p50"],
-                     "p99_ms": lat["p99"], "wall_s": s["wall_s"], "cpu_s": cpu, "total_utility": s["total_utility"],
-                     "admitted": s["admitted"], "violations": len(s["violations"])})
+        lat = s.decision_latency_ms
+        rows.append({"machines": machines, "jobs": sizes.jobs, "slots": sizes.slots, "p50_ms": lat.p50,
+                     "p99_ms": lat.p99, "wall_s": s.wall_s, "cpu_s": cpu, "total_utility": s.total_utility,
+                     "admitted": s.admitted, "violations": len(s.violations)})
     return rows
 
 
@@ -85,8 +85,8 @@ def bench_policies(sizes: Sizes, seed: int) -> list[dict]:
     rows = []
     for policy in POLICIES:
         s, cpu = _run(dict(policy=policy, machines=machines, jobs=jobs, slots=slots, seed=seed))
-        rows.append({"policy": policy, "wall_s": s["wall_s"], "cpu_s": cpu, "total_utility": s["total_utility"],
-                     "admitted": s["admitted"], "violations": len(s["violations"])})
+        rows.append({"policy": policy, "wall_s": s.wall_s, "cpu_s": cpu, "total_utility": s.total_utility,
+                     "admitted": s.admitted, "violations": len(s.violations)})
     return rows
 
 

@@ -43,12 +43,12 @@ def run_all(args, policies: list[str], seeds: list[int]) -> list[dict]:
             result = run(spec, instance)
             instance = result.instance
             s = result.summary
-            rows.append({"policy": policy, "seed": seed, "total_utility": s["total_utility"],
-                         "admitted": s["admitted"], "completed": s["completed"],
-                         "violations": len(s["violations"]), "wall_s": s["wall_s"],
-                         "policy_stats": s["policy_stats"]})
-            print(f"{policy} seed {seed}: utility {s['total_utility']:.3f}, admitted {s['admitted']}, completed "
-                  f"{s['completed']}, violations {len(s['violations'])}, wall {s['wall_s']:.2f} s", file=sys.stderr)
+            rows.append({"policy": policy, "seed": seed, "total_utility": s.total_utility,
+                         "admitted": s.admitted, "completed": s.completed,
+                         "violations": len(s.violations), "wall_s": s.wall_s,
+                         "policy_stats": s.policy_stats})
+            print(f"{policy} seed {seed}: utility {s.total_utility:.3f}, admitted {s.admitted}, completed "
+                  f"{s.completed}, violations {len(s.violations)}, wall {s.wall_s:.2f} s", file=sys.stderr)
     return rows
 
 

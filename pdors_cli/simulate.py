@@ -19,18 +19,18 @@ def cmd_simulate(args) -> int:
     s = result.summary
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(s, indent=1))
-    lat = s["decision_latency_ms"]
-    print(f"{s['policy']}: H={s['machines']} I={s['num_jobs']} T={s['slots']} seed={s['seed']}\n"
-          f"  total utility {s['total_utility']:.3f}; admitted {s['admitted']}, completed {s['completed']}, "
-          f"rejected {s['rejected']}; median training time {s['median_training_time']:g} slots\n"
-          f"  utilisation " + ", ".join(f"{k} {v:.1%}" for k, v in s["utilisation"].items()) + "\n"
-          f"  decision latency p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms; wall {s['wall_s']:.2f} s\n"
-          f"  validator: {len(s['violations'])} violation(s)"
+        Path(args.json).write_text(json.dumps(s.to_dict(), indent=1))
+    lat = s.decision_latency_ms
+    print(f"{s.policy}: H={s.machines} I={s.num_jobs} T={s.slots} seed={s.seed}\n"
+          f"  total utility {s.total_utility:.3f}; admitted {s.admitted}, completed {s.completed}, "
+          f"rejected {s.rejected}; median training time {s.median_training_time:g} slots\n"
+          f"  utilisation " + ", ".join(f"{k} {v:.1%}" for k, v in s.utilisation.items()) + "\n"
+          f"  decision latency p50 {lat.p50:.1f} ms, p99 {lat.p99:.1f} ms; wall {s.wall_s:.2f} s\n"
+          f"  validator: {len(s.violations)} violation(s)"
           + (f"; JSON written to {args.json}" if args.json else ""))
-    for v in s["violations"][:10]:
+    for v in s.violations[:10]:
         print(f"    {v['kind']}: {v['detail']} (slot {v['slot']}, job {v['job']}, machine {v['machine']})")
-    return 1 if s["violations"] else 0
+    return 1 if s.violations else 0
 
 
 def register(subparsers) -> None:

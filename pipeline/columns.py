@@ -4,24 +4,57 @@ A leaf module: storage writes these columns, the summaries, figures and config c
 """
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
+from typing import Any, Literal
+
 import pyarrow as pa
 
 from pdors.model import RESOURCES
+from pdors.run_summary import RunSummary
 
-# Summary metrics (pdors.run.summarise) as typed columns; nested keys are flattened with dots.
-METRICS: list[tuple[str, pa.DataType]] = [
-    ("total_utility", pa.float64()), ("admitted", pa.int64()), ("completed", pa.int64()),
-    ("rejected", pa.int64()), ("median_training_time", pa.float64()),
-    *[(f"utilisation.{r}", pa.float64()) for r in RESOURCES],
-    ("violations", pa.int64()), ("decision_latency_ms.p50", pa.float64()),
-    ("decision_latency_ms.p99", pa.float64()), ("decision_latency_ms.count", pa.int64()),
-    ("rounding.attempts_mean", pa.float64()), ("rounding.infeasible_solves", pa.int64()),
-    ("wall_s", pa.float64()),
-]
 JSON_METRICS = ("violation_detail", "policy_stats")
-# Summary keys that are not metrics: identity (already columns), the spec, the per-job list.
+# Summary fields that are not metrics: identity (already columns), the spec, the per-job list.
 SUMMARY_IDENTITY = ("policy", "seed", "machines", "num_jobs", "slots", "code_version", "spec", "jobs")
 JSON_SOURCES = ("violations", "policy_stats")   # summary entries kept whole, as JSON text
+
+
+def arrow_type(tp: Any) -> pa.DataType:
+    """Column type for a config annotation; anything without a natural column type is stored as JSON text."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return arrow_type(next(a for a in args if a is not type(None)))
+    if origin is Literal:
+        return arrow_type(type(args[0]))
+    if origin in (tuple, list):
+        items = {a for a in args if a is not Ellipsis}
+        return pa.list_(arrow_type(items.pop())) if len(items) == 1 else pa.string()
+    return {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}.get(tp, pa.string())
+
+
+def _metric_columns() -> list[tuple[str, pa.DataType]]:
+    """The run metrics as typed columns, from :class:`pdors.run_summary.RunSummary`: nested fields flattened with
+    dots, ``utilisation`` one column per resource, ``violations`` as a count (the detail is JSON text)."""
+    hints = typing.get_type_hints(RunSummary)
+    out: list[tuple[str, pa.DataType]] = []
+    for f in dataclasses.fields(RunSummary):
+        tp = hints[f.name]
+        if f.name in SUMMARY_IDENTITY or f.name == "policy_stats":
+            continue
+        if f.name == "violations":
+            out.append((f.name, pa.int64()))
+        elif f.name == "utilisation":
+            out += [(f"{f.name}.{r}", arrow_type(typing.get_args(tp)[1])) for r in RESOURCES]
+        elif dataclasses.is_dataclass(tp):
+            inner = typing.get_type_hints(tp)
+            out += [(f"{f.name}.{g.name}", arrow_type(inner[g.name])) for g in dataclasses.fields(tp)]
+        else:
+            out.append((f.name, arrow_type(tp)))
+    return out
+
+
+METRICS = _metric_columns()
 # Columns that legitimately differ between two executions of the same run.
 TIMING_COLUMNS = ("wall_s", "decision_latency_ms.p50", "decision_latency_ms.p99", "started_at", "finished_at",
                   "node_id", "node_ip", "worker_pid")

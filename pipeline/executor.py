@@ -26,7 +26,7 @@ def execute(task: Task) -> Outcome:
 
     started = time.time()
     try:
-        result = run(task.spec).summary if task.kind == "sim" else opt.solve(task.spec)
+        result = run(task.spec).summary.to_dict() if task.kind == "sim" else opt.solve(task.spec)
         status, error = "ok", None
     except Exception as e:   # recorded, and the sweep goes on
         result, status = None, "failed"

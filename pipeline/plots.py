@@ -27,7 +27,7 @@ AXIS_LABELS = {"machines": "Number of machines (H)", "jobs": "Number of jobs (I)
 METRIC_LABELS = {"total_utility": "Total utility", "median_training_time": "Median training time (slots)",
                  "ratio": "Competitive ratio OPT / ALG", "ratio_bound": "OPT upper bound / ALG (a bound)",
                  "completed": "Completed jobs", "admitted": "Admitted jobs",
-                 "rounding.attempts_mean": "Rounding attempts per external solve",
+                 "policy_stats.rounding_attempts_mean": "Rounding attempts per external solve",
                  "policy_stats.lp_vs_rounded_ratio": "Rounded cost / LP cost (approximation ratio)"}
 
 

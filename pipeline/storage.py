@@ -17,14 +17,12 @@ import dataclasses
 import fcntl
 import json
 import os
-import types
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
 
 import pandas as pd
 import pyarrow as pa
@@ -34,8 +32,8 @@ import pyarrow.parquet as pq
 from pdors.policies import policy_module
 from pdors.workload import WorkloadConfig
 
-from .columns import (IDENTITY, JOBS_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS, PROVENANCE,
-                      SUMMARY_IDENTITY)
+from .columns import (IDENTITY, JOBS_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS, PROVENANCE, SUMMARY_IDENTITY,
+                      arrow_type)
 from .schema import OptConfig
 from .tasks import Outcome, Plan, Task
 
@@ -58,26 +56,13 @@ class Counts:
 TABLES = ("runs", "jobs")
 PARTITIONING = ds.partitioning(pa.schema([("sweep_id", pa.string())]), flavor="hive")
 
-def _arrow_type(tp: Any) -> pa.DataType:
-    """Column type for a config annotation; anything without a natural column type is stored as JSON text."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        return _arrow_type(next(a for a in args if a is not type(None)))
-    if origin is Literal:
-        return _arrow_type(type(args[0]))
-    if origin in (tuple, list):
-        items = {a for a in args if a is not Ellipsis}
-        return pa.list_(_arrow_type(items.pop())) if len(items) == 1 else pa.string()
-    return {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}.get(tp, pa.string())
-
-
 def _columns(cls, prefix: str) -> list[tuple[str, pa.DataType]]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
         name = f"{prefix}.{f.name}"
         tp = hints[f.name]
-        out += _columns(tp, name) if dataclasses.is_dataclass(tp) else [(name, _arrow_type(tp))]
+        out += _columns(tp, name) if dataclasses.is_dataclass(tp) else [(name, arrow_type(tp))]
     return out
 
 

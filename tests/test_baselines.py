@@ -66,8 +66,8 @@ def pending(instance: Instance, completion: np.ndarray, t: int) -> np.ndarray:
 def test_baseline_runs_clean_and_completes_jobs(policy):
     inst = small()
     result = run({"policy": policy, "machines": 6, "jobs": 20, "slots": 10, "seed": 3}, inst)
-    assert result.summary["violations"] == []
-    assert result.summary["completed"] >= 1 and result.summary["total_utility"] > 0
+    assert result.summary.violations == []
+    assert result.summary.completed >= 1 and result.summary.total_utility > 0
 
 
 @pytest.mark.parametrize("policy, params, field", [

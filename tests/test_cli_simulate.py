@@ -25,7 +25,7 @@ def test_issue_command_validates_and_is_deterministic(tmp_path):
     assert first["total_utility"] == pytest.approx(per_job, rel=1e-12)
     assert all(j["utility"] == 0 for j in first["jobs"] if j["completion"] is None)
     for key in ("policy", "seed", "machines", "num_jobs", "slots", "rejected", "median_training_time",
-                "utilisation", "rounding"):
+                "utilisation", "policy_stats"):
         assert key in first
     assert set(first["utilisation"]) == {"gpu", "cpu", "mem", "storage"}
     assert "total utility" in stdout

@@ -188,8 +188,8 @@ def test_history_price_bounds_come_from_an_independent_draw():
                 params={"workload_levels": 20})
     oracle = run(spec).summary
     history = run({**spec, "params": {"workload_levels": 20, "price_bounds": "history"}}).summary
-    assert history["violations"] == []
-    assert history["policy_stats"]["price_lower"] != oracle["policy_stats"]["price_lower"]
+    assert history.violations == []
+    assert history.policy_stats["price_lower"] != oracle.policy_stats["price_lower"]
 
 
 @pytest.mark.parametrize("theorem, below_one", [(29, True), (30, False)])
@@ -198,8 +198,8 @@ def test_gain_derived_from_delta_per_solve(theorem, below_one):
 
     params = {"workload_levels": 20, "rounding": {"gain": None, "delta": 0.5, "theorem": theorem}}
     s = run(dict(machines=4, jobs=10, slots=6, seed=2, workload={"workload_scale": 0.01}, params=params)).summary
-    stats = s["policy_stats"]
-    assert s["violations"] == [] and stats["external_solves"] > 0
+    stats = s.policy_stats
+    assert s.violations == [] and stats["external_solves"] > 0
     if below_one:
         assert 0 <= stats["gain_min"] <= stats["gain_max"] <= 1
     else:

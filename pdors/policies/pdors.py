@@ -54,7 +54,7 @@ class RoundingConfig:
 class Config(PrimalDualConfig):
     """``round_all_levels``: compute theta for every slot up to T and round every level whose LP is solved,
     instead of only what the decision needs (the DP's early stop and lazy rounding, docs/PERFORMANCE.md).
-    Same decisions, 2-3x slower; the rounding statistics (``rounding.attempts_mean``,
+    Same decisions, 2-3x slower; the rounding statistics (``rounding_attempts_mean``,
     ``lp_vs_rounded_ratio``) then cover every external solve rather than those on the DP's schedules, which
     is what thesis Figs. 3.13-3.14 measure."""
 

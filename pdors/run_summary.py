@@ -1,0 +1,60 @@
+"""The run summary: what one run reports, read by the CLI, the comparisons, the sweep record and its
+summaries. Every total comes from the validator. Storage derives its metric columns from these fields
+(``pipeline.columns``), so a metric added here gets a typed column there.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Decision latency in milliseconds: one decision per job (planning policies) or per slot (slot policies)."""
+
+    p50: float
+    p99: float
+    count: int
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """One job's fate under the validator; ``completion`` None for a job that did not finish."""
+
+    job: int
+    arrival: int
+    admitted: bool
+    completion: int | None
+    utility: float
+    workload: float
+    samples_processed: float
+    sensitivity: int
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Identity (``policy`` .. ``slots``), the validator's totals, timings, the policy's own statistics (its
+    ``summary()``, kept whole under ``policy_stats``), provenance and the per-job outcomes."""
+
+    policy: str
+    seed: int
+    machines: int
+    num_jobs: int
+    slots: int
+    total_utility: float
+    admitted: int
+    completed: int
+    rejected: int
+    median_training_time: float            # slots; an incomplete job counts as T (paper Fig. 9)
+    utilisation: dict[str, float]          # resource -> used / (capacity x T)
+    violations: list[dict[str, Any]]       # the validator's findings, ``Violation.as_dict()``
+    decision_latency_ms: Latency
+    policy_stats: dict[str, Any]
+    wall_s: float
+    code_version: str
+    spec: dict[str, Any]                   # the resolved RunSpec: ``run(spec)`` reproduces the run
+    jobs: list[JobOutcome] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-friendly data (``pdors simulate --json``, the sweep's task results)."""
+        return asdict(self)
