@@ -20,12 +20,12 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
-from pdors.config import to_dict
+from pdors.config import parse_seeds, to_dict
 from pdors.workload import generate
 
 from .compare import compare, rate, run_policies
 from .milp import Strengthening, build
-from .profile import small_profile
+from .profile import SMALL_SIZE, small_profile
 from .solve import solve
 
 VARIANTS: dict[str, Strengthening] = {
@@ -38,16 +38,9 @@ VARIANTS: dict[str, Strengthening] = {
 }
 
 
-def seeds(text: str) -> list[int]:
-    """``1-20`` or ``1,3,5``."""
-    if "," in text:
-        return [int(x) for x in text.split(",")]
-    lo, _, hi = text.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
-
-
-def instance(seed: int, H: int = 4, I: int = 10, T: int = 10):
-    return generate(small_profile(), H, I, T, seed)
+def instance(seed: int):
+    """The small profile's instance of ``seed``."""
+    return generate(small_profile(), *SMALL_SIZE, seed)
 
 
 def lp_bound(inst, st: Strengthening) -> float | None:
@@ -62,7 +55,7 @@ def lp_bound(inst, st: Strengthening) -> float | None:
 
 def cmd_ratio(args) -> None:
     with open(args.out, "a") as out:
-        for seed in seeds(args.seeds):
+        for seed in parse_seeds(args.seeds):
             c = compare(instance(seed), args.solver, args.time_limit, seed=seed,
                         workload=to_dict(small_profile()))
             row = c.to_dict()
@@ -100,7 +93,7 @@ def cmd_relax(args) -> None:
 
     from .solvers import solve_model
 
-    for seed in seeds(args.seeds):
+    for seed in parse_seeds(args.seeds):
         for variant in args.variants.split(","):
             inst = instance(seed)
             m, H = build(inst).model, inst.num_machines
@@ -122,7 +115,7 @@ def cmd_relax(args) -> None:
 
 def cmd_ablation(args) -> None:
     with open(args.out, "a") as out:
-        for seed in seeds(args.seeds):
+        for seed in parse_seeds(args.seeds):
             inst = instance(seed)
             for name, st in VARIANTS.items():
                 r = solve(inst, "highs", args.time_limit, 1e-6, st)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .profile import SMALL_SIZE
 from .solvers import SOLVERS
 
 PROFILES = ("small", "tiny", "paper")
@@ -11,9 +12,9 @@ PROFILES = ("small", "tiny", "paper")
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("opt", help="offline optimum (MILP) of one instance and each policy's ratio OPT/ALG")
-    p.add_argument("--machines", type=int, default=4, help="H, machines")
-    p.add_argument("--jobs", type=int, default=10, help="I, jobs")
-    p.add_argument("--slots", type=int, default=10, help="T, slots in the horizon")
+    p.add_argument("--machines", type=int, default=SMALL_SIZE.machines, help="H, machines")
+    p.add_argument("--jobs", type=int, default=SMALL_SIZE.jobs, help="I, jobs")
+    p.add_argument("--slots", type=int, default=SMALL_SIZE.slots, help="T, slots in the horizon")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--profile", choices=PROFILES, default="small",
                    help="workload: small (ratio checks, offline_opt/profile.py), tiny (enumerator), paper "

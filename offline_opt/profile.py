@@ -16,7 +16,18 @@ per-slot allocations small enough to list, while jobs still need 1-3 slots of a 
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pdors.workload import WorkloadConfig
+
+
+class InstanceSize(NamedTuple):
+    machines: int
+    jobs: int
+    slots: int
+
+
+SMALL_SIZE = InstanceSize(machines=4, jobs=10, slots=10)   # the paper's Fig. 10 size
 
 
 def small_profile() -> WorkloadConfig:

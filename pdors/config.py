@@ -136,3 +136,18 @@ def range_problem(name: str, bounds: tuple, lo: float = 0.0) -> list[str]:
     if a < lo:
         return [f"{name}: must be >= {lo}, got {a}"]
     return []
+
+
+def parse_seeds(text: str, path: str = "--seeds") -> list[int]:
+    """``"1-5"``, ``"1,3,8"`` or a mix (``"1-3,7"``) as a list of seeds; a ``ConfigError`` at ``path`` if not."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        try:
+            first, last = int(lo), int(hi if sep else lo)
+        except ValueError:
+            raise ConfigError(path, f"expected ranges like 1-5 or lists like 1,3,8, got {text!r}") from None
+        if first < 0 or last < first:
+            raise ConfigError(path, f"bad range {part!r}")
+        seeds.extend(range(first, last + 1))
+    return seeds

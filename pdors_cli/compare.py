@@ -12,22 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pdors.config import ConfigError
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"1-5"``, ``"1,3,8"`` or a mix (``"1-3,7"``) as a list of seeds."""
-    seeds: list[int] = []
-    for part in text.split(","):
-        lo, sep, hi = part.strip().partition("-")
-        try:
-            first, last = int(lo), int(hi if sep else lo)
-        except ValueError:
-            raise ConfigError("--seeds", f"expected ranges like 1-5 or lists like 1,3,8, got {text!r}") from None
-        if first < 0 or last < first:
-            raise ConfigError("--seeds", f"bad range {part!r}")
-        seeds.extend(range(first, last + 1))
-    return seeds
+from pdors.config import ConfigError, parse_seeds
 
 
 def run_all(args, policies: list[str], seeds: list[int]) -> list[dict]:

@@ -27,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from offline_opt.profile import SMALL_SIZE
+
 EXPERIMENT = "nightly-competitive-ratio"
-SIZE = {"machines": 4, "jobs": 10, "slots": 10}   # the small profile's instance size (offline_opt/profile.py)
 RATIO_TOL = 1e-6
 DEFAULT_OUT = "results/nightly"
 BATCH = 1000        # MLflow's limit of metrics per log_batch
@@ -180,7 +181,7 @@ def check(settings: Settings, progress: bool = True) -> Report:
                mininterval=0.5 if sys.stderr.isatty() else 30)
     for seed in bar:
         bar.set_description(f"seed {seed}")
-        instance = generate(workload, SIZE["machines"], SIZE["jobs"], SIZE["slots"], seed)
+        instance = generate(workload, *SMALL_SIZE, seed)
         c = compare(instance, settings.solver, settings.time_limit, settings.mip_gap, seed=seed,
                     workload=to_dict(workload))
         checked = Checked(seed, c, offences(c, settings.threshold))
@@ -213,8 +214,8 @@ def tables(report: Report) -> str:
         rows.append([str(c.seed), o.status, _fmt(o.objective), _fmt(o.gap, ".1e"), f"{o.wall_s:.1f}", *ratios,
                      _fmt(c.pdors.competitive_bound, ".1f"), "FAIL" if c.offences else "pass"])
     lines = [f"# {report.name}", "",
-             f"PD-ORS vs OPT on {s.instances} small-profile instances (H={SIZE['machines']}, I={SIZE['jobs']}, "
-             f"T={SIZE['slots']}; seeds {s.seeds[0]}-{s.seeds[-1]}); {s.solver}, time limit {s.time_limit:g} s, "
+             f"PD-ORS vs OPT on {s.instances} small-profile instances (H={SMALL_SIZE.machines}, I={SMALL_SIZE.jobs}, "
+             f"T={SMALL_SIZE.slots}; seeds {s.seeds[0]}-{s.seeds[-1]}); {s.solver}, time limit {s.time_limit:g} s, "
              f"gap {s.mip_gap:g}; threshold {s.threshold:g}. Columns per policy: OPT / ALG. "
              f"Code: pdors {report.code['pdors']}, commit {report.code['git_commit']}.", "",
              "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -270,7 +271,7 @@ def _write(report: Report) -> None:
     d = report.directory
     d.mkdir(parents=True, exist_ok=True)
     (d / "report.json").write_text(json.dumps({
-        "name": report.name, "settings": asdict(report.settings), "size": SIZE, "code": report.code,
+        "name": report.name, "settings": asdict(report.settings), "size": SMALL_SIZE._asdict(), "code": report.code,
         "passed": report.passed,
         "instances": [{"seed": c.seed, "offences": c.offences, "saved": str(c.saved) if c.saved else None,
                        **c.comparison.to_dict()} for c in report.checked]}, indent=1))
@@ -316,7 +317,7 @@ def log_run(report: Report) -> str:
     client.log_batch(run_id, params=tracking.params({
         "instances": s.instances, "seeds": f"{s.seeds[0]}-{s.seeds[-1]}", "solver": s.solver,
         "threshold": s.threshold, "time_limit": s.time_limit, "mip_gap": s.mip_gap, "profile": "small",
-        **SIZE, "policies": ",".join(report.policies())}),
+        **SMALL_SIZE._asdict(), "policies": ",".join(report.policies())}),
         tags=[RunTag(k, str(v)) for k, v in {
             "result": "pass" if report.passed else "fail", "solver_statuses": statuses,
             "offenders": offenders or "-", "pdors.version": code["pdors"], "git_commit": code["git_commit"],

@@ -7,9 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from pdors_cli import main as cli
-from pdors_cli.compare import parse_seeds
-from pdors.config import ConfigError
+from pdors.config import ConfigError, parse_seeds
 from pdors.model import Cluster, Instance, Jobs
 from pdors.policies import make_policy, policy_config
 from pdors.policies.base import PlanningPolicy, SlotView
@@ -20,6 +18,7 @@ from pdors.run import run
 from pdors.simulator import simulate
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
+from pdors_cli import main as cli
 
 BASELINES = ("fifo", "drf", "dorm", "oasis")
 
