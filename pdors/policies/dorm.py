@@ -27,9 +27,10 @@ import highspy
 import numpy as np
 from scipy import sparse
 
+from ..highs_lp import highs_lp, quiet_highs
 from ..model import Instance
 from .base import SlotAllocation, SlotPolicy, SlotView
-from .placement import Placement, place_largest, slot_allocation
+from .placement import Placement, keep_unchanged, place_largest, slot_allocation
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,7 @@ class Dorm(SlotPolicy):
 
     def __init__(self, config: Config):
         self.config = config
-        self.highs = highspy.Highs()
-        self.highs.setOptionValue("output_flag", False)
+        self.highs = quiet_highs()
         self.highs.setOptionValue("time_limit", config.time_limit)
         self.highs.setOptionValue("mip_rel_gap", config.mip_rel_gap)
 
@@ -76,13 +76,7 @@ class Dorm(SlotPolicy):
         prev_workers = np.array([previous[i].workers.sum() if i in previous else 0 for i in active], dtype=np.int64)
         free = view.free[view.t].copy()
         target = self._solve(jobs, active, prev_workers, free.sum(axis=0))
-        placements, changed = {}, []
-        for i, w, prev in zip(active, target, prev_workers):
-            if w == prev and prev > 0:
-                placements[int(i)] = previous[i]
-                free -= previous[i].usage(jobs.worker_demand[i], jobs.ps_demand[i])
-            elif w > 0 or prev > 0:
-                changed.append((int(i), int(w)))
+        placements, changed = keep_unchanged(free, jobs, previous, active, target)
         for i, w in changed:
             if w == 0:
                 continue
@@ -110,7 +104,6 @@ class Dorm(SlotPolicy):
         m = len(ran)
         z_of = np.full(n, -1)
         z_of[ran] = 2 * n + np.arange(m)
-        ncol = 2 * n + m
         rows, lower, upper = [], [], []
 
         def add(block, lo, hi):
@@ -139,15 +132,10 @@ class Dorm(SlotPolicy):
         a = sparse.vstack(rows).tocsc()
         weight = np.zeros_like(self.total)
         weight[has] = 1.0 / (self.total[has] * has.sum())
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = ncol, a.shape[0]
-        lp.col_cost_ = -np.concatenate([alpha @ weight, beta @ weight, np.zeros(m)])   # maximise utilisation
-        lp.col_lower_ = np.zeros(ncol)
-        lp.col_upper_ = np.concatenate([batch, np.ceil(batch / gamma), np.ones(m)])
-        lp.row_lower_, lp.row_upper_ = np.array(lower, float), np.array(upper, float)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
-        lp.integrality_ = [highspy.HighsVarType.kInteger] * ncol
+        cost = -np.concatenate([alpha @ weight, beta @ weight, np.zeros(m)])   # maximise utilisation
+        lp = highs_lp(cost, a.shape[0], (a.indptr, a.indices, a.data), np.array(lower, float),
+                      np.array(upper, float), col_upper=np.concatenate([batch, np.ceil(batch / gamma), np.ones(m)]),
+                      integer=True)
         self.highs.clearModel()
         self.highs.passModel(lp)
         tick = time.perf_counter()

@@ -14,7 +14,7 @@ import numpy as np
 from ..config import range_problem
 from ..model import Instance
 from .base import SlotAllocation, SlotPolicy, SlotView
-from .placement import Placement, place_job, ps_count, slot_allocation
+from .placement import Placement, place_job, ps_count, reserve, slot_allocation
 
 SEED_STREAM = 0xF1F0  # keeps FIFO's draws independent of the workload generator's stream for the same seed
 
@@ -49,8 +49,7 @@ class FIFO(SlotPolicy):
         inst, jobs = view.instance, view.instance.jobs
         self.running = {i: p for i, p in self.running.items() if view.completed[i] < 0}
         free = view.free[view.t].copy()
-        for i, p in self.running.items():
-            free -= p.usage(jobs.worker_demand[i], jobs.ps_demand[i])
+        reserve(free, jobs, self.running)
         while self.started < inst.num_jobs and jobs.arrival[self.queue[self.started]] <= view.t:
             i = int(self.queue[self.started])
             got = place_job(free, jobs.worker_demand[i], jobs.ps_demand[i], int(self.workers[i]),

@@ -34,7 +34,8 @@ from scipy import sparse
 
 from ..model import Instance
 from ..primal_dual.prices import prices
-from ..primal_dual.slot_cost import (COST_RANGE, FIT_ATOL, JobShape, Option, Rounding, rounded_cost,
+from ..highs_lp import highs_lp, quiet_highs
+from ..primal_dual.slot_cost import (FIT_ATOL, JobShape, Option, Rounding, rescaled_costs, rounded_cost,
                                      rounding_gain, state_digest, unit_price)
 from .base import JobPlan, SlotView
 from .pdors import PDORS
@@ -86,9 +87,7 @@ def external_lp(job: JobShape, demand: float, price: np.ndarray, free: np.ndarra
     n = len(first)
     p_w = np.array([unit_price(price[h], job.worker_demand) for h in first])
     p_s = np.array([unit_price(price[h], job.ps_demand) for h in first])
-    cost = np.concatenate([p_w, p_s])
-    positive = cost[cost > 0]
-    cost = np.minimum(cost / (positive.min() if positive.size else 1.0), COST_RANGE)
+    cost, _ = rescaled_costs(np.concatenate([p_w, p_s]))
     rows, lower, upper = [], [], []
     for c, h in enumerate(first):
         for r in range(len(job.worker_demand)):
@@ -107,15 +106,8 @@ def external_lp(job: JobShape, demand: float, price: np.ndarray, free: np.ndarra
     lower += [demand, 0.0]
     upper += [job.batch, np.inf]
     a = sparse.csc_matrix(np.array(rows))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = 2 * n, len(rows)
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, np.zeros(2 * n), np.full(2 * n, np.inf)
-    lp.row_lower_, lp.row_upper_ = np.array(lower), np.array(upper)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
-    highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
-    highs.passModel(lp)
+    highs = quiet_highs()
+    highs.passModel(highs_lp(cost, len(rows), (a.indptr, a.indices, a.data), np.array(lower), np.array(upper)))
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None, (member_class, counts)

@@ -85,6 +85,30 @@ class Placement:
         return self.workers[:, None] * worker_demand + self.servers[:, None] * ps_demand
 
 
+def reserve(free: np.ndarray, jobs, placements: dict[int, Placement]) -> None:
+    """Take the resources of ``placements`` (job -> placement) out of ``free`` [H, R], in place, in dict order."""
+    for i, p in placements.items():
+        free -= p.usage(jobs.worker_demand[i], jobs.ps_demand[i])
+
+
+def keep_unchanged(free: np.ndarray, jobs, previous: dict[int, Placement], active, counts
+                   ) -> tuple[dict[int, Placement], list[tuple[int, int]]]:
+    """Jobs of ``active`` whose new worker count (``counts``) equals their previous placement's keep that
+    placement (no restart), and its resources leave ``free`` (in place). Returns the kept placements and the
+    changed jobs as (job, count) in ``active`` order, stops (count 0 of a job that had a placement) included."""
+    kept: dict[int, Placement] = {}
+    changed: list[tuple[int, int]] = []
+    for i, w in zip(active, counts):
+        i, w = int(i), int(w)
+        old = previous.get(i)
+        if old is not None and old.workers.sum() == w:
+            kept[i] = old
+            reserve(free, jobs, {i: old})
+        elif w > 0 or old is not None:
+            changed.append((i, w))
+    return kept, changed
+
+
 def place_job(free: np.ndarray, worker_demand: np.ndarray, ps_demand: np.ndarray, workers: int, servers: int,
               cursor: int) -> tuple[Placement, int] | None:
     """Workers, then PSs, round-robin from ``cursor`` on ``free`` [H, R]; ``None`` if not all fit."""

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..model import Instance
 from .base import SlotAllocation, SlotPolicy, SlotView
-from .placement import FIT_ATOL, Placement, place_job, ps_count, room, slot_allocation
+from .placement import FIT_ATOL, Placement, keep_unchanged, place_job, ps_count, room, slot_allocation
 
 SEED_STREAM = 0x9011   # keeps the GA's draws independent of the workload generator's stream for the same seed
 GROWTH = 2             # PolluxAgent: at most twice the largest allocation a job has had
@@ -238,18 +238,9 @@ class Pollux(SlotPolicy):
         jobs = view.instance.jobs
         free = view.free[view.t].copy()
         cap_h = view.instance.cluster.capacity
-        placements: dict[int, Placement] = {}
-        changed = []
-        for i, w in zip(active, counts):
-            i, w = int(i), int(w)
-            old = previous.get(i)
-            if old is not None and old.workers.sum() == w:
-                placements[i] = old
-                free -= old.usage(jobs.worker_demand[i], jobs.ps_demand[i])
-            elif w > 0:
-                changed.append((i, w))
+        placements, changed = keep_unchanged(free, jobs, previous, active, counts)
         cursor, shortfall, spread = self.cursor, 0, []
-        for i, w in sorted(changed, key=lambda c: (c[1], c[0])):
+        for i, w in sorted((c for c in changed if c[1] > 0), key=lambda c: (c[1], c[0])):
             alpha, beta, s = jobs.worker_demand[i], jobs.ps_demand[i], int(ps_count(w, jobs.gamma[i]))
             leftover = free - (w * alpha + s * beta)
             fits = np.all(leftover >= -FIT_ATOL, axis=1)

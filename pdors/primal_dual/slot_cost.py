@@ -36,6 +36,7 @@ from typing import NamedTuple
 import highspy
 import numpy as np
 
+from ..highs_lp import highs_lp, quiet_highs
 from .gain import gain_eq29, gain_eq30
 
 FIT_ATOL = 1e-9
@@ -182,24 +183,13 @@ class LinearProgram:
     It owns its rows: :meth:`load` is told which row is the cover (26), whose bounds each solve sets."""
 
     def __init__(self) -> None:
-        self.highs = highspy.Highs()
-        self.highs.setOptionValue("output_flag", False)
+        self.highs = quiet_highs()
 
     def load(self, cost, a_matrix, row_lower, row_upper, cover_row: int) -> None:
         self.cover_row = cover_row
-        lp = highspy.HighsLp()
-        n = len(cost)
-        lp.num_col_, lp.num_row_ = n, a_matrix.shape[0]
-        positive = cost[cost > 0]
-        self.scale = positive.min() if positive.size else 1.0
-        lp.col_cost_ = np.minimum(cost / self.scale, COST_RANGE)
-        lp.col_lower_ = np.zeros(n)
-        lp.col_upper_ = np.full(n, np.inf)
-        lp.row_lower_, lp.row_upper_ = row_lower, row_upper
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = _csc(a_matrix)
+        scaled, self.scale = rescaled_costs(cost)
         self.highs.clearModel()
-        self.highs.passModel(lp)
+        self.highs.passModel(highs_lp(scaled, a_matrix.shape[0], _csc(a_matrix), row_lower, row_upper))
 
     def solve_with_cover(self, lower: float, upper: float) -> tuple[np.ndarray, float] | None:
         """With ``lower <= cover row <= upper``: the optimal point and a lower bound on the optimum in the
@@ -210,6 +200,13 @@ class LinearProgram:
             return None
         bound = self.highs.getObjectiveValue() * self.scale * (1.0 - LP_BOUND_RTOL)
         return np.asarray(self.highs.getSolution().col_value), bound
+
+
+def rescaled_costs(cost: np.ndarray) -> tuple[np.ndarray, float]:
+    """LP costs divided by the smallest positive one and capped at ``COST_RANGE`` (see there), and the divisor."""
+    positive = cost[cost > 0]
+    scale = positive.min() if positive.size else 1.0
+    return np.minimum(cost / scale, COST_RANGE), scale
 
 
 def _csc(a: np.ndarray):

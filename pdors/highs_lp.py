@@ -1,0 +1,30 @@
+"""HiGHS models built one way for every caller (PD-ORS's slot LPs, its literal reference, Dorm's MILP)."""
+from __future__ import annotations
+
+import highspy
+import numpy as np
+
+
+def quiet_highs() -> highspy.Highs:
+    """A HiGHS instance that prints nothing."""
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    return highs
+
+
+def highs_lp(cost: np.ndarray, num_row: int, csc: tuple, row_lower, row_upper, col_upper=None,
+             integer: bool = False) -> highspy.HighsLp:
+    """min ``cost`` x over ``0 <= x <= col_upper`` (default unbounded) with ``row_lower <= A x <= row_upper``;
+    ``csc`` = A column-wise as (start, index, value); ``integer``: every column integral."""
+    n = len(cost)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, num_row
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.zeros(n)
+    lp.col_upper_ = np.full(n, np.inf) if col_upper is None else col_upper
+    lp.row_lower_, lp.row_upper_ = row_lower, row_upper
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = csc
+    if integer:
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * n
+    return lp
