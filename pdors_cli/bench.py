@@ -6,7 +6,7 @@ Sections (``--only`` picks some, in this order):
   its growth from H = 100 to H = 1000 against H's;
 * ``policies``: wall and CPU time of one paper-scale run (I = 100, H = 100, T = 80) per policy;
 * ``reference``: the fast PD-ORS against the literal reference of Algorithms 2-4
-  (``pdors/primal_dual/reference.py``) on a small instance: identical decisions, speed ratio;
+  (``pdors/policies/pdors_reference.py``) on a small instance: identical decisions, speed ratio;
 * ``opt``: offline-optimum solve time per solver on the small-instance profile (``offline_opt.bench.instance``,
   ``offline_opt.solve``);
 * ``ray``: sweep throughput (runs/s) on a local Ray with 1 and 2 CPUs (``pdors sweep run --num-cpus``) on the

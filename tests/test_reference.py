@@ -1,5 +1,5 @@
 """PD-ORS's fast path against the literal reference implementation of Algorithms 2-4
-(pdors/primal_dual/reference.py): the same decisions on random instances, and each optimisation checked
+(pdors/policies/pdors_reference.py): the same decisions on random instances, and each optimisation checked
 where it acts (rounding that cannot succeed, vectorised disaggregation, the DP stopping early)."""
 import itertools
 import math
