@@ -60,9 +60,13 @@ def solve_model(model: pyo.ConcreteModel, solver: str, time_limit: float, mip_ga
 
 
 def _highs(model, time_limit, mip_gap) -> SolverRun:
+    import highspy
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition as TC
     from pyomo.contrib.solver.solvers.highs import Highs
 
+    # A HiGHS MILP in this process that stopped at its time limit (Dorm's, under load) leaves HiGHS's global
+    # thread scheduler so that the next MILP ends with termination "unknown" (measured with highspy 1.16).
+    highspy.Highs.resetGlobalScheduler(True)
     res = Highs().solve(model, time_limit=time_limit, rel_gap=mip_gap, threads=1, load_solutions=False,
                         raise_exception_on_nonoptimal_result=False)
     has = res.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)

@@ -154,3 +154,13 @@ def test_cli_opt_writes_json(tmp_path):
     assert "pdors" in names
     pd = data["policies"][names.index("pdors")]
     assert pd["competitive_bound"] is not None and pd["competitive_bound"] >= 6.0
+
+
+def test_opt_is_proven_after_a_dorm_time_limit_hit_in_the_same_process():
+    """A HiGHS MILP stopped by its time limit (Dorm under load) once made every later OPT solve end "unknown"."""
+    from pdors.run import run
+
+    dorm = run({"policy": "dorm", "machines": 4, "jobs": 10, "slots": 6, "seed": 1,
+                "workload": {"workload_scale": 0.02}, "params": {"time_limit": 1e-6}})
+    assert dorm.summary.policy_stats["time_limit_hits"] >= 1
+    assert solve(tiny(1), "highs", time_limit=60, mip_gap=1e-9).proven_optimal
