@@ -32,6 +32,7 @@ import highspy
 import numpy as np
 from scipy import sparse
 
+from ..highs import new_highs
 from ..model import Instance
 from ..policies.base import JobPlan, SlotView
 from ..policies.pdors import PDORS
@@ -113,8 +114,7 @@ def external_lp(job: JobShape, demand: float, price: np.ndarray, free: np.ndarra
     lp.row_lower_, lp.row_upper_ = np.array(lower), np.array(upper)
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
-    highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
+    highs = new_highs()
     highs.passModel(lp)
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
