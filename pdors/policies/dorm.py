@@ -15,10 +15,9 @@ of the cluster's capacity in use, subject to
 It is solved with HiGHS (highspy), single-threaded, within ``node_limit`` branch-and-bound nodes: a bound on
 deterministic work, not on wall-clock time, so the result does not depend on the machine's speed or load. On a
 hit the incumbent is used, or, if HiGHS has none, every running job keeps its allocation and no job starts; both
-are counted in ``summary()``. Changed jobs
-are then placed round-robin; where per-machine fragmentation leaves a job short of its count, it gets the most
-workers that fit (``placement_shortfall`` counts the workers lost) [choice: the paper places Dorm's tasks by the
-MILP, a machine-level MILP is far too large per slot at H = 100].
+are counted in ``summary()``. Changed jobs are then placed round-robin; where per-machine fragmentation leaves a
+job short of its count, it gets the most workers that fit (``placement_shortfall`` counts the workers lost)
+[choice: the paper places Dorm's tasks by the MILP, a machine-level MILP is far too large per slot at H = 100].
 """
 from __future__ import annotations
 
@@ -69,8 +68,9 @@ class Dorm(SlotPolicy):
         self.total = instance.cluster.capacity.sum(axis=0)
         self.previous: dict[int, Placement] = {}
         self.cursor = 0
-        self.stats = {"solves": 0, "node_limit_hits": 0, "no_incumbent": 0, "nodes_max": 0, "solve_seconds_max": 0.0,
-                      "solve_seconds_total": 0.0, "adjustments_max": 0, "placement_shortfall": 0}
+        self.stats = {"solves": 0, "node_limit_hits": 0, "no_incumbent": 0, "nodes_max": 0,
+                      "solve_seconds_max": 0.0, "solve_seconds_total": 0.0, "adjustments_max": 0,
+                      "placement_shortfall": 0}
 
     def allocate(self, view: SlotView) -> SlotAllocation:
         inst, jobs = view.instance, view.instance.jobs
