@@ -51,8 +51,10 @@ METRICS: list[tuple[str, pa.DataType]] = [
     ("wall_s", pa.float64()),
 ]
 JSON_METRICS = ("violation_detail", "policy_stats")
-# Summary keys that are not metrics: identity (already columns), the spec, the per-job list.
-SUMMARY_IDENTITY = ("policy", "seed", "machines", "num_jobs", "slots", "code_version", "spec", "jobs")
+# Summary keys that are not metrics: identity (already columns), the spec, the per-job list, the schedule's
+# digest (for comparing runs across machines, not a figure).
+SUMMARY_IDENTITY = ("policy", "seed", "machines", "num_jobs", "slots", "code_version", "spec", "jobs",
+                    "schedule_digest")
 JSON_SOURCES = ("violations", "policy_stats")   # summary entries kept whole, as JSON text
 # Columns that legitimately differ between two executions of the same run.
 TIMING_COLUMNS = ("wall_s", "decision_latency_ms.p50", "decision_latency_ms.p99", "started_at", "finished_at",
