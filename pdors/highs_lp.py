@@ -1,14 +1,21 @@
-"""HiGHS models built one way for every caller (PD-ORS's slot LPs, its literal reference, Dorm's MILP)."""
+"""HiGHS built one way for every caller (PD-ORS's slot LPs, its literal reference, Dorm's MILP).
+
+Every instance is silent and single-threaded, so that a solve does the same work, and returns the same answer,
+whatever the machine's cores and load. HiGHS's thread scheduler is process-wide and fixed by the first solve:
+every instance in the process must ask for the same thread count (offline_opt's solves ask for 1 too), or HiGHS
+refuses to run.
+"""
 from __future__ import annotations
 
 import highspy
 import numpy as np
 
 
-def quiet_highs() -> highspy.Highs:
-    """A HiGHS instance that prints nothing."""
+def new_highs() -> highspy.Highs:
+    """A HiGHS instance that prints nothing and runs on one thread."""
     highs = highspy.Highs()
     highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("threads", 1)
     return highs
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from . import portable_math
+
 RESOURCES: tuple[str, ...] = ("gpu", "cpu", "mem", "storage")
 
 # Sensitivity classes of the paper's Section V (theta2 = 0 / in [0.01, 1] / in [4, 6]).
@@ -80,14 +82,12 @@ class Jobs:
 
         ``duration`` broadcasts against the job axis; d = t_done - a_i.
         """
-        with np.errstate(over="ignore"):
-            return self.theta1 / (1.0 + np.exp(self.theta2 * (np.asarray(duration, float) - self.theta3)))
+        return self.theta1 / (1.0 + portable_math.exp(self.theta2 * (np.asarray(duration, float) - self.theta3)))
 
     def utility_of(self, job: int, duration) -> np.ndarray:
         """u_i(d) for one job, vectorised over ``duration``."""
-        with np.errstate(over="ignore"):
-            d = np.asarray(duration, float)
-            return self.theta1[job] / (1.0 + np.exp(self.theta2[job] * (d - self.theta3[job])))
+        d = np.asarray(duration, float)
+        return self.theta1[job] / (1.0 + portable_math.exp(self.theta2[job] * (d - self.theta3[job])))
 
     def subset(self, index) -> "Jobs":
         return Jobs(**{f.name: getattr(self, f.name)[index] for f in fields(self)})

@@ -82,6 +82,7 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         num_jobs=instance.num_jobs,
         slots=T,
         total_utility=check.total_utility,
+        schedule_digest=sim.schedule.digest(),
         admitted=int(admitted.sum()),
         completed=int(complete.sum()),
         rejected=int((~admitted).sum()),

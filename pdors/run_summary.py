@@ -42,6 +42,7 @@ class RunSummary:
     num_jobs: int
     slots: int
     total_utility: float
+    schedule_digest: str                   # hash of the realised allocations: equal runs, equal digest
     admitted: int
     completed: int
     rejected: int

@@ -3,6 +3,7 @@ simulator makes about them (locality and restarts per slot, completion slot per 
 check."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,14 @@ class Schedule:
             claimed_restart=np.zeros(shape[:2], dtype=bool),
             restart_loss=float(restart_loss),
         )
+
+    def digest(self) -> str:
+        """A hex fingerprint of the allocations (counts per slot, job and machine, and admissions): equal
+        digests mean identical schedules."""
+        h = hashlib.blake2b(digest_size=16)
+        for a in (self.workers, self.servers, self.admitted):
+            h.update(np.ascontiguousarray(a, dtype="<i8").tobytes())
+        return h.hexdigest()
 
     def to_sparse(self) -> dict:
         """JSON-friendly form: one entry per non-zero (slot, job, machine) cell."""

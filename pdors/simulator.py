@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .model import Instance
+from .portable_math import dot
 from .policies.base import PlanningPolicy, Policy, SlotAllocation, SlotPolicy, SlotView
 from .schedule import Schedule
 
@@ -86,7 +87,7 @@ def _usage(instance: Instance, i: int, workers: np.ndarray, servers: np.ndarray)
 def _slot_usage(instance: Instance, w: np.ndarray, s: np.ndarray) -> np.ndarray:
     """Resources [H, R] used by one slot's allocation ``w, s`` [I, H]."""
     jobs = instance.jobs
-    return w.T @ jobs.worker_demand + s.T @ jobs.ps_demand
+    return dot(w.T, jobs.worker_demand) + dot(s.T, jobs.ps_demand)
 
 
 def _run_slot(instance, sched, reserved, remaining, completed, ran, t) -> None:

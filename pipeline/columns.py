@@ -15,8 +15,10 @@ from pdors.model import RESOURCES
 from pdors.run_summary import RunSummary
 
 JSON_METRICS = ("violation_detail", "policy_stats")
-# Summary fields that are not metrics: identity (already columns), the spec, the per-job list.
-SUMMARY_IDENTITY = ("policy", "seed", "machines", "num_jobs", "slots", "code_version", "spec", "jobs")
+# Summary fields that are not metrics: identity (already columns), the spec, the per-job list, the schedule's
+# digest (for comparing runs across machines, not a figure).
+SUMMARY_IDENTITY = ("policy", "seed", "machines", "num_jobs", "slots", "code_version", "spec", "jobs",
+                    "schedule_digest")
 JSON_SOURCES = ("violations", "policy_stats")   # summary entries kept whole, as JSON text
 
 

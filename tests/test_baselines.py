@@ -72,7 +72,7 @@ def test_baseline_runs_clean_and_completes_jobs(policy):
 @pytest.mark.parametrize("policy, params, field", [
     ("fifo", {"workers": [0, 30]}, "workers"), ("fifo", {"workers": [9, 3]}, "workers"),
     ("dorm", {"fairness_factor": 0.5}, "fairness_factor"), ("dorm", {"max_adjustments": -1}, "max_adjustments"),
-    ("dorm", {"time_limit": 0}, "time_limit"), ("oasis", {"workload_levels": 0}, "workload_levels"),
+    ("dorm", {"node_limit": 0}, "node_limit"), ("oasis", {"workload_levels": 0}, "workload_levels"),
     ("drf", {"bogus": 1}, "bogus"),
 ])
 def test_configs_reject_bad_values_naming_the_field(policy, params, field):
@@ -205,11 +205,11 @@ def test_dorm_constraints_bind_when_loosened():
                for t, (live, _, set_now) in enumerate(changes))
 
 
-def test_dorm_records_time_limit_hits_and_stays_feasible():
+def test_dorm_records_node_limit_hits_and_stays_feasible():
     inst = small(seed=5, machines=20, jobs=40, slots=6)
-    sim, _ = simulated("dorm", inst, {"time_limit": 1e-6})
-    assert sim.stats["time_limit_hits"] >= 1
-    assert sim.stats["solves"] >= sim.stats["time_limit_hits"]
+    sim, _ = simulated("dorm", inst, {"node_limit": 1, "mip_rel_gap": 0.0})
+    assert sim.stats["node_limit_hits"] >= 1
+    assert sim.stats["solves"] >= sim.stats["node_limit_hits"]
 
 
 # --- OASiS ---------------------------------------------------------------------------------------------------

@@ -12,11 +12,12 @@ of the cluster's capacity in use, subject to
   allocation (a resize or a stop); starting a waiting job is not an adjustment. Jobs left alone keep their
   previous placement, so the MILP is always feasible (keeping everything is a solution).
 
-It is solved with HiGHS (highspy) under ``time_limit`` seconds; on a hit the incumbent is used, or, if HiGHS has
-none, every running job keeps its allocation and no job starts; both are counted in ``summary()``. Changed jobs
-are then placed round-robin; where per-machine fragmentation leaves a job short of its count, it gets the most
-workers that fit (``placement_shortfall`` counts the workers lost) [choice: the paper places Dorm's tasks by the
-MILP, a machine-level MILP is far too large per slot at H = 100].
+It is solved with HiGHS (highspy), single-threaded, within ``node_limit`` branch-and-bound nodes: a bound on
+deterministic work, not on wall-clock time, so the result does not depend on the machine's speed or load. On a
+hit the incumbent is used, or, if HiGHS has none, every running job keeps its allocation and no job starts; both
+are counted in ``summary()``. Changed jobs are then placed round-robin; where per-machine fragmentation leaves a
+job short of its count, it gets the most workers that fit (``placement_shortfall`` counts the workers lost)
+[choice: the paper places Dorm's tasks by the MILP, a machine-level MILP is far too large per slot at H = 100].
 """
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ import highspy
 import numpy as np
 from scipy import sparse
 
-from ..highs_lp import highs_lp, quiet_highs
+from ..highs_lp import highs_lp, new_highs
 from ..model import Instance
+from ..portable_math import dot
 from .base import SlotAllocation, SlotPolicy, SlotView
 from .placement import Placement, keep_unchanged, place_largest, slot_allocation
 
@@ -37,7 +39,7 @@ from .placement import Placement, keep_unchanged, place_largest, slot_allocation
 class Config:
     fairness_factor: float = 2.0
     max_adjustments: int = 5
-    time_limit: float = 1.0
+    node_limit: int = 10_000
     mip_rel_gap: float = 1e-2
 
     def check(self) -> list[str]:
@@ -46,8 +48,8 @@ class Config:
             out.append(f"fairness_factor: must be >= 1 (the fair share must be allowed), got {self.fairness_factor}")
         if self.max_adjustments < 0:
             out.append(f"max_adjustments: must be >= 0, got {self.max_adjustments}")
-        if self.time_limit <= 0:
-            out.append(f"time_limit: must be > 0 seconds, got {self.time_limit}")
+        if self.node_limit < 1:
+            out.append(f"node_limit: must be >= 1 branch-and-bound node, got {self.node_limit}")
         if not 0 <= self.mip_rel_gap < 1:
             out.append(f"mip_rel_gap: must lie in [0, 1), got {self.mip_rel_gap}")
         return out
@@ -58,16 +60,17 @@ class Dorm(SlotPolicy):
 
     def __init__(self, config: Config):
         self.config = config
-        self.highs = quiet_highs()
-        self.highs.setOptionValue("time_limit", config.time_limit)
+        self.highs = new_highs()
+        self.highs.setOptionValue("mip_max_nodes", config.node_limit)
         self.highs.setOptionValue("mip_rel_gap", config.mip_rel_gap)
 
     def reset(self, instance: Instance, seed: int) -> None:
         self.total = instance.cluster.capacity.sum(axis=0)
         self.previous: dict[int, Placement] = {}
         self.cursor = 0
-        self.stats = {"solves": 0, "time_limit_hits": 0, "no_incumbent": 0, "solve_seconds_max": 0.0,
-                      "solve_seconds_total": 0.0, "adjustments_max": 0, "placement_shortfall": 0}
+        self.stats = {"solves": 0, "node_limit_hits": 0, "no_incumbent": 0, "nodes_max": 0,
+                      "solve_seconds_max": 0.0, "solve_seconds_total": 0.0, "adjustments_max": 0,
+                      "placement_shortfall": 0}
 
     def allocate(self, view: SlotView) -> SlotAllocation:
         inst, jobs = view.instance, view.instance.jobs
@@ -132,7 +135,7 @@ class Dorm(SlotPolicy):
         a = sparse.vstack(rows).tocsc()
         weight = np.zeros_like(self.total)
         weight[has] = 1.0 / (self.total[has] * has.sum())
-        cost = -np.concatenate([alpha @ weight, beta @ weight, np.zeros(m)])   # maximise utilisation
+        cost = -np.concatenate([dot(alpha, weight), dot(beta, weight), np.zeros(m)])   # maximise utilisation
         lp = highs_lp(cost, a.shape[0], (a.indptr, a.indices, a.data), np.array(lower, float),
                       np.array(upper, float), col_upper=np.concatenate([batch, np.ceil(batch / gamma), np.ones(m)]),
                       integer=True)
@@ -144,10 +147,11 @@ class Dorm(SlotPolicy):
         self.stats["solves"] += 1
         self.stats["solve_seconds_total"] += elapsed
         self.stats["solve_seconds_max"] = max(self.stats["solve_seconds_max"], elapsed)
-        status = self.highs.getModelStatus()
-        has_solution = self.highs.getInfo().primal_solution_status == 2   # kSolutionStatusFeasible
-        if status == highspy.HighsModelStatus.kTimeLimit:
-            self.stats["time_limit_hits"] += 1
+        status, info = self.highs.getModelStatus(), self.highs.getInfo()
+        self.stats["nodes_max"] = max(self.stats["nodes_max"], int(info.mip_node_count))
+        has_solution = info.primal_solution_status == 2   # kSolutionStatusFeasible
+        if status == highspy.HighsModelStatus.kSolutionLimit:   # the node limit
+            self.stats["node_limit_hits"] += 1
         elif status != highspy.HighsModelStatus.kOptimal:
             raise RuntimeError(f"Dorm MILP: HiGHS returned {self.highs.modelStatusToString(status)}")
         if not has_solution:

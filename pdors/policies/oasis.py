@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..model import Instance
+from ..portable_math import dot
 from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.prices import PriceBounds, price_bounds, prices
@@ -53,7 +54,7 @@ class Greedy:
     """Identical tasks filled onto the cheapest machines first at fixed unit prices (ties to the lowest index)."""
 
     def __init__(self, price: np.ndarray, free: np.ndarray, demand: np.ndarray, limit: int):
-        unit = price @ demand
+        unit = dot(price, demand)
         k = room(free, demand, limit)
         order = np.argsort(unit, kind="stable")
         self.order = order[k[order] > 0]

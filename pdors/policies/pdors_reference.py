@@ -34,7 +34,7 @@ from scipy import sparse
 
 from ..model import Instance
 from ..primal_dual.prices import prices
-from ..highs_lp import highs_lp, quiet_highs
+from ..highs_lp import highs_lp, new_highs
 from ..primal_dual.slot_cost import (FIT_ATOL, JobShape, Option, Rounding, rescaled_costs, rounded_cost,
                                      rounding_gain, state_digest, unit_price)
 from .base import JobPlan, SlotView
@@ -106,7 +106,7 @@ def external_lp(job: JobShape, demand: float, price: np.ndarray, free: np.ndarra
     lower += [demand, 0.0]
     upper += [job.batch, np.inf]
     a = sparse.csc_matrix(np.array(rows))
-    highs = quiet_highs()
+    highs = new_highs()
     highs.passModel(highs_lp(cost, len(rows), (a.indptr, a.indices, a.data), np.array(lower), np.array(upper)))
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:

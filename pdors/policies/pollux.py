@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import Instance
+from ..portable_math import dot, power
 from .base import SlotAllocation, SlotPolicy, SlotView
 from .placement import FIT_ATOL, Placement, keep_unchanged, place_job, ps_count, room, slot_allocation
 
@@ -83,11 +84,11 @@ def fitness(speedup: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]:
     """
     n = speedup.shape[-1]
     if p > 0:
-        return np.full(speedup.shape[:-1], n), (np.sum(speedup ** p, axis=-1) / n) ** (1 / p)
+        return np.full(speedup.shape[:-1], n), power(np.sum(power(speedup, p), axis=-1) / n, 1 / p)
     count = (speedup > 0).sum(axis=-1)
-    powered = (np.where(speedup > 0, speedup, np.inf) ** p).sum(axis=-1)     # a starved job adds inf^p = 0
+    powered = power(np.where(speedup > 0, speedup, np.inf), p).sum(axis=-1)     # a starved job adds inf^p = 0
     with np.errstate(divide="ignore"):
-        return count, np.where(count > 0, (powered / n) ** (1 / p), 0.0)
+        return count, np.where(count > 0, power(powered / n, 1 / p), 0.0)
 
 
 def best_index(served: np.ndarray, value: np.ndarray) -> int:
@@ -278,7 +279,7 @@ class _Repair:
         self.alpha, self.beta, self.gamma, self.cap, self.total = alpha, beta, gamma, cap, total
 
     def usage(self, counts: np.ndarray) -> np.ndarray:
-        return counts @ self.alpha + ps_count(counts, self.gamma) @ self.beta
+        return dot(counts, self.alpha) + dot(ps_count(counts, self.gamma), self.beta)
 
     def __call__(self, counts: np.ndarray) -> np.ndarray:
         counts = np.clip(counts, 0, self.cap).astype(np.int64)

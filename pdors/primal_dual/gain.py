@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from ..portable_math import log
+
 
 def gain_eq29(delta: float, w2: float, resources: int, machines: int) -> float:
     """Eq. (29): G = 1 + x - sqrt(x^2 + 2x), x = 3 ln(3(RH+1)/delta) / (2 W_2); in (0, 1].
@@ -12,7 +14,7 @@ def gain_eq29(delta: float, w2: float, resources: int, machines: int) -> float:
     _check_delta(delta)
     if w2 <= 0:
         return 0.0
-    x = 3.0 * math.log(3.0 * (resources * machines + 1) / delta) / (2.0 * w2)
+    x = 3.0 * log(3.0 * (resources * machines + 1) / delta) / (2.0 * w2)
     return 1.0 - 2.0 * x / (x + math.sqrt(x * x + 2.0 * x))
 
 
@@ -21,7 +23,7 @@ def gain_eq30(delta: float, w1: float) -> float:
     _check_delta(delta)
     if w1 <= 0:
         return math.inf
-    y = math.log(3.0 / delta) / w1
+    y = log(3.0 / delta) / w1
     return 1.0 + y + math.sqrt(y * y + 2.0 * y)
 
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import portable_math
 from ..model import Instance, Jobs
 
 
@@ -17,7 +18,7 @@ class PriceBounds:
 
     def log_ratio(self) -> np.ndarray:
         """ln(U^r / L) per resource (0 where no job uses the resource)."""
-        return np.log(self.upper / self.lower)
+        return portable_math.log(self.upper / self.lower)
 
 
 def shortest_duration(jobs: Jobs) -> np.ndarray:
@@ -59,4 +60,4 @@ def prices(bounds: PriceBounds, used: np.ndarray, capacity: np.ndarray) -> np.nd
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         fill = np.where(capacity > 0, used / capacity, 1.0)
-    return bounds.lower * np.exp(fill * bounds.log_ratio())
+    return bounds.lower * portable_math.exp(fill * bounds.log_ratio())

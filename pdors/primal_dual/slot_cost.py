@@ -36,7 +36,8 @@ from typing import NamedTuple
 import highspy
 import numpy as np
 
-from ..highs_lp import highs_lp, quiet_highs
+from ..highs_lp import highs_lp, new_highs
+from ..portable_math import dot
 from .gain import gain_eq29, gain_eq30
 
 FIT_ATOL = 1e-9
@@ -163,7 +164,7 @@ class SlotCosts:
                 self._settle(k, None)
                 continue
             lp_sol, bound = solved
-            self._solutions[k] = (lp_sol, float(st.p_w @ lp_sol[0] + st.p_s @ lp_sol[1]))
+            self._solutions[k] = (lp_sol, float(dot(lp_sol[0], st.p_w) + dot(lp_sol[1], st.p_s)))
             self.cost[k] = max(self.cost[k], bound)
 
     def _internal(self, k: int) -> float:
@@ -183,7 +184,7 @@ class LinearProgram:
     It owns its rows: :meth:`load` is told which row is the cover (26), whose bounds each solve sets."""
 
     def __init__(self) -> None:
-        self.highs = quiet_highs()
+        self.highs = new_highs()
 
     def load(self, cost, a_matrix, row_lower, row_upper, cover_row: int) -> None:
         self.cover_row = cover_row
@@ -218,17 +219,17 @@ def _csc(a: np.ndarray):
 
 
 def unit_price(price: np.ndarray, demand: np.ndarray) -> np.ndarray:
-    """sum_r p^r demand^r over the last axis (p^w, p^s of eq. 23, or a whole task's cost).
+    """sum_r p^r demand^r over the last axis (p^w, p^s of eq. 23, or a whole task's cost), both broadcast.
 
-    Multiplied elementwise and summed, never by a matrix product, whose summation order depends on the
-    shape: every caller (and the reference implementation) then gets bit-identical costs, and exact ties
-    stay exact."""
+    Multiplied elementwise and summed in numpy's fixed order, never by BLAS (docs/MODEL.md, "Bit-identical
+    decisions"): every caller (and the reference implementation) gets the same bits on every machine, and
+    exact ties stay exact."""
     return (price * demand).sum(axis=-1)
 
 
 def rounded_cost(workers: np.ndarray, servers: np.ndarray, p_w: np.ndarray, p_s: np.ndarray) -> float:
-    """Cost of one integer solution (1-D dot products, for the same reason as :func:`unit_price`)."""
-    return float(workers @ p_w + servers @ p_s)
+    """Cost of one integer solution (by :func:`~pdors.portable_math.dot`, as :func:`unit_price`)."""
+    return float(dot(workers, p_w) + dot(servers, p_s))
 
 
 def state_digest(prices: np.ndarray, free: np.ndarray) -> int:
