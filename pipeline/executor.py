@@ -7,6 +7,7 @@ that comes back as ``lost``, which ``--resume`` runs again.
 from __future__ import annotations
 
 import os
+import socket
 import time
 import traceback
 from collections.abc import Iterator
@@ -50,11 +51,23 @@ class Cluster:
     nodes: int
 
 
-def _connect(address: str | None, num_cpus: int | None = None) -> Cluster:
+def _probe(address: str, timeout: float = 5.0) -> None:
+    """Fail fast, with one line, on a ``host:port`` nothing listens on (Ray itself waits and retries)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return   # "auto" and other forms Ray resolves itself
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise ConnectionError(f"--ray-address {address}: cannot connect ({e.strerror or e})") from None
+
+
+def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     """Connect to the cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs (default: all)."""
     import ray
 
     if address:
+        _probe(address)
         ray.init(address=address, logging_level="WARNING")
     else:   # address="local": never a stale `ray start`
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING")
@@ -62,17 +75,13 @@ def _connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     return Cluster(address or "local", int(ray.cluster_resources().get("CPU", 1)), len(alive))
 
 
-def fan_out(tasks: list[Task], address: str | None, max_parallel: int | None,
-            on_connect=None, num_cpus: int | None = None) -> Iterator[tuple[Task, Outcome]]:
-    """Yield (task, outcome) as tasks finish, keeping at most ``max_parallel`` in flight
-    (default: twice the cluster's CPUs, enough to keep every CPU busy). ``num_cpus``: a local Ray's CPUs."""
+def fan_out(tasks: list[Task], cluster: Cluster, max_parallel: int | None) -> Iterator[tuple[Task, Outcome]]:
+    """Yield (task, outcome) as tasks finish on the ``connect``-ed cluster, keeping at most ``max_parallel`` in
+    flight (default: twice the cluster's CPUs, enough to keep every CPU busy); Ray is shut down at the end."""
     import ray
     from ray.exceptions import RayError
 
-    cluster = _connect(address, num_cpus)
     try:
-        if on_connect is not None:
-            on_connect(cluster)
         remote = ray.remote(max_retries=RETRIES)(execute)
         limit = max_parallel or 2 * cluster.cpus
         pending = iter(tasks)
@@ -97,3 +106,10 @@ def fan_out(tasks: list[Task], address: str | None, max_parallel: int | None,
             submit()
     finally:
         ray.shutdown()
+
+
+def disconnect() -> None:
+    """Shut down a Ray ``connect``-ed to but not used (``fan_out`` shuts it down itself)."""
+    import ray
+
+    ray.shutdown()
