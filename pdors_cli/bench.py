@@ -142,20 +142,21 @@ def bench_ray(sizes: Sizes) -> list[dict]:
     Per task: the run time (measured inside the task) and the idle capacity, (makespan x workers - total run
     time) / tasks, which is what scheduling, dispatch and result collection cost (plus the first task's wait for
     a worker and the last one's tail)."""
-    from pipeline.executor import fan_out
+    from pipeline.executor import connect, fan_out
 
     tasks = _sweep_tasks(sizes)
     rows = []
     for workers in (1, 2):
         start = time.time()
-        connected: list[float] = []
-        outcomes = [o for _, o in fan_out(tasks, None, None, lambda _: connected.append(time.time()), workers)]
+        cluster = connect(None, workers)
+        connected = time.time()
+        outcomes = [o for _, o in fan_out(tasks, cluster, None)]
         ok = [o for o in outcomes if o.status == "ok"]
         runs = [o.finished_at - o.started_at for o in ok]
-        makespan = max(o.finished_at for o in outcomes) - connected[0]
+        makespan = max(o.finished_at for o in outcomes) - connected
         idle = (makespan * workers - sum(runs)) / len(outcomes)
         rows.append({"workers": workers, "runs": len(tasks), "failed": len(outcomes) - len(ok),
-                     "ray_start_s": connected[0] - start, "makespan_s": makespan, "runs_per_s": len(tasks) / makespan,
+                     "ray_start_s": connected - start, "makespan_s": makespan, "runs_per_s": len(tasks) / makespan,
                      "mean_run_s": statistics.fmean(runs), "median_run_s": statistics.median(runs),
                      "idle_per_task_ms": 1e3 * idle, "overhead_share": idle / statistics.median(runs),
                      "worker_pids": len({o.worker_pid for o in ok})})

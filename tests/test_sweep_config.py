@@ -105,7 +105,7 @@ def test_dry_run_writes_nothing_and_errors_before_writing(tmp_path, capsys, monk
     (tmp_path / "file").write_text("x")
     for args in (["--out", str(tmp_path / "file")], ["--out", str(tmp_path / "file" / "sub")],
                  ["--out", str(out), "--ray-address", "127.0.0.1:9"],
-                 ["grid.machines=[30]", "instance.slots=100000", "--out", str(out)],
+                 ["grid.machines=[30]", "instance.jobs=50", "instance.slots=100000", "--out", str(out)],
                  ["grid.machines=[30]", "instance.jobs=100000", "instance.slots=20", "--out", str(out)]):
         assert main(["sweep", "run", str(cfg), *args]) == 2, args
         err = capsys.readouterr().err.strip()
