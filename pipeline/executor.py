@@ -51,7 +51,7 @@ class Cluster:
     nodes: int
 
 
-def _probe(address: str, timeout: float = 5.0) -> None:
+def probe(address: str, timeout: float = 5.0) -> None:
     """Fail fast, with one line, on a ``host:port`` nothing listens on (Ray itself waits and retries)."""
     host, sep, port = address.removeprefix("ray://").rpartition(":")
     if not sep or not port.isdigit():
@@ -67,7 +67,7 @@ def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     import ray
 
     if address:
-        _probe(address)
+        probe(address)
         ray.init(address=address, logging_level="WARNING")
     else:   # address="local": never a stale `ray start`
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING")

@@ -118,6 +118,10 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
     _check_memory(plan, max_run_memory, 1 if in_process or address else num_cpus or os.cpu_count() or 1)
     store = Store(root, plan.sweep_id)
     todo, damaged = _todo(store, plan, retry_failed)
+    if todo and address and not (in_process or dry_run):
+        from .executor import probe
+
+        probe(address)   # one line, before anything is printed or written
     again = shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume"])
     sims = sum(t.kind == "sim" for t in plan.tasks)
     _say(f"sweep {plan.sweep_id}: {len(plan.tasks)} tasks ({sims} simulations, {len(plan.tasks) - sims} OPT) over "

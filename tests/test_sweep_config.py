@@ -108,8 +108,9 @@ def test_dry_run_writes_nothing_and_errors_before_writing(tmp_path, capsys, monk
                  ["grid.machines=[30]", "instance.jobs=50", "instance.slots=100000", "--out", str(out)],
                  ["grid.machines=[30]", "instance.jobs=100000", "instance.slots=20", "--out", str(out)]):
         assert main(["sweep", "run", str(cfg), *args]) == 2, args
-        err = capsys.readouterr().err.strip()
-        assert err.startswith("pdors sweep") and "\n" not in err and "Traceback" not in err, err
+        said = capsys.readouterr()
+        err = said.err.strip()
+        assert err.startswith("pdors sweep") and "\n" not in err and not said.out, (err, said.out)
     assert not out.exists()
     assert err.startswith("pdors sweep: error: too large: H=30 I=100000 T=20 needs about 1.93 GB per run, over "
                           "the limit of 1.00 GB (--max-run-memory GB raises it"), err
