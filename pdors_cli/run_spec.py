@@ -49,5 +49,9 @@ def add_run_args(p, policy_default="pdors") -> None:
     p.add_argument("--slots", type=int, default=20, help="T, slots in the horizon")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--config", help="YAML with optional 'workload' and 'policies.<name>' sections")
+    add_memory_arg(p)
+
+
+def add_memory_arg(p) -> None:
     p.add_argument("--max-run-memory", type=float, metavar="GB",
                    help=f"refuse a run estimated to need more (default: {DEFAULT_RUN_GB:g} GB)")
