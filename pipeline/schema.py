@@ -51,14 +51,9 @@ class OptConfig:
     mip_gap: float = 1e-4
 
     def check(self) -> list[str]:
-        out = []
-        if not self.solver:
-            out.append("solver: must not be empty")
-        if self.time_limit <= 0:
-            out.append(f"time_limit: must be > 0, got {self.time_limit}")
-        if not 0 <= self.mip_gap < 1:
-            out.append(f"mip_gap: must lie in [0, 1), got {self.mip_gap}")
-        return out
+        from .opt import limit_problems
+
+        return ([] if self.solver else ["solver: must not be empty"]) + limit_problems(self.time_limit, self.mip_gap)
 
 
 @dataclass(frozen=True)
@@ -136,9 +131,10 @@ class SweepConfig:
                 out.append("seeds: list at least one seed")
             out += [f"seeds[{k}]: must be >= 0, got {s}" for k, s in enumerate(seeds) if s < 0]
             out += [f"seeds[{k}]: duplicate seed {s}" for k, s in enumerate(seeds) if s in seeds[:k]]
-        self.opt_settings()
         if self.opt is not None and (why := opt_unavailable()):
             out.append(f"opt: cannot compute the offline optimum: {why}")
+        else:
+            self.opt_settings()
         if not self.output.strip():
             out.append("output: must not be empty")
         names = [f.name for f in self.report]
