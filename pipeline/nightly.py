@@ -320,7 +320,7 @@ def plot(report: Report, path: Path) -> Path:
             if lo == hi:
                 ax.plot(k, lo, "o", color="C0", zorder=3)
             else:
-                ax.vlines(k, lo, hi, color="C0", linewidth=3, zorder=3)
+                ax.plot([k, k], [lo, hi], "_-", color="C0", linewidth=3, markersize=10, zorder=3)
     ax.plot([], [], "o", color="C0", label="PD-ORS (bar: OPT unproven)")
     ax.plot([], [], "x", color="grey", label="other policies (proven OPT)")
     ax.set_yscale("log")
@@ -330,7 +330,8 @@ def plot(report: Report, path: Path) -> Path:
     ax.set_xlabel("fresh instance (seed)")
     ax.set_ylabel("OPT / ALG (log scale)")
     ax.set_title(report.name, fontsize=9)
-    ax.legend(fontsize=8)
+    ax.margins(x=0.1)
+    ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
