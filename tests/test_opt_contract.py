@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -13,7 +14,9 @@ from offline_opt.guard import TIMED_OUT, call_with_deadline
 from offline_opt.profile import small_profile
 from offline_opt.solve import ceiling, solve
 from pdors.cli import main
+from pdors.model import Cluster, Instance, Jobs
 from pdors.workload import generate
+from pipeline.ratio_study import load_proxy
 from pipeline.summary import above_opt, with_ratio
 
 
@@ -86,3 +89,13 @@ def test_a_solve_past_its_wall_limit_is_killed_and_reported_as_no_result():
     assert time.perf_counter() - start < 10
     assert r.status == "time_limit" and not r.proven_optimal and r.objective is None and r.bound is None
     assert "wall-clock guard" in r.message and r.ceiling() is None
+
+
+def test_load_proxy_is_the_dominant_resources_work_over_capacity():
+    """One job: V = 250 samples at 0.01 slots each = 2.5 worker-slots, each worker 1 cpu plus 1/4 of a PS's
+    1 cpu; two machines of 2 cpu for T = 2 slots: 3.125 / 8. Memory and storage are not used."""
+    jobs = dict(arrival=[0], epochs=[1], samples=[250], grad_mb=[0.0], tau=[0.01], gamma=[4], batch=[4],
+                bw_internal=[1.0], bw_external=[1.0], worker_demand=[[0, 1, 0, 0]], ps_demand=[[0, 1, 0, 0]],
+                theta1=[10.0], theta2=[0.5], theta3=[2.0], sensitivity=[1])
+    inst = Instance(Jobs(**{k: np.array(v) for k, v in jobs.items()}), Cluster(np.array([[1, 2, 1, 1]] * 2)), 2)
+    assert load_proxy(inst) == pytest.approx(3.125 / 8)
