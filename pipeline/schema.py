@@ -47,14 +47,9 @@ class OptConfig:
     mip_gap: float = 1e-4
 
     def check(self) -> list[str]:
-        out = []
-        if not self.solver:
-            out.append("solver: must not be empty")
-        if self.time_limit <= 0:
-            out.append(f"time_limit: must be > 0, got {self.time_limit}")
-        if not 0 <= self.mip_gap < 1:
-            out.append(f"mip_gap: must lie in [0, 1), got {self.mip_gap}")
-        return out
+        from .opt import limit_problems
+
+        return ([] if self.solver else ["solver: must not be empty"]) + limit_problems(self.time_limit, self.mip_gap)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
+from .opt import ceiling
 from .schema import POLICY_AXIS, FigureConfig
 
 NUMERIC = [name for name, _ in METRICS]
@@ -38,18 +39,34 @@ def _upper_bound(row) -> float:
     return float(result["bound"]) if result.get("bound") is not None else math.nan
 
 
+def _ceiling(row) -> float:
+    result = json.loads(row["opt.result"]) if isinstance(row.get("opt.result"), str) else {}
+    top = ceiling(result)
+    return math.nan if top is None else top
+
+
 def with_ratio(runs: pd.DataFrame) -> pd.DataFrame:
     """Add ``ratio`` = OPT / ALG on the same instance (the competitive ratio of the paper's Section V, Fig. 10; NaN unless OPT is proven) and
     ``ratio_bound`` = (upper bound on OPT) / ALG, an upper bound on the ratio, when the sweep has OPT rows.
-    ALG = 0 leaves both NaN."""
+    ALG = 0 leaves both NaN. OPT is exact only to its gap target: ALG above OPT within the gap has ratio 1;
+    ALG above OPT's ceiling (``pipeline.opt.ceiling``) is flagged ``above_opt`` (a model or validator bug)
+    and has no ratio."""
     runs = runs.copy()
     opt_rows = runs[(runs["kind"] == "opt") & (runs["status"] == "ok")].set_index("instance_id")
     alg = runs["total_utility"].where(runs["kind"] == "sim")
-    alg = alg.where(alg > 0)
-    runs["ratio"] = runs["instance_id"].map(opt_rows["total_utility"]) / alg
-    upper = opt_rows.apply(_upper_bound, axis=1) if len(opt_rows) else pd.Series(dtype=float)
-    runs["ratio_bound"] = runs["instance_id"].map(upper) / alg
+    has_opt = len(opt_rows) > 0
+    top = runs["instance_id"].map(opt_rows.apply(_ceiling, axis=1)) if has_opt else pd.Series(math.nan, runs.index)
+    runs["above_opt"] = (alg > top).fillna(False).astype(bool)
+    alg = alg.where((alg > 0) & ~runs["above_opt"])
+    runs["ratio"] = (runs["instance_id"].map(opt_rows["total_utility"]) / alg).clip(lower=1.0)
+    upper = opt_rows.apply(_upper_bound, axis=1) if has_opt else pd.Series(dtype=float)
+    runs["ratio_bound"] = (runs["instance_id"].map(upper) / alg).clip(lower=1.0)
     return runs
+
+
+def above_opt(runs: pd.DataFrame) -> pd.DataFrame:
+    """Simulation runs whose utility their instance's OPT rules out (each a model or validator bug)."""
+    return with_ratio(runs).query("above_opt")
 
 
 def aggregate(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:

@@ -31,7 +31,8 @@ def _say(text: str = "") -> None:
 
 def run(config_path: str, out: str | None = None, resume: bool = False, max_parallel: int | None = None,
         ray_address: str | None = None, in_process: bool = False, num_cpus: int | None = None) -> int:
-    """``pdors sweep run``; returns the exit status: 0 all ok, 1 some runs failed or were lost,
+    """``pdors sweep run``; returns the exit status: 0 all ok, 1 some runs failed or were lost (or a policy
+    earned more than its instance's OPT allows beyond the gap),
     3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 130 interrupted.
     ``in_process``: run the tasks one after another in this process, without Ray (small sweeps, debugging).
     ``num_cpus``: CPUs of the local Ray (default: all); a cluster's CPUs are its nodes'."""
@@ -136,7 +137,11 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
          f"{counts.remaining} not run")
     _say(f"Parquet: {store.part('runs')}  (jobs: {store.part('jobs')})")
     _say(f"summary: {store.meta / 'summary.md'}; plot: {plot}; report: {figures[-1]}")
-    status = 1 if counts.failed or counts.lost or counts.remaining else 0
+    above = summary.above_opt(runs)
+    for bad in above.head(10).itertuples():
+        _say(f"  error: run {bad.run_id} ({bad.policy}, seed {bad.seed}) has utility {bad.total_utility:.10g}, "
+             "more than its instance's OPT allows (beyond the gap): a bug in the model or the validator")
+    status = 1 if counts.failed or counts.lost or counts.remaining or len(above) else 0
     if not (manifest["mlflow"] if track is None else track):
         return status
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")] + [plot]
