@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from pdors.load import LOAD_VARIANTS
 from pdors.model import RESOURCES
 from pdors.policies import policy_module
 from pdors.workload import WorkloadConfig
@@ -44,6 +45,7 @@ PARTITIONING = ds.partitioning(pa.schema([("sweep_id", pa.string())]), flavor="h
 METRICS: list[tuple[str, pa.DataType]] = [
     ("total_utility", pa.float64()), ("admitted", pa.int64()), ("completed", pa.int64()),
     ("rejected", pa.int64()), ("median_training_time", pa.float64()),
+    *[(f"offered_load.{v}", pa.float64()) for v in LOAD_VARIANTS], ("fluid_completable", pa.int64()),
     *[(f"utilisation.{r}", pa.float64()) for r in RESOURCES],
     ("violations", pa.int64()), ("decision_latency_ms.p50", pa.float64()),
     ("decision_latency_ms.p99", pa.float64()), ("decision_latency_ms.count", pa.int64()),
