@@ -61,8 +61,12 @@ def solve_model(model: pyo.ConcreteModel, solver: str, time_limit: float, mip_ga
 
 def _highs(model, time_limit, mip_gap) -> SolverRun:
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition as TC
+    from highspy import Highs as Highspy
     from pyomo.contrib.solver.solvers.highs import Highs
 
+    # HiGHS 1.16 refuses threads=1 (status unknown, nothing solved) once a policy's LPs have started its
+    # process-wide thread scheduler with the default count: start a fresh one for this solve.
+    Highspy.resetGlobalScheduler(True)
     res = Highs().solve(model, time_limit=time_limit, rel_gap=mip_gap, threads=1, load_solutions=False,
                         raise_exception_on_nonoptimal_result=False)
     has = res.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
