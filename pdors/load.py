@@ -30,7 +30,7 @@ def _demand(instance: Instance, time_per_sample: np.ndarray) -> np.ndarray:
 
 
 def _shares(demand: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """demand / capacity per resource; 0 where both are 0, inf where only the capacity is."""
+    """demand / capacity per resource; 0 where the demand is 0, inf where only the capacity is 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(demand > 0, demand / capacity, 0.0)
 
@@ -59,10 +59,8 @@ def max_samples_per_slot(instance: Instance) -> np.ndarray:
     which only lets more workers fit.
     """
     jobs, cap = instance.jobs, instance.cluster.capacity
-    unit = _per_worker(instance)                                       # I x R
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_machine = np.where(unit[:, None, :] > 0, cap[None, :, :] / unit[:, None, :], np.inf)   # I x H x R
-    fit_int = np.floor(per_machine.min(axis=2).max(axis=1) * (1 + SLACK))
+    unit = _per_worker(instance)                                                      # I x R
+    fit_int = np.floor(_fit(cap[None, :, :], unit[:, None, :]).max(axis=1) * (1 + SLACK))   # best machine
     fit_ext = np.floor(_fit(cap.sum(axis=0), unit) * (1 + SLACK)) if instance.num_machines >= 2 else 0.0
     workers_int = np.minimum(jobs.batch, fit_int)
     workers_ext = np.minimum(jobs.batch, fit_ext)
@@ -70,9 +68,9 @@ def max_samples_per_slot(instance: Instance) -> np.ndarray:
 
 
 def _fit(capacity: np.ndarray, unit: np.ndarray) -> np.ndarray:
-    """min_r capacity^r / unit^r per job (inf where the job needs none of any resource)."""
+    """min_r capacity^r / unit^r over the last axis (inf where the job needs none of any resource)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(unit > 0, capacity / unit, np.inf).min(axis=1)
+        return np.where(unit > 0, capacity / unit, np.inf).min(axis=-1)
 
 
 def alone_completable(instance: Instance) -> np.ndarray:
