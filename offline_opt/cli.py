@@ -18,7 +18,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--profile", choices=PROFILES, default="small",
                    help="workload: small (ratio checks, offline_opt/profile.py), tiny (enumerator), paper "
-                        "(the paper's Section V settings; jobs rarely finish in a short horizon)")
+                        "(the generator's defaults, docs/MODEL.md \"Calibration\")")
     p.add_argument("--instance", help="instance JSON (pdors.instance_io) instead of generating one")
     p.add_argument("--solver", choices=SOLVERS, default="highs")
     p.add_argument("--time-limit", type=float, default=300.0,

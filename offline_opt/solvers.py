@@ -62,6 +62,7 @@ def solve_model(model: pyo.ConcreteModel, solver: str, time_limit: float, mip_ga
 def _highs(model, time_limit, mip_gap) -> SolverRun:
     import highspy
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition as TC
+    from highspy import Highs as Highspy
     from pyomo.contrib.solver.solvers.highs import Highs
 
     # A HiGHS MILP in this process that stopped at its time limit (Dorm's, under load) leaves HiGHS's global

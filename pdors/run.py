@@ -11,6 +11,7 @@ import numpy as np
 
 from . import __version__
 from .config import build, to_dict
+from .load import fluid_completable, offered_load
 from .model import Instance
 from .policies import POLICIES, make_policy, policy_config
 from .run_summary import JobOutcome, Latency, RunSummary
@@ -87,6 +88,8 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         completed=int(complete.sum()),
         rejected=int((~admitted).sum()),
         median_training_time=float(np.median(training)),
+        offered_load=offered_load(instance),
+        fluid_completable=fluid_completable(instance),
         utilisation={r: float(u / c) if c > 0 else 0.0
                      for r, u, c in zip(instance.cluster.resources, used, capacity)},
         violations=[v.as_dict() for v in check.violations],

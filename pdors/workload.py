@@ -56,7 +56,9 @@ class TraceConfig:
 
 @dataclass(frozen=True)
 class WorkloadConfig:
-    """Generator settings; defaults are the paper's Section V (thesis for bandwidth)."""
+    """Generator settings; defaults are the paper's Section V (thesis for bandwidth), with ``K_i`` multiplied by
+    ``workload_scale``: by default the paper's regime as calibrated in docs/MODEL.md ("Calibration"); 1 gives the
+    literal ranges."""
 
     epochs: tuple[int, int] = (50, 200)
     samples: tuple[int, int] = (20000, 500000)
@@ -75,7 +77,7 @@ class WorkloadConfig:
     theta3: tuple[float, float] = (1.0, 15.0)
     mix: tuple[float, float, float] = (0.10, 0.55, 0.35)
     arrivals: Literal["alternating", "uniform", "trace"] = "alternating"
-    workload_scale: float = 1.0
+    workload_scale: float = 0.1   # calibrated (docs/MODEL.md); 1 = Section V's K_i literally
     trace: TraceConfig = field(default_factory=TraceConfig)
 
     def check(self) -> list[str]:

@@ -25,6 +25,8 @@ def cmd_simulate(args) -> int:
           f"  total utility {s.total_utility:.3f}; admitted {s.admitted}, completed {s.completed}, "
           f"rejected {s.rejected}; median training time {s.median_training_time:g} slots\n"
           f"  utilisation " + ", ".join(f"{k} {v:.1%}" for k, v in s.utilisation.items()) + "\n"
+          f"  offered load " + ", ".join(f"{k} {v:.3g}" for k, v in s.offered_load.items())
+          + f"; at most {s.fluid_completable} jobs can complete (fluid bound)\n"
           f"  decision latency p50 {lat.p50:.1f} ms, p99 {lat.p99:.1f} ms; wall {s.wall_s:.2f} s\n"
           f"  validator: {len(s.violations)} violation(s)"
           + (f"; JSON written to {args.json}" if args.json else ""))

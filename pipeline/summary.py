@@ -12,7 +12,9 @@ from .opt import ceiling
 from .schema import POLICY_AXIS, FigureConfig
 
 NUMERIC = [name for name, _ in METRICS]
-TABLE_METRICS = (("total_utility", "utility"), ("completed", "completed"), ("admitted", "admitted"),
+TABLE_METRICS = (("total_utility", "utility"), ("completed", "completed"), ("fluid_completable", "fluid bound"),
+                 ("admitted", "admitted"), ("median_training_time", "median d"),
+                 ("offered_load.internal", "load int"), ("offered_load.external", "load ext"),
                  ("ratio", "OPT/ALG"), ("ratio_bound", "bound/ALG"), ("decision_latency_ms.p50", "p50 ms"),
                  ("wall_s", "wall s"))
 FIGURE_COLUMNS = ("policy", "x", "n", "mean", "std", "min", "max")

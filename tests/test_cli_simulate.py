@@ -8,10 +8,10 @@ import pytest
 TIMING = ("wall_s", "decision_latency_ms")
 
 
-def _simulate(tmp_path, name, *extra):
+def _simulate(tmp_path, name, *extra, jobs=50, slots=20):
     out = tmp_path / f"{name}.json"
-    cmd = [sys.executable, "-m", "pdors_cli.main", "simulate", "--policy", "pdors", "--machines", "30", "--jobs", "50",
-           "--slots", "20", "--seed", "1", "--json", str(out), *extra]
+    cmd = [sys.executable, "-m", "pdors_cli.main", "simulate", "--policy", "pdors", "--machines", "30", "--jobs", str(jobs),
+           "--slots", str(slots), "--seed", "1", "--json", str(out), *extra]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr + done.stdout
     return json.loads(out.read_text()), done.stdout
@@ -34,6 +34,15 @@ def test_issue_command_validates_and_is_deterministic(tmp_path):
     for key in TIMING:
         first.pop(key), second.pop(key)
     assert first == second
+
+
+def test_default_workload_is_in_the_paper_s_fig9_regime(tmp_path):
+    """Issue 16's acceptance line: with the calibrated default workload (docs/MODEL.md, "Calibration") the Fig. 9
+    setting has a median training time below T = 80, and the JSON carries the load measures."""
+    s, _ = _simulate(tmp_path, "fig9", jobs=100, slots=80)
+    assert s["violations"] == [] and s["median_training_time"] < 80
+    assert set(s["offered_load"]) == {"compute", "internal", "external"}
+    assert s["completed"] <= s["fluid_completable"] <= s["num_jobs"]
 
 
 def test_bad_config_is_a_one_line_error(tmp_path):
