@@ -16,6 +16,7 @@ import pandas as pd
 from pdors.config import build
 
 from . import plots, summary
+from .credentials import one_line
 from .schema import DEFAULT_OUTPUT, POLICY_AXIS, FigureConfig
 from .storage import Store
 from .sweep import SweepError, manifest_of, recorded_runs
@@ -83,13 +84,13 @@ def locate(target: str) -> list[Store]:
     return [Store(f.parent.parent.parent, target) for f in found]
 
 
-def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path]) -> str:
+def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path], root: Path) -> str:
     from . import tracking
 
-    parent = tracking.attach(manifest, paths, "report")
+    parent = tracking.attach(manifest, paths, "report", root)
     if parent is None:   # never logged (e.g. MLflow was down during the sweep): log it, then attach
-        tracking.log_sweep(manifest, runs, summary.aggregate(runs, manifest["axes"]), [])
-        parent = tracking.attach(manifest, paths, "report")
+        tracking.log_sweep(manifest, runs, summary.aggregate(runs, manifest["axes"]), [], root)
+        parent = tracking.attach(manifest, paths, "report", root)
     return parent
 
 
@@ -109,9 +110,9 @@ def report(target: str, out: str | None = None, track: bool = True) -> int:
         if not (track and manifest["mlflow"]):
             continue
         try:
-            parent = _track(manifest, runs, paths)
+            parent = _track(manifest, runs, paths, store.root)
         except Exception as e:   # the files are written; say how to retry
-            print(f"  MLflow: attaching failed ({type(e).__name__}: {' '.join(str(e).split())[:300]}); retry "
+            print(f"  MLflow: attaching failed ({one_line(e)}); retry "
                   f"with `pdors report {target}`", flush=True)
             status = 3
             continue

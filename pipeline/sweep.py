@@ -16,6 +16,7 @@ from pathlib import Path
 from pdors.config import to_dict
 
 from . import grid, schema
+from .credentials import one_line
 from .storage import Store, runs_schema
 
 PACKAGES = ("pdors", "numpy", "scipy", "highspy", "pyomo", "ray", "mlflow", "pyarrow", "pandas", "matplotlib")
@@ -197,13 +198,13 @@ def report(store: Store, manifest: dict, track: bool | None = None) -> int:
         return status
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")] + [plot]
     try:
-        parent = tracking.log_sweep(manifest, runs, agg, artifacts)
-        tracking.attach(manifest, figures, "report")
+        parent = tracking.log_sweep(manifest, runs, agg, artifacts, store.root)
+        tracking.attach(manifest, figures, "report", store.root)
     except Exception as e:   # Parquet is the record: say how to re-log, keep the results
-        _say(f"MLflow logging failed ({type(e).__name__}: {' '.join(str(e).split())[:300]}); results are safe "
+        _say(f"MLflow logging failed ({one_line(e)}); results are safe "
              f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`")
         return status or 3
-    _say(f"MLflow: {tracking.tracking_uri()} experiment {manifest['experiment']!r}, parent run {parent} "
+    _say(f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {parent} "
          f"with {len(agg)} child runs")
     return status
 
