@@ -63,14 +63,26 @@ class Cluster:
     nodes: int
 
 
+# A local Ray on loopback only (docs/OPERATIONS.md lists its sockets): Ray turns a 127.0.0.1 node address into
+# the outward interface's unless its single-machine mode is on, which this variable (read when ray is first
+# imported, whatever its name says) switches on for Linux too; the metrics exporter (plain HTTP) is off.
+LOCAL_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+LOCAL_RAY_INIT = {"address": "local", "_node_ip_address": "127.0.0.1", "include_dashboard": False,
+                  "_system_config": {"enable_metrics_collection": False}}
+
+
 def _connect(address: str | None, num_cpus: int | None = None) -> Cluster:
-    """Connect to the cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs (default: all)."""
+    """Connect to the cluster at ``address``, or start a local Ray on loopback with ``num_cpus`` CPUs
+    (default: all)."""
+    if not address:
+        for key, value in LOCAL_RAY_ENV.items():
+            os.environ.setdefault(key, value)
     import ray
 
     if address:
         ray.init(address=address, logging_level="WARNING")
     else:   # address="local": never a stale `ray start`
-        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING")
+        ray.init(num_cpus=num_cpus, logging_level="WARNING", **LOCAL_RAY_INIT)
     alive = [n for n in ray.nodes() if n.get("Alive")]
     return Cluster(address or "local", int(ray.cluster_resources().get("CPU", 1)), len(alive))
 
@@ -79,10 +91,10 @@ def fan_out(tasks: list[Task], address: str | None, max_parallel: int | None,
             on_connect=None, num_cpus: int | None = None) -> Iterator[tuple[Task, Outcome]]:
     """Yield (task, outcome) as tasks finish, keeping at most ``max_parallel`` in flight
     (default: twice the cluster's CPUs, enough to keep every CPU busy). ``num_cpus``: a local Ray's CPUs."""
+    cluster = _connect(address, num_cpus)   # first: a local Ray's environment must precede importing ray
     import ray
     from ray.exceptions import RayError
 
-    cluster = _connect(address, num_cpus)
     try:
         if on_connect is not None:
             on_connect(cluster)
