@@ -196,7 +196,8 @@ def report(store: Store, manifest: dict, track: bool | None = None) -> int:
     status = 1 if counts.failed or counts.lost or counts.remaining else 0
     if not (manifest["mlflow"] if track is None else track):
         return status
-    artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")] + [plot]
+    artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
+    artifacts += plots.formats(plot)
     try:
         parent = tracking.log_sweep(manifest, runs, agg, artifacts, store.root)
         tracking.attach(manifest, figures, "report", store.root)
