@@ -53,6 +53,10 @@ def cmd_simulate(args) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(s, indent=1))
+    if args.schedule:
+        from .schedule_io import write
+
+        write(args.schedule, result.simulation.schedule)
     lat = s["decision_latency_ms"]
     print(f"{s['policy']}: H={s['machines']} I={s['num_jobs']} T={s['slots']} seed={s['seed']}\n"
           f"  total utility {s['total_utility']:.3f}; admitted {s['admitted']}, completed {s['completed']}, "
@@ -60,7 +64,8 @@ def cmd_simulate(args) -> int:
           f"  utilisation " + ", ".join(f"{k} {v:.1%}" for k, v in s["utilisation"].items()) + "\n"
           f"  decision latency p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms; wall {s['wall_s']:.2f} s\n"
           f"  validator: {len(s['violations'])} violation(s)"
-          + (f"; JSON written to {args.json}" if args.json else ""))
+          + (f"; JSON written to {args.json}" if args.json else "")
+          + (f"; schedule written to {args.schedule}" if args.schedule else ""))
     for v in s["violations"][:10]:
         print(f"    {v['kind']}: {v['detail']} (slot {v['slot']}, job {v['job']}, machine {v['machine']})")
     return 1 if s["violations"] else 0
@@ -91,6 +96,8 @@ def parser() -> argparse.ArgumentParser:
     _add_run_args(sim)
     sim.add_argument("--instance", help="instance JSON to use instead of generating one")
     sim.add_argument("--json", help="write the run summary here")
+    sim.add_argument("--schedule", metavar="FILE.parquet",
+                     help="write the schedule here: one row per (job, machine, slot) with workers, PSs, internal")
     sim.set_defaults(func=cmd_simulate)
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(sub)
