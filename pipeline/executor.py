@@ -28,18 +28,29 @@ class Outcome:
     worker_pid: int | None
     started_at: float
     finished_at: float
+    schedule: dict | None = None   # with ``schedules``: the allocations as columns (pdors.schedule_io.rows)
 
 
-def execute(task: Task) -> Outcome:
-    """Run one task in the current process (the body of every Ray task)."""
+def execute(task: Task, schedules: bool = False) -> Outcome:
+    """Run one task in the current process (the body of every Ray task); ``schedules``: keep a simulation's
+    allocations."""
     import pdors
     from pdors.run import run
 
     from . import opt
 
     started = time.time()
+    schedule = None
     try:
-        result = run(task.spec).summary if task.kind == "sim" else opt.solve(task.spec)
+        if task.kind == "sim":
+            done = run(task.spec)
+            result = done.summary
+            if schedules:
+                from pdors.schedule_io import rows
+
+                schedule = {k: v.tolist() for k, v in rows(done.simulation.schedule).items()}
+        else:
+            result = opt.solve(task.spec)
         status, error = "ok", None
     except Exception as e:   # recorded, and the sweep goes on
         result, status = None, "failed"
@@ -53,7 +64,8 @@ def execute(task: Task) -> Outcome:
             node_ip = ray.util.get_node_ip_address()
     except ImportError:
         pass
-    return Outcome(status, error, result, pdors.__version__, node_id, node_ip, os.getpid(), started, time.time())
+    return Outcome(status, error, result, pdors.__version__, node_id, node_ip, os.getpid(), started, time.time(),
+                   schedule)
 
 
 @dataclass(frozen=True)
@@ -88,9 +100,10 @@ def _connect(address: str | None, num_cpus: int | None = None) -> Cluster:
 
 
 def fan_out(tasks: list[Task], address: str | None, max_parallel: int | None,
-            on_connect=None, num_cpus: int | None = None) -> Iterator[tuple[Task, Outcome]]:
+            on_connect=None, num_cpus: int | None = None, schedules: bool = False) -> Iterator[tuple[Task, Outcome]]:
     """Yield (task, outcome) as tasks finish, keeping at most ``max_parallel`` in flight
-    (default: twice the cluster's CPUs, enough to keep every CPU busy). ``num_cpus``: a local Ray's CPUs."""
+    (default: twice the cluster's CPUs, enough to keep every CPU busy). ``num_cpus``: a local Ray's CPUs;
+    ``schedules``: keep each simulation's allocations."""
     cluster = _connect(address, num_cpus)   # first: a local Ray's environment must precede importing ray
     import ray
     from ray.exceptions import RayError
@@ -105,7 +118,7 @@ def fan_out(tasks: list[Task], address: str | None, max_parallel: int | None,
 
         def submit() -> None:
             for task in pending:
-                in_flight[remote.remote(task)] = (task, time.time())
+                in_flight[remote.remote(task, schedules)] = (task, time.time())
                 if len(in_flight) >= limit:
                     return
 

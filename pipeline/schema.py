@@ -119,6 +119,7 @@ class SweepConfig:
     output: str = DEFAULT_OUTPUT
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     report: list[FigureConfig] = field(default_factory=list)
+    schedules: bool = False   # also record every simulation's allocations (the ``schedules`` table)
 
     def check(self) -> list[str]:
         out = []

@@ -4,6 +4,7 @@ Layout under the output root::
 
     runs/sweep_id=<id>/<run_id>.parquet     one row per run (params, metrics, status, provenance)
     jobs/sweep_id=<id>/<run_id>.parquet     one row per job per run
+    schedules/sweep_id=<id>/<run_id>.parquet   with ``schedules: true``: one row per (job, machine, slot) used
     sweeps/<id>/                            manifest.json, config.yaml, summary.{csv,md}, plots/
 
 Each file is written under a hidden temp name and moved into place with ``os.replace`` (readers skip hidden
@@ -31,13 +32,14 @@ import pyarrow.parquet as pq
 
 from pdors.model import RESOURCES
 from pdors.policies import policy_module
+from pdors.schedule_io import COLUMNS as SCHEDULE_COLUMNS
 from pdors.workload import WorkloadConfig
 
 from .executor import Outcome
 from .grid import Plan, Task
 from .schema import OptConfig
 
-TABLES = ("runs", "jobs")
+TABLES = ("runs", "jobs", "schedules")
 PARTITIONING = ds.partitioning(pa.schema([("sweep_id", pa.string())]), flavor="hive")
 
 # Summary metrics (pdors.run.summarise) as typed columns; nested keys are flattened with dots.
@@ -69,6 +71,8 @@ PROVENANCE: list[tuple[str, pa.DataType]] = [
     ("node_id", pa.string()), ("node_ip", pa.string()), ("worker_pid", pa.int64()), ("started_at", _TS),
     ("finished_at", _TS), ("spec", pa.string()),
 ]
+SCHEDULES_SCHEMA = pa.schema([("run_id", pa.string()), ("policy", pa.string()), ("seed", pa.int64()),
+                              ("point_id", pa.string()), *SCHEDULE_COLUMNS])
 JOBS_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("policy", pa.string()), ("seed", pa.int64()), ("point_id", pa.string()),
     ("instance_id", pa.string()), ("job", pa.int64()), ("arrival", pa.int64()), ("admitted", pa.bool_()),
@@ -207,6 +211,12 @@ class Store:
         jobs = job_rows(task, outcome)
         if jobs:
             _write_atomic(to_table(jobs, JOBS_SCHEMA), self.part("jobs") / f"{task.run_id}.parquet")
+        if outcome.schedule is not None:
+            ident = {"run_id": task.run_id, "policy": task.policy, "seed": task.seed, "point_id": task.point_id}
+            cells = len(outcome.schedule["job"])
+            columns = {**{k: [v] * cells for k, v in ident.items()}, **outcome.schedule}
+            _write_atomic(pa.table(columns, schema=SCHEDULES_SCHEMA),
+                          self.part("schedules") / f"{task.run_id}.parquet")
         _write_atomic(to_table([run_row(task, outcome, git_commit)], schema),
                       self.part("runs") / f"{task.run_id}.parquet")
 

@@ -107,7 +107,8 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
              f"OPT) over {', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already "
              f"recorded, {len(todo)} to run")
         try:
-            _execute(store, runs_schema(plan), todo, address, max_parallel, commit, in_process, num_cpus)
+            _execute(store, runs_schema(plan), todo, address, max_parallel, commit, in_process, num_cpus,
+                     config.schedules)
         except KeyboardInterrupt:
             _say(f"\ninterrupted: finished runs are recorded; continue with "
                  f"`pdors sweep run {config_path} --out {root} --resume`")
@@ -115,15 +116,15 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
     return report(store, manifest)
 
 
-def _in_process(todo: list, on_connect):
+def _in_process(todo: list, on_connect, schedules: bool = False):
     from .executor import Cluster, execute
 
     on_connect(Cluster("in-process", 1, 1))
-    return ((task, execute(task)) for task in todo)
+    return ((task, execute(task, schedules)) for task in todo)
 
 
 def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: str, in_process: bool,
-             num_cpus: int | None = None) -> None:
+             num_cpus: int | None = None, schedules: bool = False) -> None:
     if not todo:
         return
     from tqdm import tqdm
@@ -145,7 +146,8 @@ def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: s
 
     started, clock = time.perf_counter(), []
     try:
-        outcomes = _in_process(todo, connected) if in_process else fan_out(todo, address, max_parallel, connected, num_cpus)
+        outcomes = _in_process(todo, connected, schedules) if in_process else \
+            fan_out(todo, address, max_parallel, connected, num_cpus, schedules)
         for task, outcome in outcomes:
             store.write(task, outcome, schema_, commit)
             tally[outcome.status] += 1
