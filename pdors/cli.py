@@ -84,7 +84,7 @@ def _add_run_args(p, policy_default="pdors") -> None:
 
 # Modules that add subcommands: each defines ``register(subparsers)``; handlers are ``func(args) -> int``.
 SUBCOMMAND_MODULES: tuple[str, ...] = ("pdors.compare", "pipeline.cli", "offline_opt.cli", "pipeline.nightly",
-                                        "pdors.bench")
+                                        "pdors.bench", "pipeline.show")
 
 
 def parser() -> argparse.ArgumentParser:
