@@ -176,18 +176,23 @@ def _ms(value) -> int:
     return int(pd.Timestamp(value).timestamp() * 1000)
 
 
+def _last_finish_ms(runs: pd.DataFrame) -> int:
+    """The timestamp of metrics derived from ``runs``: when the last of them finished (0 if none did)."""
+    finished = runs["finished_at"].dropna()
+    return _ms(finished.max()) if len(finished) else 0
+
+
 def seed_table(point_runs: pd.DataFrame) -> pd.DataFrame:
     """One row per seed of a point: run id, status and the per-seed metrics."""
     cols = ["seed", "run_id", "status", *(m for m in SEED_METRICS if m in point_runs)]
     return point_runs[cols].sort_values("seed").reset_index(drop=True)
 
 
-def _child_content(row: pd.Series, point_runs: pd.DataFrame, agg_columns) -> tuple[dict, list]:
+def _child_content(row: pd.Series, point_runs: pd.DataFrame, agg_columns) -> tuple[list, list]:
     """A child's params and metrics, all determined by the record (timestamps are the runs' finish times)."""
-    logged = {p.key: p.value for p in params(point_params(point_runs["spec"].iloc[0], row["policy"]))}
-    finished = point_runs["finished_at"].dropna()
+    logged = params(point_params(point_runs["spec"].iloc[0], row["policy"]))
     stats = {k: row[k] for k in agg_columns if k.endswith((".mean", ".std"))}
-    values = metrics({"n": row["n"], "failed": row["failed"], **stats}, _ms(finished.max()) if len(finished) else 0)
+    values = metrics({"n": row["n"], "failed": row["failed"], **stats}, _last_finish_ms(point_runs))
     for run in point_runs[point_runs["status"] == "ok"].to_dict("records"):
         values += metrics({m: run[m] for m in SEED_METRICS if m in run}, _ms(run["finished_at"]), run["seed"])
     return logged, values
@@ -195,19 +200,17 @@ def _child_content(row: pd.Series, point_runs: pd.DataFrame, agg_columns) -> tup
 
 def _log_child(c, exp_id: str, parent: str, sweep_id: str, label: str, row: pd.Series, point_runs: pd.DataFrame,
                agg_columns, existing) -> str:
-    from mlflow.entities import Param
-
     logged, values = _child_content(row, point_runs, agg_columns)
-    content = hashlib.sha256(json.dumps([logged, [(m.key, m.value, m.timestamp, m.step) for m in values]],
-                                        sort_keys=True).encode()).hexdigest()[:20]
+    content = hashlib.sha256(json.dumps([[(p.key, p.value) for p in logged],
+                                         [(m.key, m.value, m.timestamp, m.step) for m in values]]).encode()
+                             ).hexdigest()[:20]
     if existing is not None and existing.data.tags.get(CONTENT_TAG) == content:
         return existing.info.run_id
     child = existing.info.run_id if existing is not None else c.create_run(
         exp_id, run_name=label[:250],
         tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: row["point_id"]}).info.run_id
-    items = [Param(k, v) for k, v in logged.items()]
-    for k in range(0, max(len(items), len(values)), BATCH):
-        c.log_batch(child, metrics=values[k:k + BATCH], params=items[k:k + BATCH])
+    for k in range(0, max(len(logged), len(values)), BATCH):
+        c.log_batch(child, metrics=values[k:k + BATCH], params=logged[k:k + BATCH])
     c.log_text(child, seed_table(point_runs).to_csv(index=False), "seeds.csv")
     c.set_tag(child, CONTENT_TAG, content)
     c.set_terminated(child)
@@ -233,8 +236,6 @@ def log_sweep(manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: 
     c = client()
     sweep_id, root = manifest["sweep_id"], _root(manifest, root)
     runs = with_ratio(runs)
-    finished = runs["finished_at"].dropna()
-    ts = _ms(finished.max()) if len(finished) else 0
     with _locked(root, sweep_id):
         exp_id = experiment_id(c, manifest["experiment"])
         key = parent_key(sweep_id, root)
@@ -245,7 +246,7 @@ def log_sweep(manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: 
             parent,
             metrics=metrics({"runs_total": manifest["tasks"], "runs_recorded": len(runs),
                              **{f"runs_{s}": int(status.get(s, 0)) for s in ("ok", "failed", "lost")},
-                             **headline(runs)}, ts),
+                             **headline(runs)}, _last_finish_ms(runs)),
             # params are immutable in MLflow: only what the sweep id determines; where and with what as tags
             params=params({"name": manifest["name"], "axes": manifest["axes"], "seeds": manifest["seeds"],
                            "policies": ",".join(manifest["config"]["policies"]), "opt": manifest["config"]["opt"]}),
