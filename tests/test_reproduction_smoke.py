@@ -109,7 +109,8 @@ def test_config_runs_end_to_end_and_reports(path, tmp_path, mlflow_home, monkeyp
         expected = set(fig.policies or config.policies)
         assert set(table["policy"]) == expected, (fig.name, table)
         if fig.x != "policy":   # every policy has every x of the sweep in every panel ("-": another policy's axis)
-            for (_, policy), xs in table.fillna({"panel": ""}).groupby(["panel", "policy"])["x"]:
+            panels = table["panel"].astype(object).fillna("")   # "" (no panel) reads back as NaN
+            for (_, policy), xs in table.groupby([panels, "policy"])["x"]:
                 assert list(xs) == ["-"] or same_values(list(xs), config.grid[fig.x]), (fig.name, policy, table)
         assert all(math.isfinite(v) for v in table["mean"]), (fig.name, table)
         pooled = math.prod(len(config.grid[a]) for a in fig.average)   # one seed: pooled axes only
