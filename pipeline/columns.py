@@ -14,6 +14,7 @@ import pyarrow as pa
 from pdors.load import LOAD_VARIANTS
 from pdors.model import RESOURCES
 from pdors.run_summary import RunSummary
+from pdors.schedule_io import COLUMNS as SCHEDULE_COLUMNS
 
 JSON_METRICS = ("violation_detail", "policy_stats")
 # Summary fields that are not metrics: identity (already columns), the spec, the per-job list, the schedule's
@@ -75,6 +76,8 @@ PROVENANCE: list[tuple[str, pa.DataType]] = [
     ("node_id", pa.string()), ("node_ip", pa.string()), ("worker_pid", pa.int64()), ("started_at", _TS),
     ("finished_at", _TS), ("spec", pa.string()),
 ]
+SCHEDULES_SCHEMA = pa.schema([("run_id", pa.string()), ("policy", pa.string()), ("seed", pa.int64()),
+                              ("point_id", pa.string()), *SCHEDULE_COLUMNS])
 JOBS_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("policy", pa.string()), ("seed", pa.int64()), ("point_id", pa.string()),
     ("instance_id", pa.string()), ("job", pa.int64()), ("arrival", pa.int64()), ("admitted", pa.bool_()),

@@ -356,14 +356,12 @@ def log_run(report: Report) -> str:
     """One MLflow run in experiment ``nightly-competitive-ratio``; returns its id. Summary metrics (median,
     p90, max ratio) make the history across nights; per-instance values are series with step = seed."""
     from mlflow.entities import Metric, RunTag
-    from mlflow.tracking import MlflowClient
 
     from . import tracking
 
     tracking.check_reachable(tracking.tracking_uri())
-    client = MlflowClient()
-    experiment = client.get_experiment_by_name(EXPERIMENT)
-    exp_id = experiment.experiment_id if experiment else client.create_experiment(EXPERIMENT)
+    client = tracking.client()
+    exp_id = tracking.experiment_id(client, EXPERIMENT)
     s, code = report.settings, report.code
     run_id = client.create_run(exp_id, run_name=report.name).info.run_id
     summary = {"passed": int(report.passed), "failed_instances": report.failures,
@@ -417,14 +415,15 @@ def run(settings: Settings, track: bool = True, progress: bool = True, today: da
     if not track:
         return status
     from . import tracking
+    from .credentials import one_line
 
     try:
         run_id = log_run(report)
     except Exception as e:   # the files are the record; a tracking outage must not hide the verdict
-        print(f"MLflow logging failed ({type(e).__name__}: {' '.join(str(e).split())[:300]}); the results are "
+        print(f"MLflow logging failed ({one_line(e)}); the results are "
               f"in {report.directory}", file=sys.stderr)
         return status or 3
-    print(f"MLflow: {tracking.tracking_uri()} experiment {EXPERIMENT!r}, run {run_id}")
+    print(f"MLflow: {tracking.shown_uri()} experiment {EXPERIMENT!r}, run {run_id}")
     return status
 
 

@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 FORMAT = "pdors-nightly-record/1"
-DEFAULT_RECORD = "configs/nightly_record.json"
+# The record committed with the code (a checkout, or an editable install of one), wherever the command runs from.
+DEFAULT_RECORD = str(Path(__file__).resolve().parents[1] / "configs" / "nightly_record.json")
 SCAN_FACTOR = 4   # --record tries at most N * SCAN_FACTOR seeds before giving up
 
 

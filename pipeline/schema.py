@@ -67,7 +67,9 @@ class FigureConfig:
     series per policy. ``x``: a grid axis, or ``policy`` (one bar per policy). ``where``: grid axis -> the one
     value kept (e.g. one mix of a two-mix sweep). ``normalise``: divide each run's value by that policy's on
     the same instance (paper Figs. 14-17, "normalised to OASiS"). ``yscale``: ``log`` where values span orders
-    of magnitude (a near-empty schedule's ratio). ``claim``: what the paper reports."""
+    of magnitude (a near-empty schedule's ratio). ``average``: grid axes pooled into each point (their runs
+    count as more samples); every other axis but ``x`` and ``where``'s gets one panel per value, so by default a
+    point is the mean over seeds only. ``claim``: what the paper reports."""
 
     name: str
     title: str
@@ -76,6 +78,7 @@ class FigureConfig:
     where: dict[str, Any] = field(default_factory=dict)
     normalise: str | None = None
     policies: list[str] = field(default_factory=list)
+    average: list[str] = field(default_factory=list)
     ylabel: str = ""
     yscale: Literal["linear", "log"] = "linear"
     claim: str = ""
@@ -105,6 +108,7 @@ class SweepConfig:
     output: str = DEFAULT_OUTPUT
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     report: list[FigureConfig] = field(default_factory=list)
+    schedules: bool = False   # also record every simulation's allocations (the ``schedules`` table)
 
     def check(self) -> list[str]:
         out = []
@@ -182,6 +186,9 @@ def _figure_problem(fig: FigureConfig, config: SweepConfig) -> list[str]:
             out.append(f"where.{axis}: not a grid axis of this sweep")
         elif value not in config.grid[axis]:
             out.append(f"where.{axis}: {value!r} is not one of the axis's values {config.grid[axis]}")
+    for k, axis in enumerate(fig.average):
+        if axis not in config.grid or axis == fig.x or axis in fig.where:
+            out.append(f"average[{k}]: {axis!r} is not a grid axis of this sweep other than x and where's")
     for name in [*fig.policies, *([fig.normalise] if fig.normalise else [])]:
         if name not in config.policies:
             out.append(f"policies: {name!r} is not a policy of this sweep ({', '.join(config.policies)})")

@@ -4,6 +4,7 @@ Layout under the output root::
 
     runs/sweep_id=<id>/<run_id>.parquet     one row per run (params, metrics, status, provenance)
     jobs/sweep_id=<id>/<run_id>.parquet     one row per job per run
+    schedules/sweep_id=<id>/<run_id>.parquet   with ``schedules: true``: one row per (job, machine, slot) used
     sweeps/<id>/                            manifest.json, config.yaml, summary.{csv,md}, plots/
 
 Each file is written under a hidden temp name and moved into place with ``os.replace`` (readers skip hidden
@@ -32,7 +33,7 @@ import pyarrow.parquet as pq
 from pdors.policies import policy_module
 from pdors.workload import WorkloadConfig
 
-from .columns import (IDENTITY, JOBS_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS, PROVENANCE, SUMMARY_IDENTITY,
+from .columns import (IDENTITY, JOBS_SCHEMA, SCHEDULES_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS, PROVENANCE, SUMMARY_IDENTITY,
                       arrow_type)
 from .schema import OptConfig
 from .tasks import Outcome, Plan, Task
@@ -53,7 +54,7 @@ class Counts:
         return self.total - self.ok - self.failed - self.lost
 
 
-TABLES = ("runs", "jobs")
+TABLES = ("runs", "jobs", "schedules")
 PARTITIONING = ds.partitioning(pa.schema([("sweep_id", pa.string())]), flavor="hive")
 
 def _columns(cls, prefix: str) -> list[tuple[str, pa.DataType]]:
@@ -173,6 +174,12 @@ class Store:
         jobs = job_rows(task, outcome)
         if jobs:
             _write_atomic(to_table(jobs, JOBS_SCHEMA), self.part("jobs") / f"{task.run_id}.parquet")
+        if outcome.schedule is not None:
+            ident = {"run_id": task.run_id, "policy": task.policy, "seed": task.seed, "point_id": task.point_id}
+            cells = len(outcome.schedule["job"])
+            columns = {**{k: [v] * cells for k, v in ident.items()}, **outcome.schedule}
+            _write_atomic(pa.table(columns, schema=SCHEDULES_SCHEMA),
+                          self.part("schedules") / f"{task.run_id}.parquet")
         _write_atomic(to_table([run_row(task, outcome, git_commit)], schema),
                       self.part("runs") / f"{task.run_id}.parquet")
 

@@ -17,7 +17,14 @@ TABLE_METRICS = (("total_utility", "utility"), ("completed", "completed"), ("flu
                  ("offered_load.internal", "load int"), ("offered_load.external", "load ext"),
                  ("ratio", "OPT/ALG"), ("ratio_bound", "bound/ALG"), ("decision_latency_ms.p50", "p50 ms"),
                  ("wall_s", "wall s"))
-FIGURE_COLUMNS = ("policy", "x", "n", "mean", "std", "min", "max")
+FIGURE_COLUMNS = ("panel", "policy", "x", "n", "mean", "std", "ci_low", "ci_high", "min", "max")
+CONFIDENCE = 0.95   # figures: Student-t interval on the mean over the runs behind a point
+# Where each metric lives (a figure's interval is clipped to it): utilities, counts and times are >= 0, shares
+# of capacity lie in [0, 1], OPT / ALG >= 1 (ALG <= OPT); anything else (policy_stats.*) is unbounded.
+COUNT_METRICS = ("admitted", "completed", "rejected", "violations", "decision_latency_ms.count",
+                 "rounding.infeasible_solves")
+NONNEGATIVE_METRICS = ("total_utility", "median_training_time", "wall_s", "decision_latency_ms.p50",
+                       "decision_latency_ms.p99", "rounding.attempts_mean", *COUNT_METRICS)
 
 
 class FigureDataError(ValueError):
@@ -137,10 +144,54 @@ def _matches(column: pd.Series, value) -> pd.Series:
     return column.map(axis_label) == axis_label(value)
 
 
-def figure_table(runs: pd.DataFrame, fig: FigureConfig) -> pd.DataFrame:
-    """Mean, std, min, max and n over seeds of ``fig.metric`` per (policy, x), ordered by ``fig.policies`` or
-    else by first appearance (plan order: grid, policy, seed); x is the axis value as text, ``-`` where a
-    policy lacks the axis (another policy's parameter)."""
+def domain(fig: FigureConfig) -> tuple[float, float]:
+    """The interval a figure's values can take (its confidence intervals are clipped to it)."""
+    if fig.normalise:   # a ratio of two values of the same metric
+        return (0.0, math.inf) if fig.metric in NONNEGATIVE_METRICS or fig.metric in DERIVED_METRICS else \
+            (-math.inf, math.inf)
+    if fig.metric in DERIVED_METRICS:
+        return 1.0, math.inf
+    if fig.metric.startswith("utilisation."):
+        return 0.0, 1.0
+    return (0.0, math.inf) if fig.metric in NONNEGATIVE_METRICS else (-math.inf, math.inf)
+
+
+def confidence_interval(mean: pd.Series, std: pd.Series, n: pd.Series, bounds: tuple[float, float]):
+    """Student-t ``CONFIDENCE`` interval on the mean of n values, clipped to ``bounds``; NaN where n < 2."""
+    from scipy import stats
+
+    dof = n.astype(float) - 1
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, dof.where(dof > 0)) * std / n.astype(float) ** 0.5
+    return (mean - half).clip(*bounds), (mean + half).clip(*bounds)
+
+
+def panel_axes(fig: FigureConfig, axes: list[str]) -> list[str]:
+    """The grid axes that get a panel per value: every axis but x, those fixed by ``where`` and those the
+    figure averages over."""
+    return [a for a in axes if a != fig.x and a not in fig.where and a not in fig.average]
+
+
+def _panels(ok: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """``ok`` with a ``panel`` label (``axis=value, ...``; "" with no panel axes). A run lacking an axis
+    (another policy's parameter) belongs to every panel of that axis."""
+    ok = ok.assign(panel="")
+    for axis in axes:
+        labels = ok[axis].map(axis_label)
+        values = [v for v in dict.fromkeys(labels) if v != "-"]
+        if not values:   # only policies without this parameter are drawn
+            continue
+        ok = ok.assign(_value=labels.map(lambda v: values if v == "-" else [v])).explode("_value")
+        ok["panel"] = ok["panel"].where(ok["panel"] == "", ok["panel"] + ", ") + f"{axis}=" + ok["_value"]
+    return ok.drop(columns="_value", errors="ignore")
+
+
+def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = ()) -> pd.DataFrame:
+    """Per (panel, policy, x): n runs, mean, std, the ``CONFIDENCE`` Student-t interval on the mean (clipped to
+    the metric's :func:`domain`), min and max of ``fig.metric``. A panel is one value of every grid axis in
+    ``axes`` that the figure neither plots, fixes nor averages (:func:`panel_axes`): by default a point is
+    the mean over seeds only. Rows are ordered by ``fig.policies`` or else by first appearance (plan order:
+    grid, policy, seed); x is the axis value as text, ``-`` where a policy lacks the axis (another policy's
+    parameter)."""
     ok = with_ratio(runs)
     ok = ok[(ok["status"] == "ok") & (ok["kind"] == "sim")]
     for axis, value in fig.where.items():
@@ -149,19 +200,28 @@ def figure_table(runs: pd.DataFrame, fig: FigureConfig) -> pd.DataFrame:
     if fig.normalise:
         values = _normalised(ok, values, fig.normalise)
     keep = ok["policy"].isin(fig.policies) if fig.policies else pd.Series(True, index=ok.index)
-    ok, values = ok[keep], values[keep]
+    ok = _panels(ok[keep].assign(value=values[keep]), panel_axes(fig, list(axes)))
     x = ok["policy"] if fig.x == POLICY_AXIS else ok[fig.x].map(axis_label)
-    frame = pd.DataFrame({"policy": ok["policy"], "x": x, "value": values}).dropna(subset=["value"])
-    stats = frame.groupby(["policy", "x"], sort=False)["value"].agg(["count", "mean", "std", "min", "max"])
-    table = stats.reset_index().rename(columns={"count": "n"})[list(FIGURE_COLUMNS)]
+    frame = pd.DataFrame({"panel": ok["panel"], "policy": ok["policy"], "x": x, "value": ok["value"]})
+    frame = frame.dropna(subset=["value"])
+    stats = frame.groupby(["panel", "policy", "x"], sort=False)["value"].agg(["count", "mean", "std", "min", "max"])
+    table = stats.reset_index().rename(columns={"count": "n"})
+    table["ci_low"], table["ci_high"] = confidence_interval(table["mean"], table["std"], table["n"], domain(fig))
+    table = table[list(FIGURE_COLUMNS)]
     if fig.policies:   # the figure's order, else plan order
         table = table.sort_values("policy", key=lambda p: p.map(fig.policies.index), kind="stable")
     return table.reset_index(drop=True)
 
 
+def _interval(low: float, high: float) -> str:
+    return "-" if math.isnan(low) else f"[{low:.4g}, {high:.4g}]"
+
+
 def figure_markdown(table: pd.DataFrame, x_label: str) -> str:
-    """A figure's data as a Markdown table: one row per (policy, x)."""
-    lines = [f"| policy | {x_label} | n | mean ± std | min | max |", "|---|---|---|---|---|---|"]
+    """A figure's data as a Markdown table: one row per (panel, policy, x)."""
+    lines = [f"| panel | policy | {x_label} | n | mean ± std | {CONFIDENCE:.0%} CI (Student t) | min | max |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in table.itertuples():
-        lines.append(f"| {r.policy} | {r.x} | {r.n} | {_cell(r.mean, r.std)} | {r.min:.4g} | {r.max:.4g} |")
+        lines.append(f"| {r.panel or '-'} | {r.policy} | {r.x} | {r.n} | {_cell(r.mean, r.std)} | "
+                     f"{_interval(r.ci_low, r.ci_high)} | {r.min:.4g} | {r.max:.4g} |")
     return "\n".join(lines) + "\n"

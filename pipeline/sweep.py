@@ -12,6 +12,7 @@ from pathlib import Path
 from pdors.config import to_dict
 
 from . import grid, schema
+from .credentials import one_line
 from .provenance import git_commit, packages
 from .storage import Store, SweepError, manifest_of, recorded_runs, runs_schema
 from .tasks import Plan
@@ -61,7 +62,8 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
              f"OPT) over {', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already "
              f"recorded, {len(todo)} to run")
         try:
-            _execute(store, runs_schema(plan), todo, address, max_parallel, commit, in_process, num_cpus)
+            _execute(store, runs_schema(plan), todo, address, max_parallel, commit, in_process, num_cpus,
+                     config.schedules)
         except KeyboardInterrupt:
             _say(f"\ninterrupted: finished runs are recorded; continue with "
                  f"`pdors sweep run {config_path} --out {root} --resume`")
@@ -69,15 +71,15 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
     return publish(store, manifest)
 
 
-def _in_process(todo: list, on_connect):
+def _in_process(todo: list, on_connect, schedules: bool = False):
     from .executor import Cluster, execute
 
     on_connect(Cluster("in-process", 1, 1))
-    return ((task, execute(task)) for task in todo)
+    return ((task, execute(task, schedules)) for task in todo)
 
 
 def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: str, in_process: bool,
-             num_cpus: int | None = None) -> None:
+             num_cpus: int | None = None, schedules: bool = False) -> None:
     if not todo:
         return
     from tqdm import tqdm
@@ -99,7 +101,8 @@ def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: s
 
     started, clock = time.perf_counter(), []
     try:
-        outcomes = _in_process(todo, connected) if in_process else fan_out(todo, address, max_parallel, connected, num_cpus)
+        outcomes = _in_process(todo, connected, schedules) if in_process else \
+            fan_out(todo, address, max_parallel, connected, num_cpus, schedules)
         for task, outcome in outcomes:
             store.write(task, outcome, schema_, commit)
             tally[outcome.status] += 1
@@ -144,15 +147,16 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     status = 1 if counts.failed or counts.lost or counts.remaining or len(above) else 0
     if not (manifest["mlflow"] if track is None else track):
         return status
-    artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")] + [plot]
+    artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
+    artifacts += plots.formats(plot)
     try:
-        parent = tracking.log_sweep(manifest, runs, agg, artifacts)
-        tracking.attach(manifest, figures, "report")
+        parent = tracking.log_sweep(manifest, runs, agg, artifacts, store.root)
+        tracking.attach(manifest, figures, "report", store.root)
     except Exception as e:   # Parquet is the record: say how to re-log, keep the results
-        _say(f"MLflow logging failed ({type(e).__name__}: {' '.join(str(e).split())[:300]}); results are safe "
+        _say(f"MLflow logging failed ({one_line(e)}); results are safe "
              f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`")
         return status or 3
-    _say(f"MLflow: {tracking.tracking_uri()} experiment {manifest['experiment']!r}, parent run {parent} "
+    _say(f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {parent} "
          f"with {len(agg)} child runs")
     return status
 

@@ -229,10 +229,13 @@ def test_mlflow_script_says_which_package_a_postgres_or_s3_store_needs(tmp_path)
     probe = subprocess.run([BIN / "python", "-c", "import psycopg2"], capture_output=True)
     if probe.returncode == 0:
         pytest.skip("psycopg2 is installed here: the missing-driver message cannot be seen")
-    env = {**os.environ, "MLFLOW_BACKEND_STORE_URI": "postgresql://mlflow@127.0.0.1:1/mlflow"}
+    uri = tmp_path / "backend-uri"   # the URI from a file: its password never on a command line, nor shown
+    uri.write_text("postgresql://mlflow:S3cr3t@127.0.0.1:1/mlflow\n")
+    env = {**os.environ, "MLFLOW_BACKEND_STORE_URI_FILE": str(uri)}
     result = subprocess.run([INFRA / "mlflow-local.sh", "5999", tmp_path / "srv"], env=env, capture_output=True,
                             text=True, timeout=30)
     assert result.returncode == 2 and "pip install psycopg2-binary" in result.stderr
+    assert "postgresql://***@127.0.0.1:1/mlflow" in result.stderr and "S3cr3t" not in result.stderr
 
 
 class _Hook(BaseHTTPRequestHandler):
@@ -334,15 +337,17 @@ def test_sweep_and_nightly_on_a_two_node_cluster_and_mlflow_server_from_infra_sc
 
 @pytest.mark.slow
 def test_kubernetes_mlflow_container_args_start_a_server_that_answers_in_cluster_names_only(netns, env, tmp_path):
-    """The Deployment's own command and args (stores swapped for SQLite and a directory, which the same
-    flags take) start the installed MLflow; the Service's DNS names pass its host check, others do not."""
+    """The Deployment's own command and args (stores from the environment, as the secret provides them; here
+    SQLite and a directory) start the installed MLflow; the Service's DNS names pass its host check, others do not."""
     pod = next(d for d in all_docs() if d["kind"] == "Deployment")["spec"]["template"]["spec"]
     container = pod["containers"][0]
     stores = {"MLFLOW_BACKEND_STORE_URI": f"sqlite:///{tmp_path}/mlflow.db",
               "MLFLOW_ARTIFACTS_DESTINATION": str(tmp_path / "artifacts")}
-    args = [re.sub(r"\$\((\w+)\)", lambda m: stores[m.group(1)], a) for a in container["args"]]
+    args = container["args"]
+    assert not [a for a in args if "$(" in a or "store-uri" in a]   # stores from the secret's env, not argv
     port = int(next(a for a in args if a.startswith("--port=")).split("=")[1])
-    server = start(netns, env, tmp_path, BIN / container["command"][0], *container["command"][1:], *args)
+    server = start(netns, {**env, **stores}, tmp_path, BIN / container["command"][0], *container["command"][1:],
+                   *args)
     try:   # --host=0.0.0.0 in a namespace whose only interface is lo
         wait_healthy(netns, f"http://127.0.0.1:{port}/health", server)
         codes = {}

@@ -109,16 +109,19 @@ def test_config_runs_end_to_end_and_reports(path, tmp_path, mlflow_home, monkeyp
     manifest = json.loads((sweep_dir / "manifest.json").read_text())
     config = schema.load(small)
     for fig in figures_of(manifest):
-        png, csv, md = (tmp_path / "figures" / f"{fig.name}.{ext}" for ext in ("png", "csv", "md"))
+        png, pdf, csv, md = (tmp_path / "figures" / f"{fig.name}.{ext}" for ext in ("png", "pdf", "csv", "md"))
         assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size < 200_000
         table = pd.read_csv(csv)
         expected = set(fig.policies or config.policies)
         assert set(table["policy"]) == expected, (fig.name, table)
-        if fig.x != "policy":   # every policy has every x of the sweep ("-": another policy's parameter axis)
-            for policy, xs in table.groupby("policy")["x"]:
+        if fig.x != "policy":   # every policy has every x of the sweep in every panel ("-": another policy's axis)
+            panels = table["panel"].astype(object).fillna("")   # "" (no panel) reads back as NaN
+            for (_, policy), xs in table.groupby([panels, "policy"])["x"]:
                 assert list(xs) == ["-"] or same_values(list(xs), config.grid[fig.x]), (fig.name, policy, table)
         assert all(math.isfinite(v) for v in table["mean"]), (fig.name, table)
-        assert (table["n"] == (1 if fig.where or len(config.grid) <= 1 else 2)).all(), (fig.name, table)
+        pooled = math.prod(len(config.grid[a]) for a in fig.average)   # one seed: pooled axes only
+        assert (table["n"] == pooled).all(), (fig.name, table)
+        assert pdf.read_bytes()[:5] == b"%PDF-"
         if fig.normalise:
             assert (table.loc[table["policy"] == fig.normalise, "mean"] == 1.0).all()
         assert f"# {fig.title}" in md.read_text()
@@ -131,7 +134,7 @@ def test_config_runs_end_to_end_and_reports(path, tmp_path, mlflow_home, monkeyp
                                                "tags.`pdors.role` = 'sweep'")
     assert len(parents) == 1
     attached = {Path(a.path).name for a in client.list_artifacts(parents[0].info.run_id, "report")}
-    assert {f"{fig.name}.{ext}" for fig in figures_of(manifest) for ext in ("png", "csv", "md")} <= attached
+    assert {f"{fig.name}.{ext}" for fig in figures_of(manifest) for ext in ("png", "pdf", "csv", "md")} <= attached
     children = client.search_runs([experiment], f"tags.`mlflow.parentRunId` = '{parents[0].info.run_id}'")
     assert len(children) == len(pd.read_csv(sweep_dir / "summary.csv"))
 
