@@ -139,6 +139,9 @@ class SweepConfig:
         self.opt_settings()
         if self.opt is not None and (why := opt_unavailable()):
             out.append(f"opt: cannot compute the offline optimum: {why}")
+        profiles = [(self.instance.get("workload") or {}).get("profile"), *self.grid.get("workload.profile", [])]
+        if self.opt is not None and "thesis" in profiles:
+            out.append("opt: the offline optimum models the paper's rules, not the thesis profile's (3.4)-(3.5)")
         if not self.output.strip():
             out.append("output: must not be empty")
         names = [f.name for f in self.report]
