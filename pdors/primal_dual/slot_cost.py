@@ -362,6 +362,10 @@ def _disaggregate(job, lp_sol, members, free):
     with np.errstate(divide="ignore", invalid="ignore"):
         stretch = np.min(np.where(load > 0, room / load, np.inf), axis=1, initial=np.inf)
     stretch = np.maximum(1.0, np.minimum(stretch, count.astype(float)))
+    if job.gamma_internal is not None and used.size == 1:
+        # Thesis: on one machine the tasks would run internally (Fact 1) under (3.4)'s internal rule, so an
+        # external point of one class goes to two of its (identical) machines at the same LP cost.
+        stretch = np.minimum(stretch, np.maximum(count / 2.0, 1.0))
     full = np.floor(count / stretch + 1e-12).astype(np.int64)
     rest = count - full * stretch
     partial = rest > 1e-9
