@@ -1,7 +1,7 @@
 """The thesis's variant of the model (``workload: {profile: thesis}``; docs/MODEL.md, "The thesis profile").
 
-The thesis ("Toward Efficient Online Scheduling for Distributed Machine Learning Systems", the Iowa State
-thesis version) models Async-SGD: each worker trains mini-batches one after another, a mini-batch taking
+The thesis (M. Yu, "Toward efficient online scheduling for large-scale distributed machine learning system",
+MS thesis, Iowa State University, 2019) models Async-SGD: each worker trains mini-batches one after another, a mini-batch taking
 tau_i + 2 g_i / b seconds with b = b_i^(i) iff all of the job's workers and PSs share one machine (Fact 1),
 else b_i^(e) (eq. 3.1); its PSs must carry the workers' traffic, sum_h w_ih b <= B_i sum_p s_ip (eq. 3.4),
 and there are no more PSs than workers (eq. 3.5). Section 4.1 gives the distributions drawn here.
