@@ -57,7 +57,7 @@ class TraceConfig:
 
 # The fields ``profile: thesis`` replaces by the thesis's Section 4.1 (pdors.thesis); they must keep defaults.
 PAPER_ONLY = ("epochs", "samples", "grad_mb", "tau", "gamma", "batch", "bw_external_mbps", "worker_demand",
-              "ps_demand", "workload_scale")
+              "ps_demand")
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class WorkloadConfig:
 
     ``profile``: ``paper`` (the paper's model), or ``thesis``: the thesis's jobs, throughput and PS rules
     (:mod:`pdors.thesis`); the fields in ``PAPER_ONLY`` do not apply to it, the others (bandwidth ratio,
-    capacity factor, utilities, mix, arrivals) do."""
+    capacity factor, utilities, mix, arrivals, workload scale) do."""
 
     epochs: tuple[int, int] = (50, 200)
     samples: tuple[int, int] = (20000, 500000)
@@ -188,10 +188,10 @@ def generate(config: WorkloadConfig, machines: int, jobs: int, slots: int, seed:
         wd, pd = c.worker_demand.bounds(), c.ps_demand.bounds()
         worker = rng.integers(wd[:, 0], wd[:, 1] + 1, size=(jobs, len(RESOURCES)))
         ps = rng.integers(pd[:, 0], pd[:, 1] + 1, size=(jobs, len(RESOURCES)))
-        samples = np.maximum(1, np.round(samples * c.workload_scale)).astype(np.int64)
         arrays = dict(epochs=epochs, samples=samples, grad_mb=grad, tau=tau, gamma=gamma, batch=batch,
                       bw_internal=bw_ext * c.bandwidth_ratio, bw_external=bw_ext, worker_demand=worker,
                       ps_demand=ps)
+    arrays["samples"] = np.maximum(1, np.round(arrays["samples"] * c.workload_scale)).astype(np.int64)
     theta1, theta3 = reals(c.theta1), reals(c.theta3)
     cls = rng.choice(3, size=jobs, p=np.array(c.mix) / sum(c.mix))
     if sensitivity is not None:

@@ -104,6 +104,9 @@ def test_thesis_policies_give_schedules_the_validator_accepts(policy, ratio):
 def test_other_policies_are_refused_with_exit_2(tmp_path):
     refused = [p for p in POLICIES if p not in THESIS_POLICIES]
     assert refused
+    for policy in refused:
+        with pytest.raises(ConfigError, match=r"^policy: .*\(3\.4\)-\(3\.5\)"):
+            build(RunSpec, {"policy": policy, "workload": {"profile": "thesis"}})
     config = tmp_path / "thesis.yaml"
     config.write_text("workload: {profile: thesis}\n")
     out = subprocess.run([sys.executable, "-m", "pdors.cli", "simulate", "--policy", refused[0],
