@@ -61,6 +61,9 @@ class Dorm(SlotPolicy):
         self.highs.setOptionValue("output_flag", False)
         self.highs.setOptionValue("time_limit", config.time_limit)
         self.highs.setOptionValue("mip_rel_gap", config.mip_rel_gap)
+        # HiGHS's MIP starts one thread pool per process and (highspy 1.16) fails any later run that asks for
+        # another size: one thread, as the offline optimum's solves ask (offline_opt/solvers.py), per Ray task.
+        self.highs.setOptionValue("threads", 1)
 
     def reset(self, instance: Instance, seed: int) -> None:
         self.total = instance.cluster.capacity.sum(axis=0)
