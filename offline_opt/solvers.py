@@ -20,6 +20,8 @@ from pathlib import Path
 import pyomo.environ as pyo
 from pyomo.opt import TerminationCondition as LegacyTC
 
+from pdors.primal_dual.slot_cost import HIGHS_THREADS
+
 SOLVERS: tuple[str, ...] = ("highs", "cbc", "glpk")
 
 
@@ -63,8 +65,8 @@ def _highs(model, time_limit, mip_gap) -> SolverRun:
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition as TC
     from pyomo.contrib.solver.solvers.highs import Highs
 
-    res = Highs().solve(model, time_limit=time_limit, rel_gap=mip_gap, threads=1, load_solutions=False,
-                        raise_exception_on_nonoptimal_result=False)
+    res = Highs().solve(model, time_limit=time_limit, rel_gap=mip_gap, threads=HIGHS_THREADS,
+                        load_solutions=False, raise_exception_on_nonoptimal_result=False)
     has = res.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
     if has:
         res.solution_loader.load_vars()

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import sparse
 
 from ..model import Instance
+from ..primal_dual.slot_cost import HIGHS_THREADS
 from .base import SlotAllocation, SlotPolicy, SlotView
 from .placement import Placement, place_largest, slot_allocation
 
@@ -61,9 +62,7 @@ class Dorm(SlotPolicy):
         self.highs.setOptionValue("output_flag", False)
         self.highs.setOptionValue("time_limit", config.time_limit)
         self.highs.setOptionValue("mip_rel_gap", config.mip_rel_gap)
-        # HiGHS's MIP starts one thread pool per process and (highspy 1.16) fails any later run that asks for
-        # another size: one thread, as the offline optimum's solves ask (offline_opt/solvers.py), per Ray task.
-        self.highs.setOptionValue("threads", 1)
+        self.highs.setOptionValue("threads", HIGHS_THREADS)
 
     def reset(self, instance: Instance, seed: int) -> None:
         self.total = instance.cluster.capacity.sum(axis=0)

@@ -36,7 +36,7 @@ from ..model import Instance
 from ..policies.base import JobPlan, SlotView
 from ..policies.pdors import PDORS
 from .prices import prices
-from .slot_cost import (COST_RANGE, FIT_ATOL, JobShape, Option, Rounding, _gain, rounded_cost,
+from .slot_cost import (COST_RANGE, FIT_ATOL, HIGHS_THREADS, JobShape, Option, Rounding, _gain, rounded_cost,
                         state_digest, unit_price)
 
 
@@ -115,6 +115,7 @@ def external_lp(job: JobShape, demand: float, price: np.ndarray, free: np.ndarra
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
     highs = highspy.Highs()
     highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("threads", HIGHS_THREADS)
     highs.passModel(lp)
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:

@@ -42,6 +42,9 @@ import numpy as np
 from .gain import gain_eq29, gain_eq30
 
 FIT_ATOL = 1e-9
+# HiGHS starts one thread pool per process, and (highspy 1.16) a later run asking for another size fails with
+# status "not set": every HiGHS user here (these LPs, Dorm's MILP, the offline optimum) asks for one thread.
+HIGHS_THREADS = 1
 UP_W, UP_S = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])     # rounding outcome o = dw + 2 ds
 ROUNDING_BATCH = 64        # first batch of rounding attempts; batches double up to ROUNDING_BATCH_MAX
 ROUNDING_BATCH_MAX = 1024
@@ -182,6 +185,7 @@ class LinearProgram:
     def __init__(self) -> None:
         self.highs = highspy.Highs()
         self.highs.setOptionValue("output_flag", False)
+        self.highs.setOptionValue("threads", HIGHS_THREADS)
 
     def load(self, cost, a_matrix, row_lower, row_upper) -> None:
         lp = highspy.HighsLp()
