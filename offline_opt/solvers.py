@@ -20,6 +20,7 @@ from pathlib import Path
 import pyomo.environ as pyo
 from pyomo.opt import TerminationCondition as LegacyTC
 
+
 SOLVERS: tuple[str, ...] = ("highs", "cbc", "glpk")
 
 

@@ -13,7 +13,7 @@ from . import __version__
 from .config import build, to_dict
 from .load import fluid_completable, offered_load
 from .model import Instance
-from .policies import POLICIES, make_policy, policy_config
+from .policies import POLICIES, THESIS_POLICIES, make_policy, policy_config
 from .run_summary import JobOutcome, Latency, RunSummary
 from .simulator import SimulationResult, simulate
 from .validator import Validation, validate
@@ -36,6 +36,9 @@ class RunSpec:
         out = []
         if self.policy not in POLICIES:
             out.append(f"policy: unknown policy {self.policy!r} (known: {', '.join(POLICIES)})")
+        elif self.workload.profile == "thesis" and self.policy not in THESIS_POLICIES:
+            out.append(f"policy: {self.policy} does not keep the thesis's PS rules (3.4)-(3.5); with "
+                       f"workload.profile thesis use {' or '.join(THESIS_POLICIES)}")
         for name in ("machines", "jobs", "slots"):
             if getattr(self, name) < 1:
                 out.append(f"{name}: must be >= 1, got {getattr(self, name)}")

@@ -38,7 +38,9 @@ METRIC_LABELS = {"total_utility": "Total utility", "median_training_time": "Medi
                  "ratio": "Competitive ratio OPT / ALG", "ratio_bound": "OPT upper bound / ALG (a bound)",
                  "completed": "Completed jobs", "admitted": "Admitted jobs",
                  "policy_stats.rounding_attempts_mean": "Rounding attempts per external solve",
-                 "policy_stats.lp_vs_rounded_ratio": "Rounded cost / LP cost (approximation ratio)"}
+                 "policy_stats.lp_vs_rounded_ratio": "Rounded cost / LP cost (approximation ratio)",
+                 "policy_stats.rounding_attempts_roundable_mean": "Rounding attempts per roundable solve",
+                 "policy_stats.unroundable_share": "Share of external solves with no feasible rounding"}
 
 
 def policy_name(policy: str) -> str:

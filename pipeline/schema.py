@@ -130,6 +130,9 @@ class SweepConfig:
             out += [f"seeds[{k}]: must be >= 0, got {s}" for k, s in enumerate(seeds) if s < 0]
             out += [f"seeds[{k}]: duplicate seed {s}" for k, s in enumerate(seeds) if s in seeds[:k]]
         self.opt_settings()
+        profiles = [(self.instance.get("workload") or {}).get("profile"), *self.grid.get("workload.profile", [])]
+        if self.opt is not None and "thesis" in profiles:
+            out.append("opt: the offline optimum models the paper's rules, not the thesis profile's (3.4)-(3.5)")
         if not self.output.strip():
             out.append("output: must not be empty")
         names = [f.name for f in self.report]

@@ -21,10 +21,13 @@ FIGURE_COLUMNS = ("panel", "policy", "x", "n", "mean", "std", "ci_low", "ci_high
 CONFIDENCE = 0.95   # figures: Student-t interval on the mean over the runs behind a point
 # Where each metric lives (a figure's interval is clipped to it): utilities, counts and times are >= 0, shares
 # of capacity lie in [0, 1], OPT / ALG >= 1 (ALG <= OPT); anything else (policy_stats.*) is unbounded.
-COUNT_METRICS = ("admitted", "completed", "rejected", "violations", "decision_latency_ms.count",
-                 "rounding.infeasible_solves")
+COUNT_METRICS = ("admitted", "completed", "rejected", "violations", "decision_latency_ms.count", "fluid_completable",
+                 "policy_stats.infeasible_solves")
 NONNEGATIVE_METRICS = ("total_utility", "median_training_time", "wall_s", "decision_latency_ms.p50",
-                       "decision_latency_ms.p99", "rounding.attempts_mean", *COUNT_METRICS)
+                       "decision_latency_ms.p99", "offered_load.compute", "offered_load.internal",
+                       "offered_load.external", "policy_stats.rounding_attempts_mean",
+                       "policy_stats.rounding_attempts_roundable_mean", *COUNT_METRICS)
+SHARE_METRICS = ("policy_stats.unroundable_share",)   # besides utilisation.*: in [0, 1]
 
 
 class FigureDataError(ValueError):
@@ -151,7 +154,7 @@ def domain(fig: FigureConfig) -> tuple[float, float]:
             (-math.inf, math.inf)
     if fig.metric in DERIVED_METRICS:
         return 1.0, math.inf
-    if fig.metric.startswith("utilisation."):
+    if fig.metric.startswith("utilisation.") or fig.metric in SHARE_METRICS:
         return 0.0, 1.0
     return (0.0, math.inf) if fig.metric in NONNEGATIVE_METRICS else (-math.inf, math.inf)
 

@@ -67,7 +67,7 @@ def test_schedule_export_is_revalidated_from_the_parquet_file(tmp_path, policy):
 
     path = tmp_path / "schedule.parquet"
     out = tmp_path / "run.json"
-    done = subprocess.run([sys.executable, "-m", "pdors.cli", "simulate", "--policy", policy, "--machines", "20",
+    done = subprocess.run([sys.executable, "-m", "pdors_cli.main", "simulate", "--policy", policy, "--machines", "20",
                            "--jobs", "20", "--slots", "12", "--seed", "2", "--json", str(out), "--schedule",
                            str(path)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "schedule written to" in done.stdout, done.stderr + done.stdout

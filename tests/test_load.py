@@ -73,7 +73,7 @@ COUNTING = dataclasses.replace(tiny_profile(), mix=(1.0, 0.0, 0.0), theta1=(10.0
 @given(seed=st.integers(0, 10_000), machines=st.integers(1, 2), jobs=st.integers(2, 5), slots=st.integers(2, 4),
        scale=st.sampled_from([1.0, 3.0, 6.0]))
 def test_nothing_completes_more_than_the_fluid_bound(seed, machines, jobs, slots, scale):
-    workload = dataclasses.replace(COUNTING, workload_scale=COUNTING.workload_scale * scale)
+    workload = dataclasses.replace(COUNTING, workload_scale=COUNTING.scale() * scale)
     inst = generate(workload, machines, jobs, slots, seed)
     bound = fluid_completable(inst)
     for policy in POLICIES:

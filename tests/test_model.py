@@ -39,13 +39,19 @@ def test_generated_values_lie_in_the_paper_ranges():
 def test_the_default_scale_shrinks_only_the_sample_counts():
     """The calibrated default (docs/MODEL.md, "Calibration") draws the same instance as the literal ranges
     (``workload_scale: 1``) except K_i, which it multiplies and rounds."""
-    scale = WorkloadConfig().workload_scale
+    scale = WorkloadConfig().scale()
     assert 0 < scale < 1
     literal = instance_io.to_dict(generate(WorkloadConfig(workload_scale=1.0), 10, 40, 20, seed=7))
     default = instance_io.to_dict(generate(WorkloadConfig(), 10, 40, 20, seed=7))
     samples = np.array(literal["jobs"].pop("samples"))
     assert np.array_equal(default["jobs"].pop("samples"), np.maximum(1, np.round(samples * scale)))
     assert default == literal
+
+
+def test_the_thesis_profile_keeps_its_own_sizes_by_default():
+    """The calibration is the paper profile's: the thesis profile's default scale is its Section 4.1 sizes."""
+    assert WorkloadConfig(profile="thesis").scale() == 1.0
+    assert WorkloadConfig(profile="thesis", workload_scale=0.5).scale() == 0.5
 
 
 def test_alternating_arrivals_weight_even_paper_slots_twice():
