@@ -3,8 +3,12 @@
 #   infra/mlflow-local.sh [PORT] [DIR]      (defaults: 5000, ./mlflow-server)
 # Stores, by default under DIR: backend sqlite:///DIR/mlflow.db, artifacts in DIR/artifacts. Override with
 #   MLFLOW_BACKEND_STORE_URI       e.g. postgresql://USER:PASSWORD@HOST:5432/mlflow   (needs psycopg2-binary)
+#   MLFLOW_BACKEND_STORE_URI_FILE  a file (mode 600) whose first line is that URI, to keep it out of the
+#                                  environment of the calling shell
 #   MLFLOW_ARTIFACTS_DESTINATION   e.g. s3://BUCKET/mlflow (needs boto3; S3-compatible storage such as MinIO:
 #                                  also MLFLOW_S3_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)
+# The stores reach the server through its environment, never its command line (which `ps` shows to every
+# user); messages show them with credentials masked.
 # Artifacts are proxied by the server (clients need no storage credentials). Runs in the foreground (exec):
 # SIGTERM stops the server and its workers. Healthy when `curl -sf http://127.0.0.1:PORT/health` answers
 # (about 15-20 s); then   export MLFLOW_TRACKING_URI=http://127.0.0.1:PORT
@@ -13,15 +17,20 @@ PORT="${1:-5000}"
 DIR="$(mkdir -p "${2:-mlflow-server}" && cd "${2:-mlflow-server}" && pwd)"
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 MLFLOW="${MLFLOW:-$HERE/.venv/bin/mlflow}"
-BACKEND="${MLFLOW_BACKEND_STORE_URI:-sqlite:///$DIR/mlflow.db}"
-ARTIFACTS="${MLFLOW_ARTIFACTS_DESTINATION:-$DIR/artifacts}"
+if [ -n "${MLFLOW_BACKEND_STORE_URI_FILE:-}" ]; then
+  [ -r "$MLFLOW_BACKEND_STORE_URI_FILE" ] ||
+    { echo "$0: MLFLOW_BACKEND_STORE_URI_FILE: cannot read $MLFLOW_BACKEND_STORE_URI_FILE" >&2; exit 2; }
+  IFS= read -r MLFLOW_BACKEND_STORE_URI < "$MLFLOW_BACKEND_STORE_URI_FILE" || true
+fi
+export MLFLOW_BACKEND_STORE_URI="${MLFLOW_BACKEND_STORE_URI:-sqlite:///$DIR/mlflow.db}"
+export MLFLOW_ARTIFACTS_DESTINATION="${MLFLOW_ARTIFACTS_DESTINATION:-$DIR/artifacts}"
+masked() { sed -E 's#(://)[^/@]*@#\1***@#' <<< "$1"; }
 needs() {   # needs PREFIX MODULE URI PACKAGE: fail now, with the fix, instead of in a server worker later
   case "$3" in "$1"*)
     "$(dirname "$MLFLOW")/python" -c "import $2" 2>/dev/null ||
-      { echo "$0: $3 needs the Python package $4: $(dirname "$MLFLOW")/pip install $4" >&2; exit 2; } ;;
+      { echo "$0: $(masked "$3") needs the Python package $4: $(dirname "$MLFLOW")/pip install $4" >&2; exit 2; } ;;
   esac
 }
-needs postgresql psycopg2 "$BACKEND" psycopg2-binary
-needs s3:// boto3 "$ARTIFACTS" boto3
-exec "$MLFLOW" server --host 127.0.0.1 --port "$PORT" --backend-store-uri "$BACKEND" \
-  --serve-artifacts --artifacts-destination "$ARTIFACTS" --workers 1
+needs postgresql psycopg2 "$MLFLOW_BACKEND_STORE_URI" psycopg2-binary
+needs s3:// boto3 "$MLFLOW_ARTIFACTS_DESTINATION" boto3
+exec "$MLFLOW" server --host 127.0.0.1 --port "$PORT" --serve-artifacts --workers 1

@@ -73,7 +73,8 @@ def cmd_rerate(args) -> None:
     rows = [json.loads(line) for line in Path(args.file).read_text().splitlines() if line.strip()]
     with open(args.out, "w") as out:
         for row in rows:
-            opt = SimpleNamespace(**{k: row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal")})
+            opt = SimpleNamespace(**{k: row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal",
+                                                                 "mip_gap")})
             runs = run_policies(instance(row["seed"]), row["seed"], to_dict(small_profile()))
             row["policies"] = [p.to_dict() for p in rate(opt, runs)]
             out.write(json.dumps(row) + "\n")

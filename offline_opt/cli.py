@@ -18,11 +18,13 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--profile", choices=PROFILES, default="small",
                    help="workload: small (ratio checks, offline_opt/profile.py), tiny (enumerator), paper "
-                        "(the paper's Section V settings; jobs rarely finish in a short horizon)")
+                        "(the generator's defaults, docs/MODEL.md \"Calibration\")")
     p.add_argument("--instance", help="instance JSON (pdors.instance_io) instead of generating one")
     p.add_argument("--solver", choices=SOLVERS, default="highs")
-    p.add_argument("--time-limit", type=float, default=300.0, help="seconds for the MILP solver")
-    p.add_argument("--mip-gap", type=float, default=1e-6, help="relative gap at which the solver may stop")
+    p.add_argument("--time-limit", type=float, default=300.0,
+                   help="seconds for the MILP solver (> 0); its process is killed 30 s + 10%% later")
+    p.add_argument("--mip-gap", type=float, default=1e-6,
+                   help="relative gap in [0, 1) at which the solver may stop: OPT is exact only to it")
     p.add_argument("--json", help="write the comparison (OPT, schedule, policies, ratios) here")
     p.set_defaults(func=cmd_opt)
 
@@ -36,11 +38,16 @@ def _workload(profile: str):
 
 
 def cmd_opt(args) -> int:
-    from pdors.config import to_dict
+    from pdors.config import ConfigError, to_dict
     from pdors.instance_io import load
     from pdors.workload import generate
 
     from .compare import compare
+    from .solve import limit_problems
+
+    for problem in limit_problems(args.time_limit, args.mip_gap):   # before anything runs
+        name, _, reason = problem.partition(": ")
+        raise ConfigError("--" + name.replace("_", "-"), reason)
 
     workload = _workload(args.profile)
     instance = load(args.instance) if args.instance else \
@@ -56,14 +63,16 @@ def cmd_opt(args) -> int:
     for p in c.policies:
         bound = f"; theoretical bound {p.competitive_bound:.3g}" if p.competitive_bound is not None else ""
         ratio = f"{p.ratio:.4f}" if p.ratio is not None else "n/a"
-        kind = {"opt": "OPT/ALG", "upper": "bound/ALG (upper limit)", "none": "ratio"}[p.ratio_kind]
+        kind = {"opt": "OPT/ALG", "upper": "bound/ALG (upper limit)", "none": "ratio", "error": "ERROR"}[p.ratio_kind]
         print(f"  {p.policy:>8}: utility {p.utility:.4f}, completed {p.completed}; {kind} {ratio}"
               + (f" ({p.ratio_note})" if p.ratio_note else "") + bound)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(c.to_dict(), indent=1))
         print(f"  JSON written to {args.json}")
-    return 0 if o.proven_optimal and not o.violations else 1
+    for error in c.errors:
+        print(f"error: {error}")
+    return 0 if o.proven_optimal and not o.violations and not c.errors else 1
 
 
 def _fmt(x, spec: str = ".4f") -> str:

@@ -4,6 +4,11 @@ Every policy in ``pdors.policies.POLICIES`` runs through ``pdors.run.run`` on th
 is the validator's. The best online schedule warm-starts the MILP (CBC). A ratio is reported only against
 a proven optimum (``ratio_kind = "opt"``); otherwise ``bound / ALG`` is given as an upper limit
 (``ratio_kind = "upper"``). ALG = 0 gives ``ratio = None`` with ``ratio_note`` saying why (x / 0).
+
+OPT is exact only to its gap target (``OptResult.ceiling``): ALG above a proven OPT but within the gap is
+"equal to OPT within the gap", ratio 1; ALG above the ceiling (or above an unproven OPT's bound) is
+``ratio_kind = "error"``, a bug in the model or the validator, which every command fails on
+(:attr:`Comparison.errors`).
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from pdors.policies import POLICIES
 from pdors.run import run
 
 from .milp import Strengthening
-from .solve import DEFAULT_GAP, OptResult, solve
+from .solve import DEFAULT_GAP, OptResult, ceiling, solve
 
 
 @dataclass
@@ -25,7 +30,7 @@ class PolicyRatio:
     completed: int
     violations: int
     ratio: float | None
-    ratio_kind: str          # "opt" | "upper" | "none"
+    ratio_kind: str          # "opt" | "upper" | "none" | "error" (ALG above what OPT allows)
     ratio_note: str = ""
     competitive_bound: float | None = None   # PD-ORS's 6 G_delta / delta max_r(1, ln U^r / L)
     wall_s: float = 0.0
@@ -44,18 +49,36 @@ class Comparison:
     def ratio(self, policy: str) -> float | None:
         return next(p.ratio for p in self.policies if p.policy == policy)
 
+    @property
+    def errors(self) -> list[str]:
+        """Policies whose utility OPT's result rules out: each a model or validator bug."""
+        return [f"{p.policy}: {p.ratio_note}" for p in self.policies if p.ratio_kind == "error"]
+
     def to_dict(self) -> dict:
         return {"instance": self.instance_meta, "size": self.size, "opt": self.opt.to_dict(),
                 "policies": [p.to_dict() for p in self.policies]}
 
 
-def _ratio(opt: OptResult, utility: float) -> tuple[float | None, str, str]:
-    value, kind = (opt.objective, "opt") if opt.proven_optimal else (opt.bound, "upper")
+def judge(utility: float, objective: float | None, bound: float | None, proven: bool, mip_gap: float,
+          status: str) -> tuple[float | None, str, str]:
+    """(ratio, ratio_kind, ratio_note) of ALG = ``utility`` against an OPT result given by its fields."""
+    top = ceiling(objective, bound, proven, mip_gap)
+    if top is not None and utility > top:
+        what = f"OPT {objective:.10g} (gap target {mip_gap:g})" if proven else f"the bound {bound:.10g}"
+        return None, "error", (f"ALG {utility:.10g} exceeds {what} by more than the gap allows: a bug in the "
+                               "model or the validator")
+    value, kind = (objective, "opt") if proven else (bound, "upper")
     if value is None:
-        return None, "none", f"OPT unknown (status {opt.status})"
+        return None, "none", f"OPT unknown (status {status})"
     if utility <= 0.0:
         return None, "none", ("both 0" if value <= 0.0 else f"{kind} {value:.6g} / ALG 0")
-    return value / utility, kind, "" if kind == "opt" else f"OPT not proven ({opt.status}); bound / ALG"
+    if kind == "opt" and utility > value:
+        return 1.0, kind, f"equal to OPT within the gap (ALG {utility - value:.2g} above it)"
+    return value / utility, kind, "" if kind == "opt" else f"OPT not proven ({status}); bound / ALG"
+
+
+def _ratio(opt: OptResult, utility: float) -> tuple[float | None, str, str]:
+    return judge(utility, opt.objective, opt.bound, opt.proven_optimal, opt.mip_gap, opt.status)
 
 
 def run_policies(instance: Instance, seed: int = 0, workload: dict | None = None, params: dict | None = None,
@@ -71,7 +94,8 @@ def run_policies(instance: Instance, seed: int = 0, workload: dict | None = None
 
 
 def rate(opt, runs: dict) -> list[PolicyRatio]:
-    """OPT / ALG of each run; ``opt`` needs ``objective``, ``bound``, ``status``, ``proven_optimal``."""
+    """OPT / ALG of each run; ``opt`` needs ``objective``, ``bound``, ``status``, ``proven_optimal``,
+    ``mip_gap``."""
     out = []
     for name, r in runs.items():
         s = r.summary

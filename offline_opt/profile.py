@@ -16,6 +16,8 @@ per-slot allocations small enough to list, while jobs still need 1-3 slots of a 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from pdors.workload import WorkloadConfig
@@ -38,3 +40,27 @@ def small_profile() -> WorkloadConfig:
 def tiny_profile() -> WorkloadConfig:
     """Instances the enumerator can solve exhaustively (I <= 3, T <= 3, H <= 2)."""
     return WorkloadConfig(workload_scale=0.0007, capacity_factor=4.0, batch=(1, 8))
+
+
+@dataclass(frozen=True)
+class InstanceProfile:
+    """A named instance family: size (H, I, T) and workload. ``draw(seed)`` is the instance of a seed."""
+
+    name: str
+    machines: int
+    jobs: int
+    slots: int
+    workload: Callable[[], WorkloadConfig]
+
+    def draw(self, seed: int):
+        from pdors.workload import generate
+
+        return generate(self.workload(), self.machines, self.jobs, self.slots, seed)
+
+    @property
+    def size(self) -> dict[str, int]:
+        return {"machines": self.machines, "jobs": self.jobs, "slots": self.slots}
+
+
+# Instance families a check can name (``pdors nightly --profile``); a new load gets a new name, never a changed one.
+INSTANCE_PROFILES: dict[str, InstanceProfile] = {"small": InstanceProfile("small", *SMALL_SIZE, small_profile)}

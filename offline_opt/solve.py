@@ -8,22 +8,50 @@ than the MILP believed (it claimed a later completion slot than its samples allo
 ``proven_optimal`` only when the solver proved its gap target, the relative gap of the validated objective
 to the solver's bound is <= ``mip_gap`` (+ float noise), the validator finds no violation, and the objectives
 are consistent. Anything else is reported with its status and gap, never as OPT.
+
+The solver runs in a child process (:mod:`.guard`) killed at ``wall_limit`` (default ``time_limit`` plus
+``GRACE``): HiGHS does not always honour its own time limit, and a fresh process also keeps HiGHS's
+process-wide thread scheduler, which a policy's LPs may already have started with other settings, out of the
+solve (highspy 1.16 refuses ``threads=1`` then). A killed solve is ``time_limit`` with no result.
+
+Tolerance contract: a proven OPT ``o`` with gap target ``g`` says only that the true optimum lies in
+``[o, o / (1 - g)]`` (the solver stopped at ``(bound - o) / bound <= g``). :meth:`OptResult.ceiling` is the
+most any feasible schedule can earn by this result; a policy between ``o`` and the ceiling equals OPT within
+the gap, above it is an error (``offline_opt.compare``).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import pyomo.environ as pyo
 
 from pdors.model import Instance
 from pdors.schedule import Schedule
 from pdors.validator import Validation, validate
 
+from .guard import TIMED_OUT, call_with_deadline
 from .milp import Strengthening, build, schedule_of, warm_start
 from .solvers import SolverRun, solve_model
 
 AGREE_TOL = 1e-6      # relative: |validated - MILP objective| <= AGREE_TOL * max(1, |objective|)
 DEFAULT_GAP = 1e-6
+GRACE = (30.0, 0.1)   # the wall-clock guard's slack over the solver's time limit: 30 s + 10%
+
+
+def limit_problems(time_limit: float, mip_gap: float) -> list[str]:
+    """``"field: reason"`` for a time limit or gap target no solve can honour (empty: both fine)."""
+    out = []
+    if not time_limit > 0:
+        out.append(f"time_limit: must be > 0 seconds, got {time_limit}")
+    if not 0 <= mip_gap < 1:
+        out.append(f"mip_gap: must lie in [0, 1), got {mip_gap}")
+    return out
+
+
+def default_wall_limit(time_limit: float) -> float:
+    return GRACE[0] + (1.0 + GRACE[1]) * time_limit
 
 
 @dataclass
@@ -49,6 +77,12 @@ class OptResult:
     formulation: dict = field(default_factory=dict)
     num_variables: int = 0
     num_constraints: int = 0
+    message: str = ""          # the solver's termination condition, or why the guard stopped it
+
+    def ceiling(self) -> float | None:
+        """The most utility a feasible schedule can have, as far as this result proves (None: unknown): a
+        proven OPT up to its gap target, else the solver's bound; plus float noise (``AGREE_TOL``)."""
+        return ceiling(self.objective, self.bound, self.proven_optimal, self.mip_gap)
 
     @property
     def admitted(self) -> int | None:
@@ -65,6 +99,12 @@ class OptResult:
         return out
 
 
+def ceiling(objective: float | None, bound: float | None, proven: bool, mip_gap: float) -> float | None:
+    """:meth:`OptResult.ceiling` from plain values (a sweep's recorded OPT row has these)."""
+    top = objective / (1.0 - mip_gap) if proven and objective is not None else bound
+    return None if top is None else top + AGREE_TOL * max(1.0, abs(top))
+
+
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
     if objective is None or bound is None:
         return None
@@ -73,25 +113,51 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     return max(0.0, bound - objective) / max(abs(bound), 1e-10)
 
 
+def _solve_built(instance: Instance, strengthening: Strengthening, solver: str, time_limit: float,
+                 mip_gap: float, incumbent) -> tuple[SolverRun, bool, dict[str, float] | None]:
+    """The child process's part: build, warm-start (CBC), solve; the run, whether the start was used, and
+    every variable's value (None without a solution) for the caller's copy of the same model."""
+    built = build(instance, strengthening)
+    warm = incumbent is not None and solver == "cbc" and warm_start(built, instance, *incumbent)
+    run = solve_model(built.model, solver, time_limit, mip_gap, warm)
+    values = {v.name: v.value for v in built.model.component_data_objects(pyo.Var)} if run.has_solution else None
+    return run, warm, values
+
+
 def solve(instance: Instance, solver: str = "highs", time_limit: float = 300.0, mip_gap: float = DEFAULT_GAP,
-          strengthening: Strengthening = Strengthening(), incumbent: tuple[Schedule, np.ndarray] | None = None
-          ) -> OptResult:
+          strengthening: Strengthening = Strengthening(), incumbent: tuple[Schedule, np.ndarray] | None = None,
+          wall_limit: float | None = None) -> OptResult:
     """Solve offline DMLRS on ``instance``.
 
     ``incumbent``: a validated feasible schedule and its completion slots (e.g. the best online policy's),
     handed to CBC as a MIP start (Pyomo passes no start to glpsol or HiGHS). Measured: an objective cutoff
     at the incumbent's utility instead slowed HiGHS down (docs/OFFLINE_OPT.md), so there is none.
+    ``wall_limit``: seconds after which the solver process is killed (default ``default_wall_limit``).
     """
+    problems = limit_problems(time_limit, mip_gap)
+    if problems:
+        raise ValueError(problems[0])
     built = build(instance, strengthening)
-    warm = incumbent is not None and solver == "cbc" and warm_start(built, instance, *incumbent)
+    warm = False
     if not any(built.completion.values()):
         # No job can reach V_i by T-1 even at its fastest rate: OPT = 0 without a solver call.
         run = SolverRun(solver, "optimal", True, 0.0, 0.0, 0.0, "no job can complete")
     else:
-        run = solve_model(built.model, solver, time_limit, mip_gap, warm)
+        wall = default_wall_limit(time_limit) if wall_limit is None else wall_limit
+        start = time.perf_counter()
+        answer = call_with_deadline(_solve_built, (instance, strengthening, solver, time_limit, mip_gap,
+                                                   incumbent), wall)
+        if answer is TIMED_OUT:
+            run = SolverRun(solver, "time_limit", False, None, None, time.perf_counter() - start,
+                            f"killed by the wall-clock guard after {wall:g} s: time limit, no result")
+        else:
+            run, warm, values = answer
+            for v in built.model.component_data_objects(pyo.Var) if values is not None else ():
+                v.set_value(values[v.name], skip_validation=True)
     result = OptResult(None, run.objective, run.bound, None, run.status, False, solver, run.wall_s, time_limit,
                        mip_gap, formulation=asdict(strengthening) | {"warm_start": warm},
-                       num_variables=built.model.nvariables(), num_constraints=built.model.nconstraints())
+                       num_variables=built.model.nvariables(), num_constraints=built.model.nconstraints(),
+                       message=run.message)
     if run.status == "infeasible":
         result.status = "error"   # DMLRS always has the empty schedule: infeasible means a model bug
     if not run.has_solution:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pyomo.environ as pyo
 from pyomo.opt import TerminationCondition as LegacyTC
 
+
 SOLVERS: tuple[str, ...] = ("highs", "cbc", "glpk")
 
 
@@ -62,10 +63,11 @@ def solve_model(model: pyo.ConcreteModel, solver: str, time_limit: float, mip_ga
 def _highs(model, time_limit, mip_gap) -> SolverRun:
     import highspy
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition as TC
+    from highspy import Highs as Highspy
     from pyomo.contrib.solver.solvers.highs import Highs
 
-    # A HiGHS MILP in this process that stopped at its time limit (Dorm's, under load) leaves HiGHS's global
-    # thread scheduler so that the next MILP ends with termination "unknown" (measured with highspy 1.16).
+    # A policy's own HiGHS LP earlier in this process (PD-ORS's slot costs) starts HiGHS's process-wide thread
+    # pool with every core; threads=1 would then be refused and the solve end unsolved (model status kNotset).
     highspy.Highs.resetGlobalScheduler(True)
     res = Highs().solve(model, time_limit=time_limit, rel_gap=mip_gap, threads=1, load_solutions=False,
                         raise_exception_on_nonoptimal_result=False)

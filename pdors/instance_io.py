@@ -18,6 +18,7 @@ def to_dict(instance: Instance) -> dict:
         "capacity": instance.cluster.capacity.tolist(),
         "jobs": {f.name: getattr(instance.jobs, f.name).tolist() for f in fields(Jobs)},
         "meta": instance.meta,
+        **({} if instance.ps_bandwidth is None else {"ps_bandwidth": instance.ps_bandwidth.tolist()}),
     }
 
 
@@ -38,7 +39,9 @@ def from_dict(data: dict) -> Instance:
         cluster = Cluster(np.asarray(data["capacity"], dtype=float), tuple(data["resources"]))
     except (TypeError, ValueError) as e:
         raise ValueError(f"jobs: {e}") from None
-    return Instance(jobs, cluster, int(data["slots"]), dict(data.get("meta", {})))
+    ps_bandwidth = data.get("ps_bandwidth")
+    return Instance(jobs, cluster, int(data["slots"]), dict(data.get("meta", {})),
+                    None if ps_bandwidth is None else np.asarray(ps_bandwidth, dtype=float))
 
 
 def save(instance: Instance, path: str | Path) -> None:

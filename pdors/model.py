@@ -111,14 +111,20 @@ class Cluster:
 
 @dataclass(frozen=True, eq=False)
 class Instance:
-    """One scheduling problem: jobs, cluster and horizon T (slots 0..T-1)."""
+    """One scheduling problem: jobs, cluster and horizon T (slots 0..T-1).
+
+    ``ps_bandwidth``: B_i, the rate one PS of job i carries (MB per slot), under the thesis's model
+    (:mod:`pdors.thesis`), where it brings constraints (3.4) and (3.5); None under the paper's model."""
 
     jobs: Jobs
     cluster: Cluster
     slots: int
     meta: dict = field(default_factory=dict)
+    ps_bandwidth: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if self.ps_bandwidth is not None:
+            object.__setattr__(self, "ps_bandwidth", _frozen(self.ps_bandwidth, np.float64))
         problems = instance_problems(self)
         if problems:
             raise ValueError("invalid instance: " + "; ".join(problems))
@@ -149,6 +155,9 @@ def instance_problems(inst: Instance) -> list[str]:
             out.append(f"jobs.{f.name}: shape {a.shape}, expected {want}")
         elif not np.all(np.isfinite(a)):
             out.append(f"jobs.{f.name}: must be finite")
+    if inst.ps_bandwidth is not None and (inst.ps_bandwidth.shape != (n,)
+                                          or not np.all(np.isfinite(inst.ps_bandwidth) & (inst.ps_bandwidth > 0))):
+        out.append(f"ps_bandwidth: must hold {n} finite values > 0")
     if out:
         return out
     checks = [

@@ -11,8 +11,9 @@ import numpy as np
 
 from . import __version__
 from .config import build, to_dict
+from .load import fluid_completable, offered_load
 from .model import Instance
-from .policies import POLICIES, make_policy, policy_config
+from .policies import POLICIES, THESIS_POLICIES, make_policy, policy_config
 from .run_summary import JobOutcome, Latency, RunSummary
 from .simulator import SimulationResult, simulate
 from .validator import Validation, validate
@@ -35,6 +36,9 @@ class RunSpec:
         out = []
         if self.policy not in POLICIES:
             out.append(f"policy: unknown policy {self.policy!r} (known: {', '.join(POLICIES)})")
+        elif self.workload.profile == "thesis" and self.policy not in THESIS_POLICIES:
+            out.append(f"policy: {self.policy} does not keep the thesis's PS rules (3.4)-(3.5); with "
+                       f"workload.profile thesis use {' or '.join(THESIS_POLICIES)}")
         for name in ("machines", "jobs", "slots"):
             if getattr(self, name) < 1:
                 out.append(f"{name}: must be >= 1, got {getattr(self, name)}")
@@ -87,6 +91,8 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         completed=int(complete.sum()),
         rejected=int((~admitted).sum()),
         median_training_time=float(np.median(training)),
+        offered_load=offered_load(instance),
+        fluid_completable=fluid_completable(instance),
         utilisation={r: float(u / c) if c > 0 else 0.0
                      for r, u, c in zip(instance.cluster.resources, used, capacity)},
         violations=[v.as_dict() for v in check.violations],

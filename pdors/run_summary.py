@@ -47,6 +47,8 @@ class RunSummary:
     completed: int
     rejected: int
     median_training_time: float            # slots; an incomplete job counts as T (paper Fig. 9)
+    offered_load: dict[str, float]         # demand / capacity over the horizon (pdors.load.LOAD_VARIANTS)
+    fluid_completable: int                 # an upper bound on the jobs any schedule completes (pdors.load)
     utilisation: dict[str, float]          # resource -> used / (capacity x T)
     violations: list[dict[str, Any]]       # the validator's findings, ``Violation.as_dict()``
     decision_latency_ms: Latency

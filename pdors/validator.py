@@ -6,6 +6,9 @@ or with the simulator's bookkeeping): capacity (eq. 5), the worker cap F (eq. 4)
 that was not admitted, the locality of every (job, slot) (Fact 1) and the samples it yields (eqs. 1-3),
 restarts (a job that ran before changes placement; it loses ``schedule.restart_loss`` of that slot's samples),
 completion slots, and utilities. Reported utility always comes from here.
+
+Under the thesis's model (``instance.ps_bandwidth`` set) two more rules of the thesis (docs/MODEL.md): the
+PSs carry their workers' traffic, w b <= B_i s with b the rate of the placement (3.4), and s <= w (3.5).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from .schedule import Schedule
 # to V_i (1 - 1e-15 * slots) in floating point; a real shortfall is at least one sample.
 WORKLOAD_RTOL = 1e-12
 CAPACITY_ATOL = 1e-9
+PS_BANDWIDTH_RTOL = 1e-9   # (3.4) compares products of reals: w b vs s B
 
 @dataclass(frozen=True)
 class Violation:
@@ -101,6 +105,13 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     internal = (hosts == 1) & (wsum > 0)
     bw = np.where(internal, jobs.bw_internal[None, :], jobs.bw_external[None, :])
     per_sample = jobs.tau[None, :] + 2.0 * jobs.grad_mb[None, :] * jobs.gamma[None, :] / (bw * jobs.batch[None, :])
+    if instance.ps_bandwidth is not None:
+        traffic, carried = wsum * bw, ssum * instance.ps_bandwidth[None, :]
+        report("ps_bandwidth", traffic > carried * (1.0 + PS_BANDWIDTH_RTOL), lambda k, t, i: Violation(
+            k, f"{wsum[t, i]} workers at rate {bw[t, i]:.6g} exceed what {ssum[t, i]} PSs carry at "
+               f"B_i = {instance.ps_bandwidth[i]:.6g} (3.4)", t, i))
+        report("ps_over_workers", ssum > wsum, lambda k, t, i: Violation(
+            k, f"{ssum[t, i]} PSs for {wsum[t, i]} workers (3.5)", t, i))
     claimed = schedule.claimed_internal & (wsum > 0)
     report("locality", claimed != internal, lambda k, t, i: Violation(
         k, f"claimed {'internal' if claimed[t, i] else 'external'} rate, allocation is "

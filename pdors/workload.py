@@ -10,6 +10,7 @@ from typing import Literal
 
 import numpy as np
 
+from . import thesis
 from .config import range_problem
 from .model import CRITICAL, INSENSITIVE, RESOURCES, SENSITIVE, Cluster, Instance, Jobs
 
@@ -54,9 +55,23 @@ class TraceConfig:
         return out
 
 
+# The fields ``profile: thesis`` replaces by the thesis's Section 4.1 (pdors.thesis); they must keep defaults.
+PAPER_ONLY = ("epochs", "samples", "grad_mb", "tau", "gamma", "batch", "bw_external_mbps", "worker_demand",
+              "ps_demand")
+
+
+PAPER_SCALE = 0.1   # the calibrated default of the paper's profile (docs/MODEL.md, "Calibration")
+
+
 @dataclass(frozen=True)
 class WorkloadConfig:
-    """Generator settings; defaults are the paper's Section V (thesis for bandwidth)."""
+    """Generator settings; defaults are the paper's Section V (thesis for bandwidth), with ``K_i`` multiplied by
+    ``workload_scale``: by default the paper's regime as calibrated in docs/MODEL.md ("Calibration"); 1 gives the
+    literal ranges.
+
+    ``profile``: ``paper`` (the paper's model), or ``thesis``: the thesis's jobs, throughput and PS rules
+    (:mod:`pdors.thesis`); the fields in ``PAPER_ONLY`` do not apply to it, the others (bandwidth ratio,
+    capacity factor, utilities, mix, arrivals, workload scale) do."""
 
     epochs: tuple[int, int] = (50, 200)
     samples: tuple[int, int] = (20000, 500000)
@@ -75,11 +90,24 @@ class WorkloadConfig:
     theta3: tuple[float, float] = (1.0, 15.0)
     mix: tuple[float, float, float] = (0.10, 0.55, 0.35)
     arrivals: Literal["alternating", "uniform", "trace"] = "alternating"
-    workload_scale: float = 1.0
+    # None: the profile's own default, the calibrated 0.1 for the paper's (docs/MODEL.md, "Calibration") and 1 for
+    # the thesis's (its Section 4.1 sizes); 1 = the profile's K_i literally.
+    workload_scale: float | None = None
     trace: TraceConfig = field(default_factory=TraceConfig)
+    profile: Literal["paper", "thesis"] = "paper"
+
+    def scale(self) -> float:
+        """The factor on K_i: ``workload_scale``, else the profile's default."""
+        if self.workload_scale is not None:
+            return self.workload_scale
+        return PAPER_SCALE if self.profile == "paper" else 1.0
 
     def check(self) -> list[str]:
         out = []
+        if self.profile == "thesis":
+            default = WorkloadConfig()
+            out += [f"{name}: not used with profile thesis (its Section 4.1 ranges apply)"
+                    for name in PAPER_ONLY if getattr(self, name) != getattr(default, name)]
         for name, lo in (("epochs", 1), ("samples", 1), ("grad_mb", 0), ("tau", 1e-12), ("gamma", 1),
                          ("batch", 1), ("bw_external_mbps", 1e-9), ("theta1", 0), ("theta2_sensitive", 0),
                          ("theta2_critical", 0), ("theta3", 0)):
@@ -88,7 +116,7 @@ class WorkloadConfig:
             out.append(f"bandwidth_ratio: must be > 0, got {self.bandwidth_ratio}")
         if self.capacity_factor <= 0:
             out.append(f"capacity_factor: must be > 0, got {self.capacity_factor}")
-        if self.workload_scale <= 0:
+        if self.workload_scale is not None and self.workload_scale <= 0:
             out.append(f"workload_scale: must be > 0, got {self.workload_scale}")
         if any(m < 0 for m in self.mix) or abs(sum(self.mix) - 1.0) > 1e-6:
             out.append(f"mix: three non-negative shares summing to 1, got {list(self.mix)}")
@@ -162,12 +190,21 @@ def generate(config: WorkloadConfig, machines: int, jobs: int, slots: int, seed:
         arrival = np.asarray(arrivals, dtype=np.int64)
         if arrival.shape != (jobs,) or arrival.min() < 0 or arrival.max() >= slots:
             raise ValueError(f"arrivals: need {jobs} slots in [0, {slots - 1}]")
-    epochs, samples = ints(c.epochs), ints(c.samples)
-    grad, tau, gamma, batch = reals(c.grad_mb), reals(c.tau), ints(c.gamma), ints(c.batch)
-    bw_ext = reals(c.bw_external_mbps) * MBPS_TO_MB_PER_SLOT
-    wd, pd = c.worker_demand.bounds(), c.ps_demand.bounds()
-    worker = rng.integers(wd[:, 0], wd[:, 1] + 1, size=(jobs, len(RESOURCES)))
-    ps = rng.integers(pd[:, 0], pd[:, 1] + 1, size=(jobs, len(RESOURCES)))
+    ps_bandwidth, capacity = None, c.capacity()
+    if c.profile == "thesis":
+        arrays, ps_bandwidth = thesis.draw_jobs(rng, jobs, c.bandwidth_ratio)
+        capacity = thesis.capacity(c.capacity_factor)
+    else:
+        epochs, samples = ints(c.epochs), ints(c.samples)
+        grad, tau, gamma, batch = reals(c.grad_mb), reals(c.tau), ints(c.gamma), ints(c.batch)
+        bw_ext = reals(c.bw_external_mbps) * MBPS_TO_MB_PER_SLOT
+        wd, pd = c.worker_demand.bounds(), c.ps_demand.bounds()
+        worker = rng.integers(wd[:, 0], wd[:, 1] + 1, size=(jobs, len(RESOURCES)))
+        ps = rng.integers(pd[:, 0], pd[:, 1] + 1, size=(jobs, len(RESOURCES)))
+        arrays = dict(epochs=epochs, samples=samples, grad_mb=grad, tau=tau, gamma=gamma, batch=batch,
+                      bw_internal=bw_ext * c.bandwidth_ratio, bw_external=bw_ext, worker_demand=worker,
+                      ps_demand=ps)
+    arrays["samples"] = np.maximum(1, np.round(arrays["samples"] * c.scale())).astype(np.int64)
     theta1, theta3 = reals(c.theta1), reals(c.theta3)
     cls = rng.choice(3, size=jobs, p=np.array(c.mix) / sum(c.mix))
     if sensitivity is not None:
@@ -178,12 +215,11 @@ def generate(config: WorkloadConfig, machines: int, jobs: int, slots: int, seed:
         [cls == INSENSITIVE, cls == SENSITIVE, cls == CRITICAL],
         [np.zeros(jobs), reals(c.theta2_sensitive), reals(c.theta2_critical)],
     )
-    samples = np.maximum(1, np.round(samples * c.workload_scale)).astype(np.int64)
     order = np.argsort(arrival, kind="stable")
-    job_arrays = Jobs(
-        arrival=arrival, epochs=epochs, samples=samples, grad_mb=grad, tau=tau, gamma=gamma, batch=batch,
-        bw_internal=bw_ext * c.bandwidth_ratio, bw_external=bw_ext, worker_demand=worker, ps_demand=ps,
-        theta1=theta1, theta2=theta2, theta3=theta3, sensitivity=cls,
-    ).subset(order)
-    cluster = Cluster(capacity=np.tile(c.capacity(), (machines, 1)))
-    return Instance(job_arrays, cluster, int(slots), meta=meta)
+    job_arrays = Jobs(arrival=arrival, **arrays, theta1=theta1, theta2=theta2, theta3=theta3,
+                      sensitivity=cls).subset(order)
+    cluster = Cluster(capacity=np.tile(capacity, (machines, 1)))
+    if ps_bandwidth is not None:
+        ps_bandwidth = ps_bandwidth[order]
+        meta = {**meta, "profile": "thesis"}
+    return Instance(job_arrays, cluster, int(slots), meta=meta, ps_bandwidth=ps_bandwidth)

@@ -7,12 +7,13 @@ import sys
 import offline_opt.cli
 import pipeline.cli
 import pipeline.nightly
+import pipeline.show
 from pdors.config import ConfigError
 
 from . import bench, compare, simulate
 
 # Each module adds its subcommands with ``register(subparsers)``; handlers are ``func(args) -> int``.
-SUBCOMMANDS = (simulate, compare, pipeline.cli, offline_opt.cli, pipeline.nightly, bench)
+SUBCOMMANDS = (simulate, compare, pipeline.cli, offline_opt.cli, pipeline.nightly, bench, pipeline.show)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -11,8 +11,10 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
+from pdors.load import LOAD_VARIANTS
 from pdors.model import RESOURCES
 from pdors.run_summary import RunSummary
+from pdors.schedule_io import COLUMNS as SCHEDULE_COLUMNS
 
 JSON_METRICS = ("violation_detail", "policy_stats")
 # Summary fields that are not metrics: identity (already columns), the spec, the per-job list, the schedule's
@@ -20,6 +22,7 @@ JSON_METRICS = ("violation_detail", "policy_stats")
 SUMMARY_IDENTITY = ("policy", "seed", "machines", "num_jobs", "slots", "code_version", "spec", "jobs",
                     "schedule_digest")
 JSON_SOURCES = ("violations", "policy_stats")   # summary entries kept whole, as JSON text
+KEYED = {"utilisation": RESOURCES, "offered_load": LOAD_VARIANTS}   # dict fields: one column per key
 
 
 def arrow_type(tp: Any) -> pa.DataType:
@@ -37,7 +40,8 @@ def arrow_type(tp: Any) -> pa.DataType:
 
 def _metric_columns() -> list[tuple[str, pa.DataType]]:
     """The run metrics as typed columns, from :class:`pdors.run_summary.RunSummary`: nested fields flattened with
-    dots, ``utilisation`` one column per resource, ``violations`` as a count (the detail is JSON text)."""
+    dots, ``utilisation`` one column per resource, ``offered_load`` one per variant, ``violations`` as a count
+    (the detail is JSON text)."""
     hints = typing.get_type_hints(RunSummary)
     out: list[tuple[str, pa.DataType]] = []
     for f in dataclasses.fields(RunSummary):
@@ -46,8 +50,8 @@ def _metric_columns() -> list[tuple[str, pa.DataType]]:
             continue
         if f.name == "violations":
             out.append((f.name, pa.int64()))
-        elif f.name == "utilisation":
-            out += [(f"{f.name}.{r}", arrow_type(typing.get_args(tp)[1])) for r in RESOURCES]
+        elif f.name in KEYED:
+            out += [(f"{f.name}.{k}", arrow_type(typing.get_args(tp)[1])) for k in KEYED[f.name]]
         elif dataclasses.is_dataclass(tp):
             inner = typing.get_type_hints(tp)
             out += [(f"{f.name}.{g.name}", arrow_type(inner[g.name])) for g in dataclasses.fields(tp)]
@@ -72,6 +76,8 @@ PROVENANCE: list[tuple[str, pa.DataType]] = [
     ("node_id", pa.string()), ("node_ip", pa.string()), ("worker_pid", pa.int64()), ("started_at", _TS),
     ("finished_at", _TS), ("spec", pa.string()),
 ]
+SCHEDULES_SCHEMA = pa.schema([("run_id", pa.string()), ("policy", pa.string()), ("seed", pa.int64()),
+                              ("point_id", pa.string()), *SCHEDULE_COLUMNS])
 JOBS_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("policy", pa.string()), ("seed", pa.int64()), ("point_id", pa.string()),
     ("instance_id", pa.string()), ("job", pa.int64()), ("arrival", pa.int64()), ("admitted", pa.bool_()),

@@ -18,16 +18,26 @@ from .tasks import Outcome, Task
 RETRIES = 3
 
 
-def execute(task: Task) -> Outcome:
-    """Run one task in the current process (the body of every Ray task)."""
+def execute(task: Task, schedules: bool = False) -> Outcome:
+    """Run one task in the current process (the body of every Ray task); ``schedules``: keep a simulation's
+    allocations."""
     import pdors
     from pdors.run import run
 
     from . import opt
 
     started = time.time()
+    schedule = None
     try:
-        result = run(task.spec).summary.to_dict() if task.kind == "sim" else opt.solve(task.spec)
+        if task.kind == "sim":
+            done = run(task.spec)
+            result = done.summary.to_dict()
+            if schedules:
+                from pdors.schedule_io import rows
+
+                schedule = {k: v.tolist() for k, v in rows(done.simulation.schedule).items()}
+        else:
+            result = opt.solve(task.spec)
         status, error = "ok", None
     except Exception as e:   # recorded, and the sweep goes on
         result, status = None, "failed"
@@ -41,7 +51,8 @@ def execute(task: Task) -> Outcome:
             node_ip = ray.util.get_node_ip_address()
     except ImportError:
         pass
-    return Outcome(status, error, result, pdors.__version__, node_id, node_ip, os.getpid(), started, time.time())
+    return Outcome(status, error, result, pdors.__version__, node_id, node_ip, os.getpid(), started, time.time(),
+                   schedule)
 
 
 @dataclass(frozen=True)
@@ -62,22 +73,36 @@ def probe(address: str, timeout: float = 5.0) -> None:
         raise ConnectionError(f"--ray-address {address}: cannot connect ({e.strerror or e})") from None
 
 
+# A local Ray on loopback only (docs/OPERATIONS.md lists its sockets): Ray turns a 127.0.0.1 node address into
+# the outward interface's unless its single-machine mode is on, which this variable (read when ray is first
+# imported, whatever its name says) switches on for Linux too; the metrics exporter (plain HTTP) is off.
+LOCAL_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+LOCAL_RAY_INIT = {"address": "local", "_node_ip_address": "127.0.0.1", "include_dashboard": False,
+                  "_system_config": {"enable_metrics_collection": False}}
+
+
 def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
-    """Connect to the cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs (default: all)."""
+    """Connect to the cluster at ``address``, or start a local Ray on loopback with ``num_cpus`` CPUs
+    (default: all)."""
+    if not address:
+        for key, value in LOCAL_RAY_ENV.items():
+            os.environ.setdefault(key, value)
     import ray
 
     if address:
         probe(address)
         ray.init(address=address, logging_level="WARNING")
     else:   # address="local": never a stale `ray start`
-        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING")
+        ray.init(num_cpus=num_cpus, logging_level="WARNING", **LOCAL_RAY_INIT)
     alive = [n for n in ray.nodes() if n.get("Alive")]
     return Cluster(address or "local", int(ray.cluster_resources().get("CPU", 1)), len(alive))
 
 
-def fan_out(tasks: list[Task], cluster: Cluster, max_parallel: int | None) -> Iterator[tuple[Task, Outcome]]:
+def fan_out(tasks: list[Task], cluster: Cluster, max_parallel: int | None,
+            schedules: bool = False) -> Iterator[tuple[Task, Outcome]]:
     """Yield (task, outcome) as tasks finish on the ``connect``-ed cluster, keeping at most ``max_parallel`` in
-    flight (default: twice the cluster's CPUs, enough to keep every CPU busy); Ray is shut down at the end."""
+    flight (default: twice the cluster's CPUs, enough to keep every CPU busy); ``schedules``: keep each
+    simulation's allocations. Ray is shut down at the end."""
     import ray
     from ray.exceptions import RayError
 
@@ -89,7 +114,7 @@ def fan_out(tasks: list[Task], cluster: Cluster, max_parallel: int | None) -> It
 
         def submit() -> None:
             for task in pending:
-                in_flight[remote.remote(task)] = (task, time.time())
+                in_flight[remote.remote(task, schedules)] = (task, time.time())
                 if len(in_flight) >= limit:
                     return
 

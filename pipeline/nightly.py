@@ -1,91 +1,113 @@
-"""``pdors nightly``: PD-ORS against the proven offline optimum on freshly drawn small instances.
+"""``pdors nightly``: a regression check that is green while PD-ORS is healthy and red when it regresses.
 
-Instance k (k = 0 .. N-1) is the small profile (``offline_opt.profile.small_profile``: the paper's Fig. 10
-size H = 4, I = 10, T = 10) drawn with generator seed S + k, so ``pdors opt --seed S+k`` is the same
-instance. Each instance goes through ``offline_opt.compare``: OPT by the MILP and every registered policy,
-all judged by the validator. An instance passes only if
+Two parts, both on the instance profile named by ``--profile`` (``offline_opt.profile.INSTANCE_PROFILES``;
+default ``small``: H = 4, I = 10, T = 10, the small workload), every schedule judged by the validator:
 
-* OPT is proven optimal (solver gap target met, validated schedule): an unproven OPT never passes;
-* every schedule (OPT's and each policy's) has no validator violation;
-* PD-ORS's OPT / ALG is <= the threshold and <= its theoretical competitive ratio
-  6 G_delta / delta * max_r(1, ln(U^r / L)) (paper Theorems 5-6, U^r and L of eqs. (13)-(14));
-* no policy beats OPT (OPT / ALG >= 1 - RATIO_TOL): otherwise OPT or the validator is wrong.
+* the pinned set (``pipeline.nightly_record``, committed at ``configs/nightly_record.json``): every policy is
+  re-run on the recorded instances; the night fails when PD-ORS's utility on any of them falls below its
+  record (relative ``--tolerance``), a schedule violates the model, or a policy earns more than the recorded
+  OPT allows. Every change from the record is reported. ``--record`` re-writes the record;
+* fresh instances (seeds S .. S+M-1, S from the date unless ``--seed``): OPT by the MILP within the
+  per-instance budget, every policy; the night fails only on hard violations: a validator violation, a policy
+  above OPT by more than the gap, a solver failure (DMLRS always has the empty schedule), or PD-ORS's ratio
+  (the lower end of its interval when OPT is unproven) above its theoretical bound 6 G_delta / delta
+  max_r(1, ln U^r / L) (paper Theorems 5-6). PD-ORS's ratios are reported against the paper's band
+  1.0-1.4; every instance whose ratio is, or may be, outside it is saved for ``pdors opt --instance``.
 
-Everything lands in ``<out>/<run name>/``: ``report.json`` (every comparison), ``summary.md`` (the tables),
-``ratios.png`` (histogram) and ``offenders/seed-<k>.json`` (each failing instance, replayable with
-``pdors opt --instance FILE --seed k``); then one MLflow run in experiment ``nightly-competitive-ratio``.
-Exit status: 0 pass, 1 some check failed, 2 bad input, 3 pass but MLflow logging failed.
+Everything lands in ``<out>/<run name>/``: ``report.json``, ``summary.md``, ``ratios.png``,
+``offenders/seed-<k>.json`` (failing fresh instances) and ``outside_band/seed-<k>.json``; then one MLflow run
+in experiment ``nightly-competitive-ratio`` with median, p90 and max ratio as metrics.
+Exit status: 0 pass, 1 some check failed (or ``--record`` found too few proven seeds), 2 bad input (also a
+missing record, or one made for another profile), 3 pass but MLflow logging failed.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from offline_opt.profile import SMALL_SIZE
+from . import nightly_record
 
 EXPERIMENT = "nightly-competitive-ratio"
-RATIO_TOL = 1e-6
+BAND = (1.0, 1.4)   # the paper's Fig. 10: OPT / PD-ORS between 1.0 and 1.4
 DEFAULT_OUT = "results/nightly"
 BATCH = 1000        # MLflow's limit of metrics per log_batch
 TAG_CHARS = 5000    # below MLflow's tag value limit (report.json has everything)
 
 
+def date_seed(day: date) -> int:
+    """Tonight's first fresh seed: YYYYMMDD * 100, so nights never share an instance (M < 100)."""
+    return int(day.strftime("%Y%m%d")) * 100
+
+
 @dataclass(frozen=True)
 class Settings:
-    """The command line of ``pdors nightly`` (checked by ``pdors.config.build``)."""
+    """The command line of ``pdors nightly`` (checked by ``pdors.config.build``). Defaults: the whole night
+    (10 pinned instances, 8 fresh ones of at most 60 s + the guard's slack each) stays under 20 minutes."""
 
-    instances: int = 5
+    profile: str = "small"
+    fresh: int = 8
+    pinned: int = 10            # with --record: how many instances to pin
+    seed: int | None = None     # first fresh seed (default: from the date); with --record the first seed scanned
     solver: str = "highs"
-    threshold: float = 1.5
-    seed: int = 1
-    time_limit: float = 300.0
+    time_limit: float = 60.0
     mip_gap: float = 1e-6
+    tolerance: float = 1e-6
+    record_file: str = nightly_record.DEFAULT_RECORD
     out: str = DEFAULT_OUT
 
     def check(self) -> list[str]:
+        from offline_opt.profile import INSTANCE_PROFILES
+        from offline_opt.solve import limit_problems
         from offline_opt.solvers import SOLVERS, available
 
         out = []
-        if self.instances < 1:
-            out.append(f"instances: must be >= 1, got {self.instances}")
+        if self.profile not in INSTANCE_PROFILES:
+            out.append(f"profile: must be one of {', '.join(INSTANCE_PROFILES)}, got {self.profile!r}")
+        if self.fresh < 0:
+            out.append(f"fresh: must be >= 0, got {self.fresh}")
+        if self.pinned < 1:
+            out.append(f"pinned: must be >= 1, got {self.pinned}")
         if self.solver not in SOLVERS:
             out.append(f"solver: must be one of {', '.join(SOLVERS)}, got {self.solver!r}")
         elif not available(self.solver):
             out.append(f"solver: {self.solver} is not installed here (highs: pip install highspy; "
                        "cbc/glpk: apt-get install coinor-cbc glpk-utils)")
-        if not self.threshold >= 1.0:
-            out.append(f"threshold: an OPT / ALG threshold must be >= 1, got {self.threshold}")
-        if self.seed < 0:
+        if self.seed is not None and self.seed < 0:
             out.append(f"seed: must be >= 0, got {self.seed}")
-        if not self.time_limit > 0:
-            out.append(f"time_limit: must be > 0 seconds, got {self.time_limit}")
-        if not 0 <= self.mip_gap < 1:
-            out.append(f"mip_gap: must lie in [0, 1), got {self.mip_gap}")
-        return out
+        if not 0 <= self.tolerance < 1:
+            out.append(f"tolerance: must lie in [0, 1), got {self.tolerance}")
+        return out + limit_problems(self.time_limit, self.mip_gap)
 
-    @property
-    def seeds(self) -> list[int]:
-        return list(range(self.seed, self.seed + self.instances))
+    def fresh_seeds(self, today: date) -> list[int]:
+        first = date_seed(today) if self.seed is None else self.seed
+        return list(range(first, first + self.fresh))
 
 
 @dataclass
-class Checked:
-    """One instance: its seed, the comparison (``offline_opt.Comparison``) and what failed on it."""
+class Fresh:
+    """One fresh instance: its seed, the comparison (``offline_opt.Comparison``), what failed, PD-ORS's
+    ratio interval (equal ends when OPT is proven; None: unknown) and where the instance was saved."""
 
     seed: int
     comparison: object
     offences: list[str]
+    interval: tuple[float, float] | None
     saved: Path | None = None
 
     @property
     def pdors(self):
         return next(p for p in self.comparison.policies if p.policy == "pdors")
+
+    @property
+    def outside_band(self) -> bool:
+        return self.interval is not None and self.interval[1] > BAND[1] + 1e-9
 
 
 @dataclass
@@ -94,50 +116,63 @@ class Report:
     name: str
     directory: Path
     code: dict                      # pdors version, git commit, package versions
-    checked: list[Checked] = field(default_factory=list)
+    record: dict
+    pinned: list = field(default_factory=list)     # nightly_record.Pinned
+    fresh: list[Fresh] = field(default_factory=list)
+
+    @property
+    def failures(self) -> int:
+        return sum(bool(p.problems) for p in self.pinned) + sum(bool(f.offences) for f in self.fresh)
 
     @property
     def passed(self) -> bool:
-        return not any(c.offences for c in self.checked)
+        return self.failures == 0
 
     def ratios(self, policy: str) -> list[float]:
-        """OPT / ALG of ``policy`` on the instances where OPT is proven and the ratio defined."""
+        """OPT / ALG of ``policy`` on the fresh instances where OPT is proven and the ratio defined."""
         out = []
-        for c in self.checked:
-            p = next(p for p in c.comparison.policies if p.policy == policy)
+        for f in self.fresh:
+            p = next(p for p in f.comparison.policies if p.policy == policy)
             if p.ratio_kind == "opt" and p.ratio is not None:
                 out.append(p.ratio)
         return out
 
     def policies(self) -> list[str]:
-        return [p.policy for p in self.checked[0].comparison.policies] if self.checked else []
+        return [p.policy for p in self.fresh[0].comparison.policies] if self.fresh else []
 
 
-def offences(comparison, threshold: float) -> list[str]:
-    """Every reason this comparison fails the nightly (empty: it passes). Pure: reads ``comparison`` only."""
+def interval(comparison) -> tuple[float, float] | None:
+    """PD-ORS's OPT / ALG: [r, r] with OPT proven, [max(1, best found / ALG), bound / ALG] without;
+    infinite when PD-ORS earns nothing while OPT does; None when nothing is known (or both are 0)."""
+    opt = comparison.opt
+    pd_ = next(p for p in comparison.policies if p.policy == "pdors")
+    if pd_.ratio_kind == "opt" and pd_.ratio is not None:
+        return pd_.ratio, pd_.ratio
+    if pd_.ratio_kind == "upper" and pd_.ratio is not None:
+        return max(1.0, (opt.objective or 0.0) / pd_.utility), pd_.ratio
+    if pd_.ratio_kind == "none" and pd_.utility <= 0 and (opt.objective or 0.0) > 0:
+        return math.inf, math.inf
+    return None
+
+
+def offences(comparison) -> list[str]:
+    """The hard violations on a fresh instance (empty: it passes). Pure: reads ``comparison`` only."""
     opt, out = comparison.opt, []
-    if not opt.proven_optimal:
-        gap = "n/a" if opt.gap is None else f"{opt.gap:.2e}"
-        out.append(f"OPT not proven optimal ({opt.solver} status {opt.status}, gap {gap}, {opt.wall_s:.0f} s)")
     if opt.violations:
         out.append(f"OPT schedule has {len(opt.violations)} validator violation(s)")
+    elif opt.status in ("error", "invalid"):
+        out.append(f"OPT solve failed ({opt.solver} status {opt.status}; {opt.message or 'no message'})")
     for p in comparison.policies:
         if p.violations:
             out.append(f"{p.policy} schedule has {p.violations} validator violation(s)")
-        elif p.ratio_kind == "opt" and p.ratio is not None and p.ratio < 1.0 - RATIO_TOL:
-            out.append(f"{p.policy} beats OPT (OPT / ALG = {p.ratio:.6f}): OPT or the validator is wrong")
-    pdors = next(p for p in comparison.policies if p.policy == "pdors")
-    if opt.proven_optimal and not pdors.violations:
-        if pdors.ratio is None and opt.objective > 0:
-            out.append(f"pdors completed no job while OPT = {opt.objective:.4f} (OPT / ALG infinite)")
-        elif pdors.ratio is not None:
-            if pdors.ratio > threshold:
-                out.append(f"pdors OPT / ALG = {pdors.ratio:.4f} > threshold {threshold:g}")
-            if pdors.competitive_bound is None:
-                out.append("pdors reported no theoretical bound")
-            elif pdors.ratio > pdors.competitive_bound:
-                out.append(f"pdors OPT / ALG = {pdors.ratio:.4f} > theoretical bound "
-                           f"{pdors.competitive_bound:.4g} (Theorems 5-6)")
+    out += comparison.errors
+    pd_, span = next(p for p in comparison.policies if p.policy == "pdors"), interval(comparison)
+    if span is not None and not pd_.violations:
+        if pd_.competitive_bound is None:
+            out.append("pdors reported no theoretical bound")
+        elif span[0] > pd_.competitive_bound:
+            out.append(f"pdors OPT / ALG >= {span[0]:.4f} > theoretical bound {pd_.competitive_bound:.4g} "
+                       "(Theorems 5-6)")
     return out
 
 
@@ -149,48 +184,54 @@ def stats(values: list[float]) -> dict[str, float | None]:
     return {"max": float(a.max()), "median": float(np.median(a)), "p90": float(np.percentile(a, 90))}
 
 
-def replay_command(checked: Checked, settings: Settings) -> str:
-    return (f"pdors opt --instance {checked.saved} --seed {checked.seed} --solver {settings.solver} "
+def replay_command(fresh: Fresh, settings: Settings) -> str:
+    return (f"pdors opt --instance {fresh.saved} --seed {fresh.seed} --solver {settings.solver} "
             f"--time-limit {settings.time_limit:g} --mip-gap {settings.mip_gap:g}")
 
 
-def check(settings: Settings, progress: bool = True) -> Report:
-    """Draw, solve, compare and judge every instance; write the run directory. No MLflow here."""
-    from tqdm import tqdm
-
+def code_version() -> dict:
     import pdors
-    from offline_opt import compare
-    from offline_opt.profile import small_profile
-    from pdors.config import to_dict
-    from pdors.instance_io import save
-    from pdors.workload import generate
 
     from .provenance import git_commit, packages
 
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    name = f"nightly-{stamp}-seed{settings.seed}-n{settings.instances}"
-    while (Path(settings.out) / name).exists():   # two runs in one second: never mix their files
-        name += "+"
     # in the container image there is no .git: infra/Dockerfile records the commit in PDORS_GIT_COMMIT
     commit = git_commit()
     commit = os.environ.get("PDORS_GIT_COMMIT", commit) if commit == "unknown" else commit
-    report = Report(settings, name, Path(settings.out) / name,
-                    {"pdors": pdors.__version__, "git_commit": commit, "packages": packages()})
-    workload = small_profile()
-    bar = tqdm(settings.seeds, unit="instance", file=sys.stderr, disable=not progress, dynamic_ncols=True,
+    return {"pdors": pdors.__version__, "git_commit": commit, "packages": packages()}
+
+
+def check(settings: Settings, today: date, progress: bool = True) -> Report:
+    """The pinned set against its record, then the fresh instances; writes the run directory. No MLflow."""
+    from tqdm import tqdm
+
+    from offline_opt import compare
+    from offline_opt.profile import INSTANCE_PROFILES
+    from pdors.config import to_dict
+    from pdors.instance_io import save
+
+    rec = nightly_record.load(settings.record_file, settings.profile)
+    seeds = settings.fresh_seeds(today)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    name = f"nightly-{stamp}-seed{seeds[0] if seeds else '-'}-n{settings.fresh}"
+    while (Path(settings.out) / name).exists():   # two runs in one second: never mix their files
+        name += "+"
+    report = Report(settings, name, Path(settings.out) / name, code_version(), rec)
+    report.pinned = nightly_record.check(rec, settings.tolerance)
+    profile = INSTANCE_PROFILES[settings.profile]
+    bar = tqdm(seeds, unit="instance", file=sys.stderr, disable=not progress, dynamic_ncols=True,
                mininterval=0.5 if sys.stderr.isatty() else 30)
     for seed in bar:
         bar.set_description(f"seed {seed}")
-        instance = generate(workload, *SMALL_SIZE, seed)
+        instance = profile.draw(seed)
         c = compare(instance, settings.solver, settings.time_limit, settings.mip_gap, seed=seed,
-                    workload=to_dict(workload))
-        checked = Checked(seed, c, offences(c, settings.threshold))
-        if checked.offences:
-            checked.saved = report.directory / "offenders" / f"seed-{seed}.json"
-            checked.saved.parent.mkdir(parents=True, exist_ok=True)
-            save(instance, checked.saved)
-        report.checked.append(checked)
-        bar.set_postfix(failed=sum(bool(c.offences) for c in report.checked), refresh=False)
+                    workload=to_dict(profile.workload()))
+        f = Fresh(seed, c, offences(c), interval(c))
+        if f.offences or f.outside_band:
+            f.saved = report.directory / ("offenders" if f.offences else "outside_band") / f"seed-{seed}.json"
+            f.saved.parent.mkdir(parents=True, exist_ok=True)
+            save(instance, f.saved)
+        report.fresh.append(f)
+        bar.set_postfix(failed=sum(bool(x.offences) for x in report.fresh), refresh=False)
     bar.close()
     _write(report)
     return report
@@ -200,65 +241,97 @@ def _fmt(x, spec: str = ".4f") -> str:
     return "n/a" if x is None else format(x, spec)
 
 
+def _span(span: tuple[float, float] | None) -> str:
+    if span is None:
+        return "n/a"
+    return f"{span[0]:.3f}" if span[0] == span[1] else f"[{span[0]:.3f}, {span[1]:.3f}]"
+
+
 def tables(report: Report) -> str:
-    """Markdown: one row per instance, then the offending instances with their replay commands."""
-    s, policies = report.settings, report.policies()
-    head = ["seed", "OPT status", "OPT", "gap", "OPT s", *policies, "PD-ORS bound", "verdict"]
-    rows = []
-    for c in report.checked:
-        o = c.comparison.opt
-        ratios = []
-        for p in c.comparison.policies:
-            r = _fmt(p.ratio, ".3f") + (" (upper)" if p.ratio_kind == "upper" else "")
-            ratios.append(r if p.ratio is not None else f"n/a ({p.ratio_note})")
-        rows.append([str(c.seed), o.status, _fmt(o.objective), _fmt(o.gap, ".1e"), f"{o.wall_s:.1f}", *ratios,
-                     _fmt(c.pdors.competitive_bound, ".1f"), "FAIL" if c.offences else "pass"])
+    """Markdown: the pinned set against its record, the fresh instances, the verdict."""
+    s, rec = report.settings, report.record
     lines = [f"# {report.name}", "",
-             f"PD-ORS vs OPT on {s.instances} small-profile instances (H={SMALL_SIZE.machines}, I={SMALL_SIZE.jobs}, "
-             f"T={SMALL_SIZE.slots}; seeds {s.seeds[0]}-{s.seeds[-1]}); {s.solver}, time limit {s.time_limit:g} s, "
-             f"gap {s.mip_gap:g}; threshold {s.threshold:g}. Columns per policy: OPT / ALG. "
-             f"Code: pdors {report.code['pdors']}, commit {report.code['git_commit']}.", "",
-             "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+             f"Profile {s.profile!r} (H={rec['size']['machines']}, I={rec['size']['jobs']}, "
+             f"T={rec['size']['slots']}); code: pdors {report.code['pdors']}, commit {report.code['git_commit']}.",
+             "", f"## Pinned set ({len(report.pinned)} instances, {s.record_file}, recorded "
+             f"{rec['recorded_at']} at commit {rec['code']['git_commit']})", "", f"Rule: {rec['rule']}", "",
+             "| seed | OPT | PD-ORS record | PD-ORS tonight | OPT / PD-ORS | changes | verdict |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for p in report.pinned:
+        now = p.utilities.get("pdors")
+        ratio = p.opt / now if now else None
+        lines.append(f"| {p.seed} | {p.opt:.4f} | {_fmt(p.recorded.get('pdors'))} | {_fmt(now)} | "
+                     f"{_fmt(ratio, '.3f')} | {'; '.join(p.changes) or '-'} | "
+                     f"{'FAIL: ' + '; '.join(p.problems) if p.problems else 'pass'} |")
+    policies = report.policies()
+    lines += ["", f"## Fresh instances (seeds {', '.join(str(f.seed) for f in report.fresh) or 'none'}; "
+              f"{s.solver}, {s.time_limit:g} s, gap {s.mip_gap:g})", "",
+              "OPT / ALG per policy; `(upper)`: OPT not proven, bound / ALG. PD-ORS: its interval "
+              f"[best found / ALG, bound / ALG] where OPT is unproven; the paper's band is {BAND[0]}-{BAND[1]}.", ""]
+    head = ["seed", "OPT status", "OPT", "gap", "OPT s", *policies, "PD-ORS interval", "PD-ORS bound", "band",
+            "verdict"]
+    lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for f in report.fresh:
+        o = f.comparison.opt
+        ratios = [(_fmt(p.ratio, ".3f") + (" (upper)" if p.ratio_kind == "upper" else "")) if p.ratio is not None
+                  else f"n/a ({p.ratio_note})" for p in f.comparison.policies]
+        band = "n/a" if f.interval is None else ("outside" if f.interval[0] > BAND[1] + 1e-9 else
+                                                 "maybe outside" if f.outside_band else "inside")
+        lines.append("| " + " | ".join([str(f.seed), o.status, _fmt(o.objective), _fmt(o.gap, ".1e"),
+                                        f"{o.wall_s:.1f}", *ratios, _span(f.interval),
+                                        _fmt(f.pdors.competitive_bound, ".1f"), band,
+                                        "FAIL" if f.offences else "pass"]) + " |")
     pd_stats = stats(report.ratios("pdors"))
-    lines += ["", f"PD-ORS OPT / ALG over proven instances: max {_fmt(pd_stats['max'], '.4f')}, "
-              f"median {_fmt(pd_stats['median'], '.4f')}, p90 {_fmt(pd_stats['p90'], '.4f')}.", ""]
-    bad = [c for c in report.checked if c.offences]
-    lines.append("**PASS**" if not bad else f"**FAIL**: {len(bad)} of {len(report.checked)} instance(s)")
+    proven = len(report.ratios("pdors"))
+    lines += ["", f"PD-ORS OPT / ALG on the {proven} fresh instance(s) with OPT proven: median "
+              f"{_fmt(pd_stats['median'])}, p90 {_fmt(pd_stats['p90'])}, max {_fmt(pd_stats['max'])}; "
+              f"{sum(f.outside_band for f in report.fresh)} of {len(report.fresh)} (possibly) outside "
+              f"{BAND[0]}-{BAND[1]}, saved under outside_band/ (a report, not a failure).", ""]
+    lines.append("**PASS**" if report.passed else f"**FAIL**: {report.failures} instance(s)")
+    bad = [f for f in report.fresh if f.offences]
     if bad:
         lines += ["", "| seed | why | replay |", "| --- | --- | --- |"]
-        lines += [f"| {c.seed} | {'; '.join(c.offences)} | `{replay_command(c, s)}` |" for c in bad]
+        lines += [f"| {f.seed} | {'; '.join(f.offences)} | `{replay_command(f, s)}` |" for f in bad]
+    outside = [f for f in report.fresh if f.outside_band and not f.offences]
+    if outside:
+        lines += ["", "Outside the band (replay): " + "; ".join(f"`{replay_command(f, s)}`" for f in outside)]
     return "\n".join(lines) + "\n"
 
 
-def histogram(report: Report, path: Path) -> Path:
-    """Histogram of OPT / ALG per policy over the proven instances (log x: a baseline that barely completes a
-    job can be 10^6 off), PD-ORS filled, with the threshold as a line."""
+def plot(report: Report, path: Path) -> Path:
+    """PD-ORS's OPT / ALG per fresh instance (a point when OPT is proven, a bar over its interval when not;
+    log y), the other policies as small marks, the paper's band shaded."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FormatStrFormatter, MaxNLocator, NullFormatter
+    from matplotlib.ticker import FormatStrFormatter
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    threshold = report.settings.threshold
-    series = {p: report.ratios(p) for p in report.policies()}
-    top = max([threshold, *(r for rs in series.values() for r in rs)]) * 1.05
-    bins = np.geomspace(1.0 - RATIO_TOL, top, 30)
-    for policy, values in series.items():
-        if values:
-            pd_ = policy == "pdors"
-            ax.hist(values, bins=bins, histtype="stepfilled" if pd_ else "step", alpha=0.6 if pd_ else 1.0,
-                    linewidth=2.5 if pd_ else 1.2, label=f"{policy} (n={len(values)})", zorder=3 if pd_ else 2)
-    ax.axvline(threshold, color="red", linestyle="--", label=f"threshold {threshold:g}")
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.xaxis.set_minor_formatter(FormatStrFormatter("%g") if top < 10 else NullFormatter())
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("OPT / ALG (proven OPT only; log scale)")
-    ax.set_ylabel("instances")
+    ax.axhspan(*BAND, color="green", alpha=0.12, label=f"paper's band {BAND[0]}-{BAND[1]}")
+    finite = [v for f in report.fresh if f.interval for v in f.interval if math.isfinite(v)]
+    top = max([BAND[1], *finite]) * 1.1
+    for k, f in enumerate(report.fresh):
+        for p in f.comparison.policies:
+            if p.policy != "pdors" and p.ratio is not None and p.ratio_kind == "opt":
+                ax.plot(k, min(p.ratio, top), "x", color="grey", markersize=4, zorder=2)
+        if f.interval is not None:
+            lo, hi = (min(v, top) for v in f.interval)
+            if lo == hi:
+                ax.plot(k, lo, "o", color="C0", zorder=3)
+            else:
+                ax.plot([k, k], [lo, hi], "_-", color="C0", linewidth=3, markersize=10, zorder=3)
+    ax.plot([], [], "o", color="C0", label="PD-ORS (bar: OPT unproven)")
+    ax.plot([], [], "x", color="grey", label="other policies (proven OPT)")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+    ax.set_xticks(range(len(report.fresh)), [str(f.seed) for f in report.fresh], rotation=45, fontsize=7)
+    ax.set_xlabel("fresh instance (seed)")
+    ax.set_ylabel("OPT / ALG (log scale)")
     ax.set_title(report.name, fontsize=9)
-    ax.legend(fontsize=8)
+    ax.margins(x=0.1)
+    ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -266,60 +339,63 @@ def histogram(report: Report, path: Path) -> Path:
 
 
 def _write(report: Report) -> None:
-    from dataclasses import asdict
-
     d = report.directory
     d.mkdir(parents=True, exist_ok=True)
     (d / "report.json").write_text(json.dumps({
-        "name": report.name, "settings": asdict(report.settings), "size": SMALL_SIZE._asdict(), "code": report.code,
-        "passed": report.passed,
-        "instances": [{"seed": c.seed, "offences": c.offences, "saved": str(c.saved) if c.saved else None,
-                       **c.comparison.to_dict()} for c in report.checked]}, indent=1))
+        "name": report.name, "settings": asdict(report.settings), "band": BAND, "code": report.code,
+        "passed": report.passed, "record": {k: v for k, v in report.record.items() if k != "instances"},
+        "pinned": [p.to_dict() for p in report.pinned],
+        "fresh": [{"seed": f.seed, "offences": f.offences, "interval": f.interval, "outside_band": f.outside_band,
+                   "saved": str(f.saved) if f.saved else None, **f.comparison.to_dict()} for f in report.fresh]},
+        indent=1, default=str))
     (d / "summary.md").write_text(tables(report))
-    histogram(report, d / "ratios.png")
+    plot(report, d / "ratios.png")
 
 
 def log_run(report: Report) -> str:
-    """One MLflow run in experiment ``nightly-competitive-ratio``; returns its id. Per-instance values are
-    metric series with step = instance seed."""
+    """One MLflow run in experiment ``nightly-competitive-ratio``; returns its id. Summary metrics (median,
+    p90, max ratio) make the history across nights; per-instance values are series with step = seed."""
     from mlflow.entities import Metric, RunTag
-    from mlflow.tracking import MlflowClient
 
     from . import tracking
 
     tracking.check_reachable(tracking.tracking_uri())
-    client = MlflowClient()
-    experiment = client.get_experiment_by_name(EXPERIMENT)
-    exp_id = experiment.experiment_id if experiment else client.create_experiment(EXPERIMENT)
+    client = tracking.client()
+    exp_id = tracking.experiment_id(client, EXPERIMENT)
     s, code = report.settings, report.code
     run_id = client.create_run(exp_id, run_name=report.name).info.run_id
-    summary = {"passed": int(report.passed), "instances": len(report.checked),
-               "failed_instances": sum(bool(c.offences) for c in report.checked),
-               "opt_proven": sum(c.comparison.opt.proven_optimal for c in report.checked),
-               "violations": sum(len(c.comparison.opt.violations) + sum(p.violations for p in c.comparison.policies)
-                                 for c in report.checked),
-               "opt_wall_s.max": max(c.comparison.opt.wall_s for c in report.checked)}
+    summary = {"passed": int(report.passed), "failed_instances": report.failures,
+               "pinned": len(report.pinned), "pinned_failed": sum(bool(p.problems) for p in report.pinned),
+               "pinned_changed": sum(bool(p.changes) for p in report.pinned),
+               "fresh": len(report.fresh), "fresh_failed": sum(bool(f.offences) for f in report.fresh),
+               "opt_proven": sum(f.comparison.opt.proven_optimal for f in report.fresh),
+               "outside_band": sum(f.outside_band for f in report.fresh),
+               "opt_wall_s.max": max((f.comparison.opt.wall_s for f in report.fresh), default=None)}
     for policy in report.policies():
         summary |= {f"ratio.{policy}.{k}": v for k, v in stats(report.ratios(policy)).items()}
-    bounds = [c.pdors.competitive_bound for c in report.checked if c.pdors.competitive_bound is not None]
-    summary["bound.pdors.min"] = min(bounds) if bounds else None
+    summary["ratio_upper.pdors.max"] = max((f.interval[1] for f in report.fresh if f.interval), default=None)
     series = []
-    for c in report.checked:
-        values = {f"ratio.{p.policy}": p.ratio for p in c.comparison.policies if p.ratio_kind == "opt"}
-        values |= {"opt": c.comparison.opt.objective, "bound.pdors": c.pdors.competitive_bound,
-                   "opt_wall_s": c.comparison.opt.wall_s, "offences": len(c.offences)}
-        series += [Metric(m.key, m.value, m.timestamp, c.seed) for m in tracking.metrics(values)]
-    statuses = ",".join(f"{c.seed}:{c.comparison.opt.status}" for c in report.checked)[:TAG_CHARS]
-    offenders = ",".join(str(c.seed) for c in report.checked if c.offences)[:TAG_CHARS]
+    for f in report.fresh:
+        values = {f"ratio.{p.policy}": p.ratio for p in f.comparison.policies if p.ratio_kind == "opt"}
+        values |= {"opt": f.comparison.opt.objective, "bound.pdors": f.pdors.competitive_bound,
+                   "opt_wall_s": f.comparison.opt.wall_s, "offences": len(f.offences)}
+        series += [Metric(m.key, m.value, m.timestamp, f.seed) for m in tracking.metrics(values)]
+    for p in report.pinned:
+        values = {"pinned.pdors": p.utilities.get("pdors"), "pinned.pdors.record": p.recorded.get("pdors")}
+        series += [Metric(m.key, m.value, m.timestamp, p.seed) for m in tracking.metrics(values)]
     metrics = tracking.metrics(summary) + series
     for k in range(0, len(metrics), BATCH):
         client.log_batch(run_id, metrics=metrics[k:k + BATCH])
+    statuses = ",".join(f"{f.seed}:{f.comparison.opt.status}" for f in report.fresh)[:TAG_CHARS]
+    offenders = ",".join([*(f"pinned {p.seed}" for p in report.pinned if p.problems),
+                          *(str(f.seed) for f in report.fresh if f.offences)])[:TAG_CHARS]
     client.log_batch(run_id, params=tracking.params({
-        "instances": s.instances, "seeds": f"{s.seeds[0]}-{s.seeds[-1]}", "solver": s.solver,
-        "threshold": s.threshold, "time_limit": s.time_limit, "mip_gap": s.mip_gap, "profile": "small",
-        **SMALL_SIZE._asdict(), "policies": ",".join(report.policies())}),
+        "profile": s.profile, "fresh": s.fresh, "seeds": ",".join(str(f.seed) for f in report.fresh)[:500] or "-",
+        "pinned": len(report.pinned), "record_file": s.record_file, "solver": s.solver,
+        "time_limit": s.time_limit, "mip_gap": s.mip_gap, "tolerance": s.tolerance, **report.record["size"],
+        "policies": ",".join(report.policies()) or "-"}),
         tags=[RunTag(k, str(v)) for k, v in {
-            "result": "pass" if report.passed else "fail", "solver_statuses": statuses,
+            "result": "pass" if report.passed else "fail", "solver_statuses": statuses or "-",
             "offenders": offenders or "-", "pdors.version": code["pdors"], "git_commit": code["git_commit"],
             "mlflow.source.git.commit": code["git_commit"], "output": str(report.directory),
             **{f"version.{k}": v for k, v in code["packages"].items()}}.items()])
@@ -328,38 +404,64 @@ def log_run(report: Report) -> str:
     return run_id
 
 
-def run(settings: Settings, track: bool = True, progress: bool = True) -> int:
+def run(settings: Settings, track: bool = True, progress: bool = True, today: date | None = None) -> int:
     """``pdors nightly``; returns the exit status."""
-    report = check(settings, progress)
+    report = check(settings, today or datetime.now(timezone.utc).date(), progress)
     print(tables(report), end="")
     print(f"results: {report.directory} (report.json, summary.md, ratios.png"
-          + (", offenders/" if not report.passed else "") + ")")
+          + (", offenders/" if any(f.offences for f in report.fresh) else "")
+          + (", outside_band/" if any(f.outside_band and not f.offences for f in report.fresh) else "") + ")")
     status = 0 if report.passed else 1
     if not track:
         return status
     from . import tracking
+    from .credentials import one_line
 
     try:
         run_id = log_run(report)
     except Exception as e:   # the files are the record; a tracking outage must not hide the verdict
-        print(f"MLflow logging failed ({type(e).__name__}: {' '.join(str(e).split())[:300]}); the results are "
+        print(f"MLflow logging failed ({one_line(e)}); the results are "
               f"in {report.directory}", file=sys.stderr)
         return status or 3
-    print(f"MLflow: {tracking.tracking_uri()} experiment {EXPERIMENT!r}, run {run_id}")
+    print(f"MLflow: {tracking.shown_uri()} experiment {EXPERIMENT!r}, run {run_id}")
     return status
+
+
+def rerecord(settings: Settings, progress: bool = True) -> int:
+    """``pdors nightly --record``: pin instances by the rule and write the record; returns the exit status."""
+    first = 1 if settings.seed is None else settings.seed
+    rec = nightly_record.record(settings, first, code_version(), progress)
+    nightly_record.save(rec, settings.record_file)
+    print(f"recorded {len(rec['instances'])} pinned instances to {settings.record_file}\nrule: {rec['rule']}")
+    print("| seed | OPT | OPT s | " + " | ".join(rec["instances"][0]["utilities"]) + " |")
+    for row in rec["instances"]:
+        print(f"| {row['seed']} | {row['opt']['objective']:.4f} | {row['opt']['wall_s']:.1f} | "
+              + " | ".join(f"{u:.4f}" for u in row["utilities"].values()) + " |")
+    if rec["skipped"]:
+        print("skipped (OPT not proven): " + ", ".join(f"{s['seed']} ({s['status']})" for s in rec["skipped"]))
+    return 0
 
 
 def register(subparsers) -> None:
     from offline_opt.solvers import SOLVERS
 
     d = Settings()
-    p = subparsers.add_parser("nightly", help="competitive-ratio check: PD-ORS vs proven OPT on small instances")
-    p.add_argument("--instances", type=int, default=d.instances, help="N instances: seeds S .. S+N-1")
+    p = subparsers.add_parser("nightly", help="regression check: PD-ORS on a pinned set against its record, and "
+                                              "hard violations on fresh instances against OPT")
+    p.add_argument("--record", action="store_true",
+                   help="re-write the pinned set (--record-file) by its rule instead of checking")
+    p.add_argument("--profile", default=d.profile, help="instance profile (offline_opt/profile.py)")
+    p.add_argument("--fresh", type=int, default=d.fresh, help="M fresh instances: seeds S .. S+M-1")
+    p.add_argument("--pinned", type=int, default=d.pinned, help="with --record: N instances to pin")
+    p.add_argument("--seed", type=int, default=d.seed,
+                   help="S, the first fresh seed (default: YYYYMMDD * 100 of today, UTC); with --record the "
+                        "first seed scanned (default 1)")
     p.add_argument("--solver", choices=SOLVERS, default=d.solver)
-    p.add_argument("--threshold", type=float, default=d.threshold, help="largest acceptable PD-ORS OPT / ALG")
-    p.add_argument("--seed", type=int, default=d.seed, help="S, the first instance's generator seed")
-    p.add_argument("--time-limit", type=float, default=d.time_limit, help="seconds per OPT solve")
-    p.add_argument("--mip-gap", type=float, default=d.mip_gap, help="relative gap OPT must be proven to")
+    p.add_argument("--time-limit", type=float, default=d.time_limit, help="seconds per OPT solve (> 0)")
+    p.add_argument("--mip-gap", type=float, default=d.mip_gap, help="relative gap target of OPT, in [0, 1)")
+    p.add_argument("--tolerance", type=float, default=d.tolerance,
+                   help="relative drop of PD-ORS's utility below its record that fails the night")
+    p.add_argument("--record-file", default=d.record_file, help="the pinned set's record (JSON)")
     p.add_argument("--out", default=d.out, help="output root; each run writes <out>/nightly-<UTC time>-...")
     p.add_argument("--no-mlflow", action="store_true", help="write the files only")
     p.set_defaults(func=cmd_nightly)
@@ -368,7 +470,13 @@ def register(subparsers) -> None:
 def cmd_nightly(args) -> int:
     from pdors.config import build
 
-    settings = build(Settings, {"instances": args.instances, "solver": args.solver, "threshold": args.threshold,
-                                "seed": args.seed, "time_limit": args.time_limit, "mip_gap": args.mip_gap,
-                                "out": args.out})
+    settings = build(Settings, {k: getattr(args, k) for k in (
+        "profile", "fresh", "pinned", "seed", "solver", "time_limit", "mip_gap", "tolerance", "record_file", "out")})
+    if args.record:
+        try:
+            return rerecord(settings)
+        except nightly_record.RecordError as e:   # too few proven seeds, or a hard violation: a verdict
+            print(f"pdors nightly --record: {e}", file=sys.stderr)
+            return 1
+    nightly_record.load(settings.record_file, settings.profile)   # bad input: before anything runs
     return run(settings, track=not args.no_mlflow)

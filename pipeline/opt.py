@@ -10,6 +10,22 @@ from pdors.config import build
 from pdors.run import RunSpec, make_instance
 
 
+def limit_problems(time_limit: float, mip_gap: float) -> list[str]:
+    """What is wrong with an ``opt`` block's time limit and gap target (``offline_opt``'s own rule)."""
+    from offline_opt.solve import limit_problems
+
+    return limit_problems(time_limit, mip_gap)
+
+
+def ceiling(result: dict) -> float | None:
+    """The most utility a policy may have on the instance of a recorded OPT ``result`` (``to_dict()``
+    form); above it is a bug in the model or the validator (``OptResult.ceiling``)."""
+    from offline_opt.solve import ceiling
+
+    return ceiling(result.get("objective"), result.get("bound"), bool(result.get("proven_optimal")),
+                   float(result.get("mip_gap", 0.0)))
+
+
 def solve(spec: dict) -> dict:
     """``spec``: an OPT task's spec (instance fields, seed, ``opt`` settings) -> the result dict."""
     import offline_opt

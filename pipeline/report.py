@@ -1,8 +1,8 @@
 """``pdors report SWEEP_OR_DIR [--out DIR]``: a sweep's figures from its Parquet record.
 
 The figures are the config's ``report`` list (:class:`pipeline.schema.FigureConfig`: one per paper figure), else
-total utility against the first grid axis. Per figure: ``<name>.png`` (mean over seeds with a ±1 std band or
-error bars, labelled axes, legend), ``<name>.csv`` and ``<name>.md`` (policy, x, n, mean, std, min, max); plus
+total utility against the first grid axis. Per figure: ``<name>.png`` (300 dpi) and ``<name>.pdf``
+(:mod:`pipeline.plots`), ``<name>.csv`` and ``<name>.md`` (panel, policy, x, n, mean, std, CI, min, max); plus
 ``<sweep name>.report.md`` with every figure, the paper's claim and the table (so the reports of several
 sweeps can share one ``--out``). The files are attached to the sweep's MLflow
 parent run under ``report/`` (the sweep is logged first if it never was).
@@ -16,6 +16,7 @@ import pandas as pd
 from pdors.config import build
 
 from . import plots, summary
+from .credentials import one_line
 from .locate import locate
 from .schema import POLICY_AXIS, FigureConfig
 from .storage import SweepError, manifest_of, recorded_runs
@@ -33,7 +34,10 @@ def figures_of(manifest: dict) -> list[FigureConfig]:
 def _index(manifest: dict, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]]) -> str:
     lines = [f"# Report: sweep {manifest['sweep_id']}", "",
              f"Config `{manifest['config_path']}`, seeds {manifest['seeds']}, git commit "
-             f"`{manifest['git_commit']}`. Values: mean ± std over seeds (n = seeds with a value).", ""]
+             f"`{manifest['git_commit']}`. Values: mean ± std over the n runs with a value behind each point (its "
+             f"seeds, and the axes a figure averages over) and the {summary.CONFIDENCE:.0%} Student-t confidence "
+             "interval on the mean, clipped to the metric's range; one panel per value of every other grid axis.",
+             ""]
     for fig, table, png in drawn:
         lines += [f"## {fig.title}", ""]
         if fig.claim:
@@ -43,31 +47,31 @@ def _index(manifest: dict, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]])
 
 
 def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
-    """Every figure of the sweep as PNG, CSV and Markdown under ``out``, then the index; the paths."""
+    """Every figure of the sweep as PNG, PDF, CSV and Markdown under ``out``, then the index; the paths."""
     out.mkdir(parents=True, exist_ok=True)
     drawn, paths = [], []
     for fig in figures_of(manifest):
         try:
-            table = summary.figure_table(runs, fig)
+            table = summary.figure_table(runs, fig, manifest["axes"])
         except summary.FigureDataError as e:
             raise SweepError(f"report figure {fig.name!r}: {e}") from None
         table.to_csv(out / f"{fig.name}.csv", index=False)
         (out / f"{fig.name}.md").write_text(f"# {fig.title}\n\n" + summary.figure_markdown(table, fig.x))
         png = plots.draw(table, fig, out / f"{fig.name}.png")
         drawn.append((fig, table, png))
-        paths += [png, out / f"{fig.name}.csv", out / f"{fig.name}.md"]
+        paths += [*plots.formats(png), out / f"{fig.name}.csv", out / f"{fig.name}.md"]
     index = out / f"{manifest['name']}.report.md"
     index.write_text(_index(manifest, drawn))
     return paths + [index]
 
 
-def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path]) -> str:
+def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path], root: Path) -> str:
     from . import tracking
 
-    parent = tracking.attach(manifest, paths, "report")
+    parent = tracking.attach(manifest, paths, "report", root)
     if parent is None:   # never logged (e.g. MLflow was down during the sweep): log it, then attach
-        tracking.log_sweep(manifest, runs, summary.aggregate(runs, manifest["axes"]), [])
-        parent = tracking.attach(manifest, paths, "report")
+        tracking.log_sweep(manifest, runs, summary.aggregate(runs, manifest["axes"]), [], root)
+        parent = tracking.attach(manifest, paths, "report", root)
     return parent
 
 
@@ -89,9 +93,9 @@ def report_sweeps(target: str | None, out: str | None = None, track: bool = True
         if not (track and manifest["mlflow"]):
             continue
         try:
-            parent = _track(manifest, runs, paths)
+            parent = _track(manifest, runs, paths, store.root)
         except Exception as e:   # the files are written; say how to retry
-            print(f"  MLflow: attaching failed ({type(e).__name__}: {' '.join(str(e).split())[:300]}); retry "
+            print(f"  MLflow: attaching failed ({one_line(e)}); retry "
                   f"with `pdors report {target}`", flush=True)
             status = 3
             continue

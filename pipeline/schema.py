@@ -49,14 +49,9 @@ class OptConfig:
     mip_gap: float = 1e-4
 
     def check(self) -> list[str]:
-        out = []
-        if not self.solver:
-            out.append("solver: must not be empty")
-        if self.time_limit <= 0:
-            out.append(f"time_limit: must be > 0, got {self.time_limit}")
-        if not 0 <= self.mip_gap < 1:
-            out.append(f"mip_gap: must lie in [0, 1), got {self.mip_gap}")
-        return out
+        from .opt import limit_problems
+
+        return ([] if self.solver else ["solver: must not be empty"]) + limit_problems(self.time_limit, self.mip_gap)
 
 
 @dataclass(frozen=True)
@@ -74,7 +69,9 @@ class FigureConfig:
     series per policy. ``x``: a grid axis, or ``policy`` (one bar per policy). ``where``: grid axis -> the one
     value kept (e.g. one mix of a two-mix sweep). ``normalise``: divide each run's value by that policy's on
     the same instance (paper Figs. 14-17, "normalised to OASiS"). ``yscale``: ``log`` where values span orders
-    of magnitude (a near-empty schedule's ratio). ``claim``: what the paper reports."""
+    of magnitude (a near-empty schedule's ratio). ``average``: grid axes pooled into each point (their runs
+    count as more samples); every other axis but ``x`` and ``where``'s gets one panel per value, so by default a
+    point is the mean over seeds only. ``claim``: what the paper reports."""
 
     name: str
     title: str
@@ -83,6 +80,7 @@ class FigureConfig:
     where: dict[str, Any] = field(default_factory=dict)
     normalise: str | None = None
     policies: list[str] = field(default_factory=list)
+    average: list[str] = field(default_factory=list)
     ylabel: str = ""
     yscale: Literal["linear", "log"] = "linear"
     claim: str = ""
@@ -114,6 +112,7 @@ class SweepConfig:
     output: str = DEFAULT_OUTPUT
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     report: list[FigureConfig] = field(default_factory=list)
+    schedules: bool = False   # also record every simulation's allocations (the ``schedules`` table)
 
     def check(self) -> list[str]:
         out = []
@@ -135,6 +134,9 @@ class SweepConfig:
             out += [f"seeds[{k}]: must be >= 0, got {s}" for k, s in enumerate(seeds) if s < 0]
             out += [f"seeds[{k}]: duplicate seed {s}" for k, s in enumerate(seeds) if s in seeds[:k]]
         self.opt_settings()
+        profiles = [(self.instance.get("workload") or {}).get("profile"), *self.grid.get("workload.profile", [])]
+        if self.opt is not None and "thesis" in profiles:
+            out.append("opt: the offline optimum models the paper's rules, not the thesis profile's (3.4)-(3.5)")
         if not self.output.strip():
             out.append("output: must not be empty")
         names = [f.name for f in self.report]
@@ -224,6 +226,9 @@ def _figure_problem(fig: FigureConfig, config: SweepConfig) -> list[str]:
             out.append(f"where.{axis}: not a grid axis of this sweep")
         elif value not in axes[axis]:
             out.append(f"where.{axis}: {value!r} is not one of the axis's values {axes[axis]}")
+    for k, axis in enumerate(fig.average):
+        if axis not in axes or axis == fig.x or axis in fig.where:
+            out.append(f"average[{k}]: {axis!r} is not a grid axis of this sweep other than x and where's")
     for name in [*fig.policies, *([fig.normalise] if fig.normalise else [])]:
         if name not in config.policies:
             out.append(f"policies: {name!r} is not a policy of this sweep ({', '.join(config.policies)})")

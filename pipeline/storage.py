@@ -4,6 +4,7 @@ Layout under the output root::
 
     runs/<run_id>.parquet     one row per run (params, metrics, status, provenance)
     jobs/<run_id>.parquet     one row per job per run
+    schedules/<run_id>.parquet   with ``schedules: true``: one row per (job, machine, slot) used
     sweeps/<id>/              manifest.json (the run ids the sweep asked for), config.yaml, summary.{csv,md}, plots/
     .lock                     one writer per output root
 
@@ -35,8 +36,8 @@ import pyarrow.parquet as pq
 from pdors.policies import POLICIES, policy_module
 from pdors.workload import WorkloadConfig
 
-from .columns import (IDENTITY, JOBS_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS, PROVENANCE, SUMMARY_IDENTITY,
-                      arrow_type)
+from .columns import (IDENTITY, JOBS_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS, PROVENANCE, SCHEDULES_SCHEMA,
+                      SUMMARY_IDENTITY, arrow_type)
 from .schema import OptConfig
 from .tasks import Outcome, Task
 
@@ -56,7 +57,7 @@ class Counts:
         return self.total - self.ok - self.failed - self.lost
 
 
-TABLES = ("runs", "jobs")
+TABLES = ("runs", "jobs", "schedules")
 TMP_PREFIX = ".tmp-"
 
 def _columns(cls, prefix: str) -> list[tuple[str, pa.DataType]]:
@@ -79,7 +80,7 @@ def _runs_schema() -> pa.Schema:
 
 
 RUNS_SCHEMA = _runs_schema()
-SCHEMAS = {"runs": RUNS_SCHEMA, "jobs": JOBS_SCHEMA}
+SCHEMAS = {"runs": RUNS_SCHEMA, "jobs": JOBS_SCHEMA, "schedules": SCHEDULES_SCHEMA}
 
 
 def flatten(tree: dict, prefix: str = "") -> dict:
@@ -240,6 +241,11 @@ class Store:
         jobs = job_rows(task, outcome)
         if jobs:
             _write_atomic(to_table(jobs, JOBS_SCHEMA), self.path("jobs", task.run_id))
+        if outcome.schedule is not None:
+            ident = {"run_id": task.run_id, "policy": task.policy, "seed": task.seed, "point_id": task.point_id}
+            cells = len(outcome.schedule["job"])
+            columns = {**{k: [v] * cells for k, v in ident.items()}, **outcome.schedule}
+            _write_atomic(pa.table(columns, schema=SCHEDULES_SCHEMA), self.path("schedules", task.run_id))
         _write_atomic(to_table([run_row(task, outcome, git_commit)], RUNS_SCHEMA), self.path("runs", task.run_id))
 
     def read(self, table: str = "runs") -> pa.Table:

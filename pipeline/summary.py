@@ -8,13 +8,26 @@ import math
 import pandas as pd
 
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
+from .opt import ceiling
 from .schema import POLICY_AXIS, FigureConfig
 
 NUMERIC = [name for name, _ in METRICS]
-TABLE_METRICS = (("total_utility", "utility"), ("completed", "completed"), ("admitted", "admitted"),
+TABLE_METRICS = (("total_utility", "utility"), ("completed", "completed"), ("fluid_completable", "fluid bound"),
+                 ("admitted", "admitted"), ("median_training_time", "median d"),
+                 ("offered_load.internal", "load int"), ("offered_load.external", "load ext"),
                  ("ratio", "OPT/ALG"), ("ratio_bound", "bound/ALG"), ("decision_latency_ms.p50", "p50 ms"),
                  ("wall_s", "wall s"))
-FIGURE_COLUMNS = ("policy", "x", "n", "mean", "std", "min", "max")
+FIGURE_COLUMNS = ("panel", "policy", "x", "n", "mean", "std", "ci_low", "ci_high", "min", "max")
+CONFIDENCE = 0.95   # figures: Student-t interval on the mean over the runs behind a point
+# Where each metric lives (a figure's interval is clipped to it): utilities, counts and times are >= 0, shares
+# of capacity lie in [0, 1], OPT / ALG >= 1 (ALG <= OPT); anything else (policy_stats.*) is unbounded.
+COUNT_METRICS = ("admitted", "completed", "rejected", "violations", "decision_latency_ms.count", "fluid_completable",
+                 "policy_stats.infeasible_solves")
+NONNEGATIVE_METRICS = ("total_utility", "median_training_time", "wall_s", "decision_latency_ms.p50",
+                       "decision_latency_ms.p99", "offered_load.compute", "offered_load.internal",
+                       "offered_load.external", "policy_stats.rounding_attempts_mean",
+                       "policy_stats.rounding_attempts_roundable_mean", *COUNT_METRICS)
+SHARE_METRICS = ("policy_stats.unroundable_share",)   # besides utilisation.*: in [0, 1]
 
 
 class FigureDataError(ValueError):
@@ -38,18 +51,34 @@ def _upper_bound(row) -> float:
     return float(result["bound"]) if result.get("bound") is not None else math.nan
 
 
+def _ceiling(row) -> float:
+    result = json.loads(row["opt.result"]) if isinstance(row.get("opt.result"), str) else {}
+    top = ceiling(result)
+    return math.nan if top is None else top
+
+
 def with_ratio(runs: pd.DataFrame) -> pd.DataFrame:
     """Add ``ratio`` = OPT / ALG on the same instance (the competitive ratio of the paper's Section V, Fig. 10; NaN unless OPT is proven) and
     ``ratio_bound`` = (upper bound on OPT) / ALG, an upper bound on the ratio, when the sweep has OPT rows.
-    ALG = 0 leaves both NaN."""
+    ALG = 0 leaves both NaN. OPT is exact only to its gap target: ALG above OPT within the gap has ratio 1;
+    ALG above OPT's ceiling (``pipeline.opt.ceiling``) is flagged ``above_opt`` (a model or validator bug)
+    and has no ratio."""
     runs = runs.copy()
     opt_rows = runs[(runs["kind"] == "opt") & (runs["status"] == "ok")].set_index("instance_id")
     alg = runs["total_utility"].where(runs["kind"] == "sim")
-    alg = alg.where(alg > 0)
-    runs["ratio"] = runs["instance_id"].map(opt_rows["total_utility"]) / alg
-    upper = opt_rows.apply(_upper_bound, axis=1) if len(opt_rows) else pd.Series(dtype=float)
-    runs["ratio_bound"] = runs["instance_id"].map(upper) / alg
+    has_opt = len(opt_rows) > 0
+    top = runs["instance_id"].map(opt_rows.apply(_ceiling, axis=1)) if has_opt else pd.Series(math.nan, runs.index)
+    runs["above_opt"] = (alg > top).fillna(False).astype(bool)
+    alg = alg.where((alg > 0) & ~runs["above_opt"])
+    runs["ratio"] = (runs["instance_id"].map(opt_rows["total_utility"]) / alg).clip(lower=1.0)
+    upper = opt_rows.apply(_upper_bound, axis=1) if has_opt else pd.Series(dtype=float)
+    runs["ratio_bound"] = (runs["instance_id"].map(upper) / alg).clip(lower=1.0)
     return runs
+
+
+def above_opt(runs: pd.DataFrame) -> pd.DataFrame:
+    """Simulation runs whose utility their instance's OPT rules out (each a model or validator bug)."""
+    return with_ratio(runs).query("above_opt")
 
 
 def aggregate(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
@@ -118,10 +147,54 @@ def _matches(column: pd.Series, value) -> pd.Series:
     return column.map(axis_label) == axis_label(value)
 
 
-def figure_table(runs: pd.DataFrame, fig: FigureConfig) -> pd.DataFrame:
-    """Mean, std, min, max and n over seeds of ``fig.metric`` per (policy, x), ordered by ``fig.policies`` or
-    else by first appearance (plan order: grid, policy, seed); x is the axis value as text, ``-`` where a
-    policy lacks the axis (another policy's parameter)."""
+def domain(fig: FigureConfig) -> tuple[float, float]:
+    """The interval a figure's values can take (its confidence intervals are clipped to it)."""
+    if fig.normalise:   # a ratio of two values of the same metric
+        return (0.0, math.inf) if fig.metric in NONNEGATIVE_METRICS or fig.metric in DERIVED_METRICS else \
+            (-math.inf, math.inf)
+    if fig.metric in DERIVED_METRICS:
+        return 1.0, math.inf
+    if fig.metric.startswith("utilisation.") or fig.metric in SHARE_METRICS:
+        return 0.0, 1.0
+    return (0.0, math.inf) if fig.metric in NONNEGATIVE_METRICS else (-math.inf, math.inf)
+
+
+def confidence_interval(mean: pd.Series, std: pd.Series, n: pd.Series, bounds: tuple[float, float]):
+    """Student-t ``CONFIDENCE`` interval on the mean of n values, clipped to ``bounds``; NaN where n < 2."""
+    from scipy import stats
+
+    dof = n.astype(float) - 1
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, dof.where(dof > 0)) * std / n.astype(float) ** 0.5
+    return (mean - half).clip(*bounds), (mean + half).clip(*bounds)
+
+
+def panel_axes(fig: FigureConfig, axes: list[str]) -> list[str]:
+    """The grid axes that get a panel per value: every axis but x, those fixed by ``where`` and those the
+    figure averages over."""
+    return [a for a in axes if a != fig.x and a not in fig.where and a not in fig.average]
+
+
+def _panels(ok: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """``ok`` with a ``panel`` label (``axis=value, ...``; "" with no panel axes). A run lacking an axis
+    (another policy's parameter) belongs to every panel of that axis."""
+    ok = ok.assign(panel="")
+    for axis in axes:
+        labels = ok[axis].map(axis_label)
+        values = [v for v in dict.fromkeys(labels) if v != "-"]
+        if not values:   # only policies without this parameter are drawn
+            continue
+        ok = ok.assign(_value=labels.map(lambda v: values if v == "-" else [v])).explode("_value")
+        ok["panel"] = ok["panel"].where(ok["panel"] == "", ok["panel"] + ", ") + f"{axis}=" + ok["_value"]
+    return ok.drop(columns="_value", errors="ignore")
+
+
+def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = ()) -> pd.DataFrame:
+    """Per (panel, policy, x): n runs, mean, std, the ``CONFIDENCE`` Student-t interval on the mean (clipped to
+    the metric's :func:`domain`), min and max of ``fig.metric``. A panel is one value of every grid axis in
+    ``axes`` that the figure neither plots, fixes nor averages (:func:`panel_axes`): by default a point is
+    the mean over seeds only. Rows are ordered by ``fig.policies`` or else by first appearance (plan order:
+    grid, policy, seed); x is the axis value as text, ``-`` where a policy lacks the axis (another policy's
+    parameter)."""
     ok = with_ratio(runs)
     ok = ok[(ok["status"] == "ok") & (ok["kind"] == "sim")]
     for axis, value in fig.where.items():
@@ -130,19 +203,28 @@ def figure_table(runs: pd.DataFrame, fig: FigureConfig) -> pd.DataFrame:
     if fig.normalise:
         values = _normalised(ok, values, fig.normalise)
     keep = ok["policy"].isin(fig.policies) if fig.policies else pd.Series(True, index=ok.index)
-    ok, values = ok[keep], values[keep]
+    ok = _panels(ok[keep].assign(value=values[keep]), panel_axes(fig, list(axes)))
     x = ok["policy"] if fig.x == POLICY_AXIS else ok[fig.x].map(axis_label)
-    frame = pd.DataFrame({"policy": ok["policy"], "x": x, "value": values}).dropna(subset=["value"])
-    stats = frame.groupby(["policy", "x"], sort=False)["value"].agg(["count", "mean", "std", "min", "max"])
-    table = stats.reset_index().rename(columns={"count": "n"})[list(FIGURE_COLUMNS)]
+    frame = pd.DataFrame({"panel": ok["panel"], "policy": ok["policy"], "x": x, "value": ok["value"]})
+    frame = frame.dropna(subset=["value"])
+    stats = frame.groupby(["panel", "policy", "x"], sort=False)["value"].agg(["count", "mean", "std", "min", "max"])
+    table = stats.reset_index().rename(columns={"count": "n"})
+    table["ci_low"], table["ci_high"] = confidence_interval(table["mean"], table["std"], table["n"], domain(fig))
+    table = table[list(FIGURE_COLUMNS)]
     if fig.policies:   # the figure's order, else plan order
         table = table.sort_values("policy", key=lambda p: p.map(fig.policies.index), kind="stable")
     return table.reset_index(drop=True)
 
 
+def _interval(low: float, high: float) -> str:
+    return "-" if math.isnan(low) else f"[{low:.4g}, {high:.4g}]"
+
+
 def figure_markdown(table: pd.DataFrame, x_label: str) -> str:
-    """A figure's data as a Markdown table: one row per (policy, x)."""
-    lines = [f"| policy | {x_label} | n | mean ± std | min | max |", "|---|---|---|---|---|---|"]
+    """A figure's data as a Markdown table: one row per (panel, policy, x)."""
+    lines = [f"| panel | policy | {x_label} | n | mean ± std | {CONFIDENCE:.0%} CI (Student t) | min | max |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in table.itertuples():
-        lines.append(f"| {r.policy} | {r.x} | {r.n} | {_cell(r.mean, r.std)} | {r.min:.4g} | {r.max:.4g} |")
+        lines.append(f"| {r.panel or '-'} | {r.policy} | {r.x} | {r.n} | {_cell(r.mean, r.std)} | "
+                     f"{_interval(r.ci_low, r.ci_high)} | {r.min:.4g} | {r.max:.4g} |")
     return "\n".join(lines) + "\n"

@@ -23,6 +23,7 @@ from pdors.config import to_dict
 
 from . import grid, schema, sizing
 from .locate import locate, sweeps_under
+from .credentials import one_line
 from .provenance import git_commit, packages
 from .storage import Store, SweepError, manifest_of, recorded_runs
 from .tasks import Plan, Task
@@ -102,7 +103,8 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
         overrides: list[str] = (), dry_run: bool = False, retry_failed: bool = False,
         max_run_memory: float | None = None) -> int:
     """``pdors sweep run``; returns the exit status (module constants): 0 all ok, 1 some runs failed or were
-    lost, 3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 4 the disk is full, 130
+    lost (or a policy earned more than its instance's OPT allows beyond the gap),
+    3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 4 the disk is full, 130
     interrupted (Ctrl-C), 143 terminated (SIGTERM). Everything the user gave is checked before anything is
     written. ``overrides``: ``KEY=VALUE`` (:func:`pipeline.schema.apply_overrides`). ``dry_run``: print the
     plan and write nothing. ``in_process``: run the tasks one after another in this process, without Ray.
@@ -177,12 +179,14 @@ def _record_and_publish(store: Store, plan: Plan, data: dict, config_path: str, 
         manifest_path.write_text(json.dumps(manifest, indent=1))
         header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
         (store.meta / "config.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False))
-        _execute(store, todo, cluster, max_parallel, commit)
+        _execute(store, todo, cluster, max_parallel, commit, plan.config.schedules)
     return publish(store, manifest)
 
 
-def _execute(store: Store, todo: list, cluster, max_parallel: int | None, commit: str) -> None:
-    """Run ``todo`` on the connected ``cluster`` (None: in this process, one by one) and record each outcome."""
+def _execute(store: Store, todo: list, cluster, max_parallel: int | None, commit: str,
+             schedules: bool = False) -> None:
+    """Run ``todo`` on the connected ``cluster`` (None: in this process, one by one) and record each outcome;
+    ``schedules``: also each simulation's allocations."""
     if not todo:
         return
     from tqdm import tqdm
@@ -196,7 +200,8 @@ def _execute(store: Store, todo: list, cluster, max_parallel: int | None, commit
                dynamic_ncols=True)
     started = time.perf_counter()
     try:
-        outcomes = ((t, execute(t)) for t in todo) if cluster is None else fan_out(todo, cluster, max_parallel)
+        outcomes = ((t, execute(t, schedules)) for t in todo) if cluster is None else \
+            fan_out(todo, cluster, max_parallel, schedules)
         for task, outcome in outcomes:
             store.write(task, outcome, commit)
             tally[outcome.status] += 1
@@ -234,18 +239,23 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
          f"{counts.remaining} not run")
     _say(f"Parquet: {store.part('runs')}  (jobs: {store.part('jobs')})")
     _say(f"summary: {store.meta / 'summary.md'}; plot: {plot}; report: {figures[-1]}")
-    status = 1 if counts.failed or counts.lost or counts.remaining else 0
+    above = summary.above_opt(runs)
+    for bad in above.head(10).itertuples():
+        _say(f"  error: run {bad.run_id} ({bad.policy}, seed {bad.seed}) has utility {bad.total_utility:.10g}, "
+             "more than its instance's OPT allows (beyond the gap): a bug in the model or the validator")
+    status = 1 if counts.failed or counts.lost or counts.remaining or len(above) else 0
     if not (manifest["mlflow"] if track is None else track):
         return status
-    artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")] + [plot]
+    artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
+    artifacts += plots.formats(plot)
     try:
-        parent = tracking.log_sweep(manifest, runs, agg, artifacts)
-        tracking.attach(manifest, figures, "report")
+        parent = tracking.log_sweep(manifest, runs, agg, artifacts, store.root)
+        tracking.attach(manifest, figures, "report", store.root)
     except Exception as e:   # Parquet is the record: say how to re-log, keep the results
-        _say(f"MLflow logging failed ({type(e).__name__}: {' '.join(str(e).split())[:300]}); results are safe "
+        _say(f"MLflow logging failed ({one_line(e)}); results are safe "
              f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`")
         return status or 3
-    _say(f"MLflow: {tracking.tracking_uri()} experiment {manifest['experiment']!r}, parent run {parent} "
+    _say(f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {parent} "
          f"with {len(agg)} child runs")
     return status
 

@@ -44,3 +44,4 @@ class Outcome:
     worker_pid: int | None
     started_at: float
     finished_at: float
+    schedule: dict | None = None   # with ``schedules``: the allocations as columns (pdors.schedule_io.rows)

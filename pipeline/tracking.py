@@ -1,19 +1,46 @@
-"""MLflow: one parent run per sweep and one child per (grid point, policy), derived from the Parquet record.
+"""MLflow: one parent run per (sweep, output directory) and one child per (grid point, policy), derived from the
+Parquet record.
 
-Logging is idempotent: the parent is found again by its ``pdors.sweep_id`` tag and children by
-``pdors.point_id``, so ``pdors sweep log`` after a tracking outage completes or refreshes what is there instead
-of duplicating it. The tracking URI is MLflow's own: ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``.
+A child's params are every setting that defines it (policy, H, I, T, every workload field, every policy
+parameter as ``<policy>.<param>``, as in the Parquet columns and grid axes); its metrics are the mean, std and
+n over seeds plus one value per seed (``step`` = seed), and ``seeds.csv`` holds the per-seed table. The parent
+holds the headline metrics (per policy, over all its runs) and the comparison table ``comparison.csv`` (one
+row per child: mean and std over seeds).
+
+Logging is idempotent and safe to run concurrently: the parent is found again by ``pdors.parent_key`` (a
+digest of the sweep id and the output directory, so the same config run into another output gets its own
+parent), children by ``pdors.point_id``; lookup and creation happen under an exclusive lock on a file in the
+sweep's directory, and every metric carries a timestamp taken from the record (the run's finish time), so
+logging the same record twice writes the same points, which MLflow's SQL store keeps once. A child whose
+logged content is unchanged (``pdors.content`` digest) is skipped. The tracking URI is MLflow's own:
+``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``; it is only ever shown with its credentials masked.
 """
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import math
+import os
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 
+from .credentials import redact, split_auth
+
 SWEEP_TAG, POINT_TAG, PARENT_TAG = "pdors.sweep_id", "pdors.point_id", "mlflow.parentRunId"
+KEY_TAG, CONTENT_TAG = "pdors.parent_key", "pdors.content"
+# MLflow 3's UI opens an experiment of this kind ("Machine learning") on its runs, not on GenAI traces.
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+# Metrics logged per seed (step = seed) on each child, and per policy on the parent (headline).
+SEED_METRICS = ("total_utility", "completed", "admitted", "rejected", "median_training_time", "ratio",
+                "ratio_bound", "violations", "wall_s", "decision_latency_ms.p50")
+HEADLINE_METRICS = ("total_utility", "completed", "ratio")
+BATCH = 100   # params per log_batch (MLflow's limit)
 
 
 def tracking_uri() -> str:
@@ -22,97 +49,225 @@ def tracking_uri() -> str:
     return mlflow.get_tracking_uri()
 
 
+def shown_uri() -> str:
+    """The tracking URI as it may be printed: credentials masked."""
+    return redact(tracking_uri())
+
+
+def client():
+    """An MlflowClient that does not print run URLs (they would carry the URI's credentials)."""
+    from mlflow.tracking import MlflowClient
+
+    os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    return MlflowClient()
+
+
 def check_reachable(uri: str) -> None:
-    """Fail fast on a server that is down (the client would otherwise retry for minutes)."""
-    if uri.startswith(("http://", "https://")):
+    """Fail fast on a server that is down (the client would otherwise retry for minutes). Credentials in the
+    URI are sent as MLflow's client sends them and never appear in the message."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        bare, headers = split_auth(uri)
+        request = urllib.request.Request(bare.rstrip("/") + "/health", headers=headers)
+        urllib.request.urlopen(request, timeout=10).read()
+    except (OSError, ValueError) as e:
+        raise ConnectionError(f"MLflow tracking server {redact(uri)} is unreachable: {redact(str(e))}") from None
+
+
+def experiment_id(mlflow_client, name: str) -> str:
+    """The experiment's id, creating it (as a runs-first experiment) if needed."""
+    from mlflow.exceptions import MlflowException
+
+    experiment = mlflow_client.get_experiment_by_name(name)
+    if experiment is None:
         try:
-            urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10).read()
-        except OSError as e:
-            raise ConnectionError(f"MLflow tracking server {uri} is unreachable: {e}") from None
+            return mlflow_client.create_experiment(name, tags=EXPERIMENT_TAGS)
+        except MlflowException:   # created meanwhile by a concurrent logger
+            experiment = mlflow_client.get_experiment_by_name(name)
+            if experiment is None:
+                raise
+    if any(experiment.tags.get(k) != v for k, v in EXPERIMENT_TAGS.items()):
+        for k, v in EXPERIMENT_TAGS.items():
+            mlflow_client.set_experiment_tag(experiment.experiment_id, k, v)
+    return experiment.experiment_id
 
 
-def _find(client, experiment_id: str, filter_string: str) -> list:
+def _find(mlflow_client, exp_id: str, filter_string: str) -> list:
     runs, token = [], None
     while True:
-        page = client.search_runs([experiment_id], filter_string, max_results=1000, page_token=token)
+        page = mlflow_client.search_runs([exp_id], filter_string, max_results=1000, page_token=token)
         runs += list(page)
         token = page.token
         if not token:
             return runs
 
 
-def metrics(values: dict) -> list:
+def metrics(values: dict, timestamp: int | None = None, step: int = 0) -> list:
+    """MLflow metrics for the finite values; ``timestamp`` (ms) defaults to now."""
     from mlflow.entities import Metric
 
-    now = int(time.time() * 1000)
-    return [Metric(k, float(v), now, 0) for k, v in values.items() if v is not None and not math.isnan(v)]
+    ts = int(time.time() * 1000) if timestamp is None else int(timestamp)
+    return [Metric(k, float(v), ts, int(step)) for k, v in values.items()
+            if v is not None and not pd.isna(v) and not math.isinf(float(v))]
+
+
+def _value(v) -> str:
+    return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
 
 
 def params(values: dict) -> list:
     from mlflow.entities import Param
 
-    return [Param(k, str(v)[:6000]) for k, v in values.items()]
+    return [Param(k, _value(v)[:6000]) for k, v in values.items()]
 
 
-def _parent(client, experiment_id: str, sweep_id: str) -> str | None:
-    found = _find(client, experiment_id, f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`pdors.role` = 'sweep'")
-    return found[0].info.run_id if found else None
+def parent_key(sweep_id: str, root: Path) -> str:
+    return hashlib.sha256(f"{sweep_id}\0{Path(root).resolve()}".encode()).hexdigest()[:20]
 
 
-def attach(manifest: dict, paths: list[Path], artifact_path: str) -> str | None:
+def _parent(mlflow_client, exp_id: str, key: str) -> str | None:
+    found = _find(mlflow_client, exp_id, f"tags.`{KEY_TAG}` = '{key}'")
+    return min(found, key=lambda r: (r.info.start_time, r.info.run_id)).info.run_id if found else None
+
+
+@contextmanager
+def _locked(root: Path, sweep_id: str) -> Iterator[None]:
+    """One MLflow logger per sweep directory at a time (waits for the other; the OS drops the lock when its
+    holder dies)."""
+    path = Path(root) / "sweeps" / sweep_id / ".mlflow.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _root(manifest: dict, root: Path | None) -> Path:
+    return Path(root if root is not None else manifest["output"])
+
+
+def attach(manifest: dict, paths: list[Path], artifact_path: str, root: Path | None = None) -> str | None:
     """Attach files to a logged sweep's parent run (under ``artifact_path``); None if it was never logged."""
-    from mlflow.tracking import MlflowClient
-
     check_reachable(tracking_uri())
-    client = MlflowClient()
-    experiment = client.get_experiment_by_name(manifest["experiment"])
-    parent = experiment and _parent(client, experiment.experiment_id, manifest["sweep_id"])
+    c = client()
+    experiment = c.get_experiment_by_name(manifest["experiment"])
+    parent = experiment and _parent(c, experiment.experiment_id,
+                                    parent_key(manifest["sweep_id"], _root(manifest, root)))
     if not parent:
         return None
     for path in paths:
-        client.log_artifact(parent, str(path), artifact_path)
+        c.log_artifact(parent, str(path), artifact_path)
     return parent
 
 
-def log_sweep(manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path]) -> str:
-    """Log (or re-log) a sweep; returns the parent run id."""
+def point_params(spec_json: str, policy: str) -> dict:
+    """Every setting of a run spec but the seed, flattened: ``machines``, ``workload.<field>``,
+    ``<policy>.<param>`` (an OPT row: ``opt.<setting>``)."""
+    from .storage import flatten
+
+    spec = json.loads(spec_json)
+    spec.pop("seed", None)
+    policy_params = spec.pop("params", {})
+    spec.pop("policy", None)
+    return {"policy": policy, **flatten(spec), **flatten(policy_params, policy)}
+
+
+def _ms(value) -> int:
+    return int(pd.Timestamp(value).timestamp() * 1000)
+
+
+def _last_finish_ms(runs: pd.DataFrame) -> int:
+    """The timestamp of metrics derived from ``runs``: when the last of them finished (0 if none did)."""
+    finished = runs["finished_at"].dropna()
+    return _ms(finished.max()) if len(finished) else 0
+
+
+def seed_table(point_runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per seed of a point: run id, status and the per-seed metrics."""
+    cols = ["seed", "run_id", "status", *(m for m in SEED_METRICS if m in point_runs)]
+    return point_runs[cols].sort_values("seed").reset_index(drop=True)
+
+
+def _child_content(row: pd.Series, point_runs: pd.DataFrame, agg_columns) -> tuple[list, list]:
+    """A child's params and metrics, all determined by the record (timestamps are the runs' finish times)."""
+    logged = params(point_params(point_runs["spec"].iloc[0], row["policy"]))
+    stats = {k: row[k] for k in agg_columns if k.endswith((".mean", ".std"))}
+    values = metrics({"n": row["n"], "failed": row["failed"], **stats}, _last_finish_ms(point_runs))
+    for run in point_runs[point_runs["status"] == "ok"].to_dict("records"):
+        values += metrics({m: run[m] for m in SEED_METRICS if m in run}, _ms(run["finished_at"]), run["seed"])
+    return logged, values
+
+
+def _log_child(c, exp_id: str, parent: str, sweep_id: str, label: str, row: pd.Series, point_runs: pd.DataFrame,
+               agg_columns, existing) -> str:
+    logged, values = _child_content(row, point_runs, agg_columns)
+    content = hashlib.sha256(json.dumps([[(p.key, p.value) for p in logged],
+                                         [(m.key, m.value, m.timestamp, m.step) for m in values]]).encode()
+                             ).hexdigest()[:20]
+    if existing is not None and existing.data.tags.get(CONTENT_TAG) == content:
+        return existing.info.run_id
+    child = existing.info.run_id if existing is not None else c.create_run(
+        exp_id, run_name=label[:250],
+        tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: row["point_id"]}).info.run_id
+    for k in range(0, max(len(logged), len(values)), BATCH):
+        c.log_batch(child, metrics=values[k:k + BATCH], params=logged[k:k + BATCH])
+    c.log_text(child, seed_table(point_runs).to_csv(index=False), "seeds.csv")
+    c.set_tag(child, CONTENT_TAG, content)
+    c.set_terminated(child)
+    return child
+
+
+def headline(runs: pd.DataFrame) -> dict:
+    """Per policy, the mean over all its ok runs of the headline metrics: ``<policy>.<metric>.mean``."""
+    ok = runs[(runs["status"] == "ok") & (runs["kind"] == "sim")]
+    return {f"{policy}.{m}.mean": g[m].mean() for policy, g in ok.groupby("policy", sort=False)
+            for m in HEADLINE_METRICS if m in g and g[m].notna().any()}
+
+
+def log_sweep(manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path],
+              root: Path | None = None) -> str:
+    """Log (or re-log) a sweep recorded under ``root`` (default: the manifest's output); returns the parent
+    run id."""
     from mlflow.entities import RunTag
-    from mlflow.tracking import MlflowClient
+
+    from .summary import with_ratio
 
     check_reachable(tracking_uri())
-    client = MlflowClient()
-    name, sweep_id = manifest["experiment"], manifest["sweep_id"]
-    experiment = client.get_experiment_by_name(name)
-    exp_id = experiment.experiment_id if experiment else client.create_experiment(name)
-    parent = _parent(client, exp_id, sweep_id) or client.create_run(
-        exp_id, run_name=sweep_id, tags={SWEEP_TAG: sweep_id, "pdors.role": "sweep"}).info.run_id
-    status = runs["status"].value_counts()
-    client.log_batch(
-        parent,
-        metrics=metrics({"runs_total": manifest["tasks"], "runs_recorded": len(runs),
-                          **{f"runs_{s}": int(status.get(s, 0)) for s in ("ok", "failed", "lost")}}),
-        # params are immutable in MLflow: only what the sweep id determines; where and with what as tags
-        params=params({"name": manifest["name"], "axes": manifest["axes"], "seeds": manifest["seeds"],
-                        "policies": ",".join(manifest["config"]["policies"]), "opt": manifest["config"]["opt"]}),
-        tags=[RunTag(k, str(v)) for k, v in {
-            "git_commit": manifest["git_commit"], "mlflow.source.git.commit": manifest["git_commit"],
-            "config": manifest["config_path"], "output": manifest["output"],
-            **{f"version.{k}": v for k, v in manifest["packages"].items()}}.items()])
-    for path in artifacts:
-        client.log_artifact(parent, str(path), "plots" if path.suffix == ".png" else None)
+    c = client()
+    sweep_id, root = manifest["sweep_id"], _root(manifest, root)
+    runs = with_ratio(runs)
+    with _locked(root, sweep_id):
+        exp_id = experiment_id(c, manifest["experiment"])
+        key = parent_key(sweep_id, root)
+        parent = _parent(c, exp_id, key) or c.create_run(
+            exp_id, run_name=sweep_id, tags={SWEEP_TAG: sweep_id, KEY_TAG: key, "pdors.role": "sweep"}).info.run_id
+        status = runs["status"].value_counts()
+        c.log_batch(
+            parent,
+            metrics=metrics({"runs_total": manifest["tasks"], "runs_recorded": len(runs),
+                             **{f"runs_{s}": int(status.get(s, 0)) for s in ("ok", "failed", "lost")},
+                             **headline(runs)}, _last_finish_ms(runs)),
+            # params are immutable in MLflow: only what the sweep id determines; where and with what as tags
+            params=params({"name": manifest["name"], "axes": manifest["axes"], "seeds": manifest["seeds"],
+                           "policies": ",".join(manifest["config"]["policies"]), "opt": manifest["config"]["opt"]}),
+            tags=[RunTag(k, redact(str(v))) for k, v in {
+                "git_commit": manifest["git_commit"], "mlflow.source.git.commit": manifest["git_commit"],
+                "config": manifest["config_path"], "output": str(root.resolve()),
+                **{f"version.{k}": v for k, v in manifest["packages"].items()}}.items()])
+        for path in artifacts:
+            c.log_artifact(parent, str(path), "plots" if path.suffix in (".png", ".pdf", ".svg") else None)
+        c.log_text(parent, agg.to_csv(index=False), "comparison.csv")   # log_table would append
 
-    children = {r.data.tags.get(POINT_TAG): r.info.run_id
-                for r in _find(client, exp_id, f"tags.`{PARENT_TAG}` = '{parent}'")}
-    axes = manifest["axes"]
-    for _, row in agg.iterrows():
-        point = row["point_id"]
-        label = " ".join([row["policy"], *(f"{a}={row[a]}" for a in axes if row[a] != "-")])
-        child = children.get(point) or client.create_run(
-            exp_id, run_name=label[:250],
-            tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: point}).info.run_id
-        stats = {k: row[k] for k in agg.columns if k.endswith((".mean", ".std"))}
-        client.log_batch(child, metrics=metrics({"n": row["n"], "failed": row["failed"], **stats}),
-                         params=params({"policy": row["policy"], **{a: row[a] for a in axes}}))
-        client.set_terminated(child)
-    client.set_terminated(parent)
+        children = {}
+        for r in _find(c, exp_id, f"tags.`{PARENT_TAG}` = '{parent}'"):   # the oldest if ever duplicated
+            point = r.data.tags.get(POINT_TAG)
+            if point not in children or (r.info.start_time, r.info.run_id) < (
+                    children[point].info.start_time, children[point].info.run_id):
+                children[point] = r
+        by_point = dict(tuple(runs.groupby("point_id", sort=False)))
+        for _, row in agg.iterrows():
+            label = " ".join([row["policy"], *(f"{a}={row[a]}" for a in manifest["axes"] if row[a] != "-")])
+            _log_child(c, exp_id, parent, sweep_id, label, row, by_point[row["point_id"]], agg.columns,
+                       children.get(row["point_id"]))
+        c.set_terminated(parent)
     return parent

@@ -20,7 +20,7 @@ def test_generate_is_bit_reproducible_and_seed_sensitive():
 
 
 def test_generated_values_lie_in_the_paper_ranges():
-    inst = generate(WorkloadConfig(), 100, 2000, 20, seed=3)
+    inst = generate(WorkloadConfig(workload_scale=1.0), 100, 2000, 20, seed=3)   # the literal Section V ranges
     j = inst.jobs
     assert j.epochs.min() >= 50 and j.epochs.max() <= 200
     assert j.samples.min() >= 20000 and j.samples.max() <= 500000
@@ -34,6 +34,24 @@ def test_generated_values_lie_in_the_paper_ranges():
     assert j.theta2[critical].min() >= 4 and j.theta2[critical].max() <= 6
     assert np.all(j.theta2[j.sensitivity == 0] == 0)
     assert np.allclose(inst.cluster.capacity[0], 18 * np.array([2, 5.5, 17, 7.5]))
+
+
+def test_the_default_scale_shrinks_only_the_sample_counts():
+    """The calibrated default (docs/MODEL.md, "Calibration") draws the same instance as the literal ranges
+    (``workload_scale: 1``) except K_i, which it multiplies and rounds."""
+    scale = WorkloadConfig().scale()
+    assert 0 < scale < 1
+    literal = instance_io.to_dict(generate(WorkloadConfig(workload_scale=1.0), 10, 40, 20, seed=7))
+    default = instance_io.to_dict(generate(WorkloadConfig(), 10, 40, 20, seed=7))
+    samples = np.array(literal["jobs"].pop("samples"))
+    assert np.array_equal(default["jobs"].pop("samples"), np.maximum(1, np.round(samples * scale)))
+    assert default == literal
+
+
+def test_the_thesis_profile_keeps_its_own_sizes_by_default():
+    """The calibration is the paper profile's: the thesis profile's default scale is its Section 4.1 sizes."""
+    assert WorkloadConfig(profile="thesis").scale() == 1.0
+    assert WorkloadConfig(profile="thesis", workload_scale=0.5).scale() == 0.5
 
 
 def test_alternating_arrivals_weight_even_paper_slots_twice():

@@ -1,9 +1,11 @@
-"""``pdors nightly``: the pass/fail rules on hand-made comparisons, and real runs (HiGHS, the validator, an
-MLflow SQLite store) where it passes with PD-ORS as it is and fails, saving a replayable instance, with PD-ORS
-weakened in-process."""
+"""``pdors nightly``: the hard-violation rules on hand-made comparisons, bad input, and real runs (HiGHS, the
+validator, an MLflow SQLite store): a pinned set recorded with ``--record`` passes with PD-ORS as it is, and
+fails when PD-ORS is weakened in-process or when its record is altered."""
 from __future__ import annotations
 
 import json
+import math
+from datetime import date
 
 import mlflow
 import numpy as np
@@ -12,76 +14,91 @@ from mlflow.tracking import MlflowClient
 
 import pdors.policies.pdors as pdors_policy
 from offline_opt import Comparison, OptResult, PolicyRatio
+from offline_opt.compare import judge
 from pdors_cli.main import main
-from pipeline.nightly import EXPERIMENT, offences, stats
+from pipeline.nightly import EXPERIMENT, date_seed, interval, offences, stats
 
 
-def opt(objective=100.0, status="optimal", proven=True, violations=()):
-    return OptResult(objective, objective, objective if proven else 120.0, 0.0 if proven else 0.17, status, proven,
-                     "highs", 1.0, 300.0, 1e-6, violations=list(violations))
+def opt(objective=100.0, status="optimal", proven=True, violations=(), bound=None):
+    return OptResult(objective, objective, bound or (objective if proven else 120.0), 0.0 if proven else 0.17,
+                     status, proven, "highs", 1.0, 300.0, 1e-6, violations=list(violations))
 
 
-def policy(name, utility, opt_value=100.0, kind="opt", violations=0, bound=None):
-    ratio = opt_value / utility if utility > 0 and kind != "none" else None
-    return PolicyRatio(name, utility, 5, 5, violations, ratio, kind, "", bound)
+def policy(name, utility, o=None, violations=0, bound=50.0):
+    o = o or opt()
+    ratio, kind, note = judge(utility, o.objective, o.bound, o.proven_optimal, o.mip_gap, o.status)
+    return PolicyRatio(name, utility, 5, 5, violations, ratio, kind, note, bound if name == "pdors" else None)
 
 
 def comparison(o, *policies):
     return Comparison({"seed": 1}, {"machines": 4, "jobs": 10, "slots": 10}, o, list(policies))
 
 
-def test_a_proven_opt_and_ratios_within_limits_pass():
-    assert offences(comparison(opt(), policy("pdors", 80.0, bound=50.0), policy("fifo", 10.0)), 1.5) == []
-    # both 0: nothing to compare, nothing wrong
-    assert offences(comparison(opt(0.0), policy("pdors", 0.0, 0.0, kind="none", bound=50.0)), 1.5) == []
-
-
-def test_each_rule_fails_an_instance():
-    cases = {
-        "OPT not proven optimal (highs status time_limit, gap 1.70e-01": comparison(
-            opt(status="time_limit", proven=False), policy("pdors", 99.0, 120.0, kind="upper", bound=50.0)),
-        "OPT schedule has 1 validator violation(s)": comparison(
-            opt(proven=True, violations=[{"kind": "capacity"}]), policy("pdors", 99.0, bound=50.0)),
-        "fifo schedule has 2 validator violation(s)": comparison(
-            opt(), policy("pdors", 99.0, bound=50.0), policy("fifo", 50.0, kind="none", violations=2)),
-        "pdors OPT / ALG = 1.6000 > threshold 1.5": comparison(opt(), policy("pdors", 62.5, bound=50.0)),
-        "pdors OPT / ALG = 1.2500 > theoretical bound 1.2": comparison(opt(), policy("pdors", 80.0, bound=1.2)),
-        "pdors completed no job while OPT = 100.0000": comparison(opt(), policy("pdors", 0.0, kind="none",
-                                                                              bound=50.0)),
-        "drf beats OPT (OPT / ALG = 0.990099)": comparison(opt(), policy("pdors", 99.0, bound=50.0),
-                                                           policy("drf", 101.0)),
-        "pdors reported no theoretical bound": comparison(opt(), policy("pdors", 99.0)),
+def test_only_hard_violations_fail_a_fresh_instance():
+    unproven = opt(status="time_limit", proven=False)
+    failed = OptResult(None, None, None, None, "error", False, "highs", 1.0, 300.0, 1e-6)
+    passing = {
+        "proven, ratios far above the band": comparison(opt(), policy("pdors", 20.0), policy("fifo", 1.0)),
+        "OPT unproven": comparison(unproven, policy("pdors", 60.0, unproven)),
+        "both 0": comparison(opt(0.0), policy("pdors", 0.0, opt(0.0))),
+        "a policy within the gap": comparison(opt(), policy("pdors", 100.00005)),
     }
-    for expected, c in cases.items():
-        found = offences(c, 1.5)
+    for why, c in passing.items():
+        assert offences(c) == [], why
+    failing = {
+        "OPT schedule has 1 validator violation(s)": comparison(opt(violations=[{"kind": "capacity"}]),
+                                                               policy("pdors", 99.0)),
+        "OPT solve failed (highs status error": comparison(failed, policy("pdors", 99.0, failed)),
+        "fifo schedule has 2 validator violation(s)": comparison(opt(), policy("pdors", 99.0),
+                                                                 policy("fifo", 50.0, violations=2)),
+        "drf: ALG 101 exceeds OPT 100": comparison(opt(), policy("pdors", 99.0), policy("drf", 101.0)),
+        "pdors: ALG 125 exceeds the bound 120": comparison(unproven, policy("pdors", 125.0, unproven)),
+        "pdors OPT / ALG >= 1.2500 > theoretical bound 1.2": comparison(opt(), policy("pdors", 80.0, bound=1.2)),
+        # unproven: the lower end of the interval (best found / ALG) is what the bound must not be below
+        "pdors OPT / ALG >= 2.0000 > theoretical bound 1.5": comparison(unproven, policy("pdors", 50.0, unproven,
+                                                                                         bound=1.5)),
+        "pdors reported no theoretical bound": comparison(opt(), policy("pdors", 99.0, bound=None)),
+    }
+    for expected, c in failing.items():
+        found = offences(c)
         assert len(found) == 1 and found[0].startswith(expected), (expected, found)
-    # what solve() reports for a schedule the validator rejects: status invalid, so both reasons
-    invalid = offences(comparison(opt(status="invalid", proven=False, violations=[{"kind": "capacity"}]),
-                                  policy("pdors", 99.0, bound=50.0)), 1.5)
-    assert [f.split(" (")[0] for f in invalid] == ["OPT not proven optimal", "OPT schedule has 1 validator violation(s)"]
 
 
-def test_unproven_opt_fails_even_when_every_ratio_looks_fine():
-    c = comparison(opt(status="time_limit", proven=False), policy("pdors", 119.0, 120.0, kind="upper", bound=50.0))
-    assert len(offences(c, 10.0)) == 1
+def test_pdors_interval():
+    unproven = opt(status="time_limit", proven=False)   # best found 100, bound 120
+    assert interval(comparison(opt(), policy("pdors", 80.0))) == (1.25, 1.25)
+    assert interval(comparison(unproven, policy("pdors", 80.0, unproven))) == (1.25, 1.5)
+    assert interval(comparison(unproven, policy("pdors", 110.0, unproven))) == (1.0, 120.0 / 110.0)
+    assert interval(comparison(opt(), policy("pdors", 0.0))) == (math.inf, math.inf)
+    assert interval(comparison(opt(0.0), policy("pdors", 0.0, opt(0.0)))) is None
 
 
-def test_stats():
+def test_stats_and_date_seeds():
     assert stats([]) == {"max": None, "median": None, "p90": None}
     s = stats([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0])
     assert s["max"] == 11.0 and s["median"] == 6.0 and s["p90"] == pytest.approx(10.0)
+    assert date_seed(date(2026, 11, 24)) == 2026112400 and date_seed(date(2026, 11, 25)) == 2026112500
 
 
 @pytest.mark.parametrize("args, field", [
-    (["--threshold", "0.9"], "threshold: an OPT / ALG threshold must be >= 1"),
-    (["--instances", "0"], "instances: must be >= 1"),
-    (["--time-limit", "0"], "time_limit: must be > 0"),
+    (["--fresh", "-1"], "fresh: must be >= 0"),
+    (["--tolerance", "1"], "tolerance: must lie in [0, 1)"),
+    (["--profile", "huge"], "profile: must be one of small"),
     (["--seed", "-1"], "seed: must be >= 0"),
+    (["--record-file", "no/such.json"], "--record-file: no such file: no/such.json"),
 ])
 def test_bad_input_is_refused_before_any_work(args, field, tmp_path, capsys):
     assert main(["nightly", "--out", str(tmp_path / "out"), *args]) == 2
-    assert field in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert field in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_a_record_for_another_profile_is_refused(tmp_path, capsys):
+    path = tmp_path / "rec.json"
+    path.write_text(json.dumps({"format": "pdors-nightly-record/1", "profile": "paper", "instances": []}))
+    assert main(["nightly", "--record-file", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "--profile: the record" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
 def frozen_high_prices(bounds, used, capacity):
@@ -91,50 +108,62 @@ def frozen_high_prices(bounds, used, capacity):
 
 
 @pytest.mark.slow
-def test_nightly_passes_as_is_and_fails_with_pdors_weakened(tmp_path, monkeypatch, capsys):
-    """Seed 3 of the small profile (OPT proven by HiGHS in about 15 s): PD-ORS as it is passes; with prices
-    frozen high it fails the threshold, and the saved instance replays the failure through ``pdors opt``."""
+def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_altered(tmp_path, monkeypatch,
+                                                                                      capsys):
+    """Seed 6 of the small profile (OPT proven by HiGHS in a few seconds) pinned by ``--record``; fresh: seed 6,
+    and seed 3 with PD-ORS weakened."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     mlflow.set_tracking_uri(None)   # re-read the environment (the client caches the URI per process)
-    args = ["nightly", "--instances", "1", "--seed", "3", "--out", str(tmp_path / "out")]
+    record = tmp_path / "record.json"
+    assert main(["nightly", "--record", "--seed", "6", "--pinned", "1", "--record-file", str(record)]) == 0
+    rec = json.loads(record.read_text())
+    assert [r["seed"] for r in rec["instances"]] == [6] and rec["profile"] == "small"
+    assert rec["rule"].startswith("the first 1 seeds, in seed order from 6") and "No ratio" in rec["rule"]
+    recorded = rec["instances"][0]["utilities"]["pdors"]
+    args = ["nightly", "--record-file", str(record), "--fresh", "1", "--seed", "6", "--out", str(tmp_path / "out")]
 
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "**PASS**" in out and "| 3 | optimal |" in out
+    assert "**PASS**" in out and f"| 6 | {rec['instances'][0]['opt']['objective']:.4f} |" in out
     good = json.loads(next((tmp_path / "out").glob("*/report.json")).read_text())
-    ratio = next(p["ratio"] for p in good["instances"][0]["policies"] if p["policy"] == "pdors")
-    assert good["passed"] and good["instances"][0]["opt"]["proven_optimal"] and 1.0 <= ratio <= 1.5
-    assert not list((tmp_path / "out").glob("*/offenders"))
+    assert good["passed"] and good["pinned"][0]["changes"] == [] and good["fresh"][0]["opt"]["proven_optimal"]
+
+    # the record altered: PD-ORS "used to" earn 1% more
+    altered = tmp_path / "altered.json"
+    rec["instances"][0]["utilities"]["pdors"] = recorded * 1.01
+    rec["instances"][0]["utilities"]["fifo"] += 1.0   # a baseline's change is reported, not failed
+    altered.write_text(json.dumps(rec))
+    assert main(["nightly", "--record-file", str(altered), "--fresh", "0", "--out", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert f"pdors utility {recorded:.6f} below its record {recorded * 1.01:.6f}" in out and "fifo: " in out
 
     monkeypatch.setattr(pdors_policy, "prices", frozen_high_prices)
-    assert main(args) == 1
+    assert main([*args[:-3], "3", *args[-2:]]) == 1   # fresh seed 3 (OPT in about 20 s)
     out = capsys.readouterr().out
-    assert "**FAIL**: 1 of 1 instance(s)" in out and "> threshold 1.5" in out
-    run_dir = next(p for p in (tmp_path / "out").glob("*") if (p / "offenders").exists())
-    bad = json.loads((run_dir / "report.json").read_text())
-    weak = next(p for p in bad["instances"][0]["policies"] if p["policy"] == "pdors")
-    assert not bad["passed"] and weak["ratio"] > 1.5 and weak["utility"] < 0.9 * good["instances"][0]["opt"]["objective"]
-    saved = run_dir / "offenders" / "seed-3.json"
-    assert f"pdors opt --instance {saved} --seed 3 --solver highs" in out
-
-    # the saved instance replays the failure with the command the table gives
-    assert main(["opt", "--instance", str(saved), "--seed", "3", "--json", str(tmp_path / "replay.json")]) == 0
-    replay = json.loads((tmp_path / "replay.json").read_text())
-    assert replay["opt"]["objective"] == pytest.approx(bad["instances"][0]["opt"]["objective"], rel=1e-6)
-    assert next(p["utility"] for p in replay["policies"] if p["policy"] == "pdors") == pytest.approx(weak["utility"])
+    assert "**FAIL**: 1 instance(s)" in out and "below its record" in out
+    bad = json.loads(max((tmp_path / "out").glob("*/report.json")).read_text())
+    weak = bad["pinned"][0]["utilities"]["pdors"]
+    assert not bad["passed"] and weak < 0.9 * recorded and bad["fresh"][0]["offences"] == []
+    # the fresh instance is far outside the band: saved to replay, but not a failure
+    assert bad["fresh"][0]["interval"][0] > 1.4 and bad["fresh"][0]["outside_band"]
+    saved = next(p for p in (tmp_path / "out").glob("*/outside_band/seed-3.json"))
+    assert main(["opt", "--instance", str(saved), "--seed", "3", "--time-limit", "60"]) == 0
+    weak_fresh = next(p["utility"] for p in bad["fresh"][0]["policies"] if p["policy"] == "pdors")
+    assert f"pdors: utility {weak_fresh:.4f}" in capsys.readouterr().out
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
     runs = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id],
                               order_by=["attributes.start_time ASC"])
-    assert [r.data.tags["result"] for r in runs] == ["pass", "fail"]
-    assert [r.info.status for r in runs] == ["FINISHED", "FAILED"]
-    passed, failed = runs
-    assert passed.data.metrics["ratio.pdors.max"] == pytest.approx(ratio)
-    assert failed.data.metrics["ratio.pdors.max"] == pytest.approx(weak["ratio"])
-    assert failed.data.tags["offenders"] == "3" and failed.data.tags["solver_statuses"] == "3:optimal"
-    assert failed.data.params["threshold"] == "1.5" and failed.data.tags["git_commit"]
-    history = client.get_metric_history(failed.info.run_id, "ratio.pdors")
-    assert [(m.step, m.value) for m in history] == [(3, pytest.approx(weak["ratio"]))]
+    assert [r.data.tags["result"] for r in runs] == ["pass", "fail", "fail"]
+    assert [r.info.status for r in runs] == ["FINISHED", "FAILED", "FAILED"]
+    passed, failed = runs[0], runs[-1]
+    ratio = good["fresh"][0]["policies"][0]["ratio"]
+    assert {k: passed.data.metrics[f"ratio.pdors.{k}"] for k in ("median", "p90", "max")} == pytest.approx(
+        {"median": ratio, "p90": ratio, "max": ratio})
+    assert failed.data.metrics["ratio.pdors.max"] > 1.4 and failed.data.metrics["outside_band"] == 1
+    assert failed.data.tags["offenders"] == "pinned 6" and failed.data.params["profile"] == "small"
+    history = client.get_metric_history(failed.info.run_id, "pinned.pdors")
+    assert [(m.step, m.value) for m in history] == [(6, pytest.approx(weak))]
     artifacts = {a.path for a in client.list_artifacts(failed.info.run_id)}
-    assert {"report.json", "summary.md", "ratios.png", "offenders"} <= artifacts
+    assert {"report.json", "summary.md", "ratios.png", "outside_band"} <= artifacts

@@ -156,11 +156,12 @@ def test_cli_opt_writes_json(tmp_path):
     assert pd["competitive_bound"] is not None and pd["competitive_bound"] >= 6.0
 
 
-def test_opt_is_proven_after_a_dorm_time_limit_hit_in_the_same_process():
-    """A HiGHS MILP stopped by its time limit (Dorm under load) once made every later OPT solve end "unknown"."""
+def test_opt_is_proven_after_a_policy_milp_stopped_early_in_the_same_process():
+    """A HiGHS MILP stopped by a limit (once Dorm's wall-clock limit) made every later OPT solve in the process
+    end "unknown"; Dorm now stops at a node limit, and OPT still has to be proven after it."""
     from pdors.run import run
 
     dorm = run({"policy": "dorm", "machines": 4, "jobs": 10, "slots": 6, "seed": 1,
-                "workload": {"workload_scale": 0.02}, "params": {"time_limit": 1e-6}})
-    assert dorm.summary.policy_stats["time_limit_hits"] >= 1
+                "workload": {"workload_scale": 0.02}, "params": {"node_limit": 1}})
+    assert dorm.summary.policy_stats["node_limit_hits"] >= 1
     assert solve(tiny(1), "highs", time_limit=60, mip_gap=1e-9).proven_optimal

@@ -24,6 +24,9 @@ SMALL_SIZES = {"machines": [2, 3], "jobs": [4, 5], "slots": [5, 6]}
 SMALL_INSTANCE = {"machines": 3, "jobs": 5, "slots": 6}
 # At the paper's workloads nothing finishes in 6 slots on 3 machines; at 1% of the samples most jobs can.
 SMALL_WORKLOAD_SCALE = 0.01
+# Configs that are not a figure's reproduction (which needs 5+ seeds and a report): the quickstart, and the
+# calibration study (3 seeds within its compute budget, docs/MODEL.md "Calibration").
+STUDIES = ("quickstart", "calibration")
 
 
 def tiny_google_trace(directory: Path) -> Path:
@@ -45,6 +48,9 @@ def shrink(data: dict, trace_dir: Path) -> dict:
     data = copy.deepcopy(data)
     data["seeds"] = [1]
     data.pop("output", None)
+    for fig in data.get("report", []):   # size axes become SMALL_SIZES: a figure's slice moves to the first
+        for axis in fig.get("where", {}).keys() & SMALL_SIZES.keys():
+            fig["where"][axis] = SMALL_SIZES[axis][0]
     wanted = {axis: [v] for fig in data.get("report", []) for axis, v in fig.get("where", {}).items()}
     for axis, values in data.get("grid", {}).items():
         keep = SMALL_SIZES.get(axis) or values[:2] + [v for v in wanted.get(axis, []) if v not in values[:2]]
@@ -76,7 +82,7 @@ def test_every_config_names_a_figure_and_validates():
         assert first.startswith("#") and ("Fig" in first or path.stem == "quickstart"), path.name
         config = schema.load(path)
         assert grid.expand(config).tasks
-        if path.stem != "quickstart":
+        if path.stem not in STUDIES:
             assert config.report and len(config.seed_list()) >= 5, path.name
             assert all(fig.claim for fig in config.report), path.name
 
@@ -103,16 +109,19 @@ def test_config_runs_end_to_end_and_reports(path, tmp_path, mlflow_home, monkeyp
     manifest = json.loads((sweep_dir / "manifest.json").read_text())
     config = schema.load(small)
     for fig in figures_of(manifest):
-        png, csv, md = (tmp_path / "figures" / f"{fig.name}.{ext}" for ext in ("png", "csv", "md"))
+        png, pdf, csv, md = (tmp_path / "figures" / f"{fig.name}.{ext}" for ext in ("png", "pdf", "csv", "md"))
         assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size < 200_000
         table = pd.read_csv(csv)
         expected = set(fig.policies or config.policies)
         assert set(table["policy"]) == expected, (fig.name, table)
-        if fig.x != "policy":   # every policy has every x of the sweep ("-": another policy's parameter axis)
-            for policy, xs in table.groupby("policy")["x"]:
+        if fig.x != "policy":   # every policy has every x of the sweep in every panel ("-": another policy's axis)
+            panels = table["panel"].astype(object).fillna("")   # "" (no panel) reads back as NaN
+            for (_, policy), xs in table.groupby([panels, "policy"])["x"]:
                 assert list(xs) == ["-"] or same_values(list(xs), config.grid[fig.x]), (fig.name, policy, table)
         assert all(math.isfinite(v) for v in table["mean"]), (fig.name, table)
-        assert (table["n"] == (1 if fig.where or len(config.grid) <= 1 else 2)).all(), (fig.name, table)
+        pooled = math.prod(len(config.grid[a]) for a in fig.average)   # one seed: pooled axes only
+        assert (table["n"] == pooled).all(), (fig.name, table)
+        assert pdf.read_bytes()[:5] == b"%PDF-"
         if fig.normalise:
             assert (table.loc[table["policy"] == fig.normalise, "mean"] == 1.0).all()
         assert f"# {fig.title}" in md.read_text()
@@ -125,7 +134,7 @@ def test_config_runs_end_to_end_and_reports(path, tmp_path, mlflow_home, monkeyp
                                                "tags.`pdors.role` = 'sweep'")
     assert len(parents) == 1
     attached = {Path(a.path).name for a in client.list_artifacts(parents[0].info.run_id, "report")}
-    assert {f"{fig.name}.{ext}" for fig in figures_of(manifest) for ext in ("png", "csv", "md")} <= attached
+    assert {f"{fig.name}.{ext}" for fig in figures_of(manifest) for ext in ("png", "pdf", "csv", "md")} <= attached
     children = client.search_runs([experiment], f"tags.`mlflow.parentRunId` = '{parents[0].info.run_id}'")
     assert len(children) == len(pd.read_csv(sweep_dir / "summary.csv"))
 

@@ -143,18 +143,30 @@ def test_mlflow_server_receives_sweeps_and_outage_loses_nothing(netns, env, tmp_
     port = 5055
     env = {**env, "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{port}"}
     out = tmp_path / "out"
-    first = config(tmp_path, "served", [4], [1, 2])
+    first = config(tmp_path, "served", [4, 5], [1, 2])
     rc, log = pdors(netns, env, tmp_path, "sweep", "run", first, "--out", out)   # server not up: an outage
-    assert rc == 3 and "MLflow logging failed" in log and "runs: 4 total, 4 ok" in log, log
+    assert rc == 3 and "MLflow logging failed" in log and "runs: 8 total, 8 ok" in log, log
     outage_id = sweep_id(log)
-    assert len(runs_of(out)) == 4
-    server = start(netns, env, tmp_path, ROOT / "infra" / "mlflow-local.sh", port, tmp_path / "server")
+    assert len(runs_of(out)) == 8
+    backend = tmp_path / "backend-uri"   # the store URI from a file: on no command line
+    backend.write_text(f"sqlite:///{tmp_path}/from-file.db\n")
+    server = start(netns, {**env, "MLFLOW_BACKEND_STORE_URI_FILE": str(backend)}, tmp_path,
+                   ROOT / "infra" / "mlflow-local.sh", port, tmp_path / "server")
     try:
         wait_healthy(netns, f"http://127.0.0.1:{port}/health", server)
-        rc, log = pdors(netns, env, tmp_path, "sweep", "log", outage_id, "--out", out)
-        assert rc == 0 and "with 2 child runs" in log, log
-        rc, log = pdors(netns, env, tmp_path, "sweep", "run", config(tmp_path, "served", [4], [3]), "--out", out)
-        assert rc == 0 and "with 2 child runs" in log, log
+        assert (tmp_path / "from-file.db").exists()
+        assert not [pid for pid in session_pids(server.pid) if b"from-file" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        # two loggers at once, on a sweep never logged: one parent, one child per (grid point, policy)
+        loggers = [start(netns, env, tmp_path, BIN / "pdors", "sweep", "log", outage_id, "--out", out)
+                   for _ in range(2)]
+        try:
+            logs = [p.communicate(timeout=240)[0] for p in loggers]
+        finally:
+            for p in loggers:
+                end_session(p)
+        assert [p.returncode for p in loggers] == [0, 0] and all("with 4 child runs" in lg for lg in logs), logs
+        rc, log = pdors(netns, env, tmp_path, "sweep", "run", config(tmp_path, "served", [4, 5], [3]), "--out", out)
+        assert rc == 0 and "with 4 child runs" in log, log
         live_id = sweep_id(log)
         counts = in_netns_python(netns, env, (
             "import json\nfrom mlflow.tracking import MlflowClient\n"
@@ -162,9 +174,15 @@ def test_mlflow_server_receives_sweeps_and_outage_loses_nothing(netns, env, tmp_
             "runs = c.search_runs([exp.experiment_id])\nout = {}\n"
             "for p in [r for r in runs if r.data.tags.get('pdors.role') == 'sweep']:\n"
             "    kids = [r for r in runs if r.data.tags.get('mlflow.parentRunId') == p.info.run_id]\n"
-            "    out[p.data.tags['pdors.sweep_id']] = [len(kids), sorted({k.data.metrics['n'] for k in kids})]\n"
+            "    out[p.data.tags['pdors.sweep_id']] = [len(kids), sorted({k.data.metrics['n'] for k in kids}),\n"
+            "        sorted((k.data.params['policy'], k.data.params['machines']) for k in kids),\n"
+            "        sorted({key for k in kids for key in k.data.params if key.startswith(k.data.params['policy'])}),\n"
+            "        sorted({k.data.params['jobs'] + '/' + k.data.params['slots'] for k in kids})]\n"
             "print(json.dumps(out))\n"))
-        assert counts == {outage_id: [2, [2.0]], live_id: [2, [1.0]]}
+        points = [["fifo", "4"], ["fifo", "5"], ["pdors", "4"], ["pdors", "5"]]
+        assert {sid: c[:3] + [c[4]] for sid, c in counts.items()} == {outage_id: [4, [2.0], points, ["5/5"]],
+                                                                      live_id: [4, [1.0], points, ["5/5"]]}
+        assert "pdors.rounding.gain" in counts[outage_id][3]   # every policy parameter is a param
     finally:
         end_session(server)
     assert server.returncode is not None

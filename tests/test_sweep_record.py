@@ -117,11 +117,26 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
                 "config_path": "x.yaml", "axes": plan.axes, "seeds": [1, 2], "output": "out",
                 "config": {"policies": TINY["policies"], "opt": None}, "packages": {"pdors": "0"},
                 "git_commit": "abc123"}
-    first = tracking.log_sweep(manifest, runs, agg, [png])
-    again = tracking.log_sweep(manifest, runs, agg, [png])   # re-logging updates, never duplicates
-    assert first == again
+    first = tracking.log_sweep(manifest, runs, agg, [png], store.root)
     db = sqlite3.connect(tmp_path / "mlflow.db")
+    points = db.execute("select count(*) from metrics").fetchone()[0]
+    again = tracking.log_sweep(manifest, runs, agg, [png], store.root)   # re-logging updates, never duplicates
+    assert first == again and db.execute("select count(*) from metrics").fetchone()[0] == points
     n_runs = db.execute("select count(*) from runs").fetchone()[0]
     n_children = db.execute("select count(*) from tags where key = 'mlflow.parentRunId' and value = ?",
                             (first,)).fetchone()[0]
     assert (n_runs, n_children) == (7, 6)
+    other = tracking.log_sweep(manifest, runs, agg, [], tmp_path / "elsewhere")   # another output: own parent
+    assert other != first and db.execute("select count(*) from runs").fetchone()[0] == 14
+    kind = db.execute("select value from experiment_tags where key = 'mlflow.experimentKind'").fetchall()
+    assert kind == [("custom_model_development",)]
+    from mlflow.tracking import MlflowClient
+    client = MlflowClient()
+    child = client.search_runs([client.get_experiment_by_name("unit").experiment_id],
+                               f"tags.`mlflow.parentRunId` = '{first}' and params.policy = 'pdors'")[0]
+    assert {"machines", "jobs", "slots", "workload.mix", "workload.bandwidth_ratio",
+            "pdors.rounding.gain"} <= set(child.data.params)
+    assert child.data.params["jobs"] == str(TINY["instance"]["jobs"])
+    history = client.get_metric_history(child.info.run_id, "total_utility")
+    assert sorted(m.step for m in history) == [1, 2]   # one value per seed, step = seed
+    assert {a.path for a in client.list_artifacts(child.info.run_id)} == {"seeds.csv"}

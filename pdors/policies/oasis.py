@@ -14,6 +14,9 @@ arriving at a_i:
 * the DP C(t, d) = min_y C(t - 1, d - y) + cost_t(y) over the same discretised workload levels as PD-ORS
   (``plan_levels``; level k needs y = ceil(k V_i / Q * (tau + 2 g gamma / (b^(e) F))) workers); the best
   completion slot maximises u_i(t~ - a_i) - cost, and the job is admitted iff that payoff is > 0.
+
+Under the thesis's model the PS count is ceil(y / min(gamma, B_i / b^(e))) (3.4), and a level with more PSs
+than workers is infeasible (3.5).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from ..portable_math import dot
 from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.prices import PriceBounds, price_bounds, prices
+from ..thesis import ps_ratio
 from .base import JobPlan, PlanningPolicy, SlotView
 from .placement import ps_count, room
 
@@ -92,6 +96,7 @@ class OASiS(PlanningPolicy):
         floor = self.config.utility_floor
         self.bounds_w = half_bounds(instance, self.worker_half, jobs.worker_demand, floor)
         self.bounds_s = half_bounds(instance, self.ps_half, jobs.ps_demand, floor)
+        self.gamma = ps_ratio(instance, False)      # gamma_i; under the thesis's (3.4) also B_i / b_i^(e)
         self.payoffs: list[float] = []       # best payoff of every decided job (admitted iff > 0)
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
@@ -100,13 +105,14 @@ class OASiS(PlanningPolicy):
         cap = inst.cluster.capacity
         W, S = self.worker_half, self.ps_half
         alpha, beta = jobs.worker_demand[job], jobs.ps_demand[job]
-        gamma, batch = int(jobs.gamma[job]), int(jobs.batch[job])
+        gamma, batch = float(self.gamma[job]), int(jobs.batch[job])
         price_w = prices(self.bounds_w, view.reserved[a:, W], cap[W])
         price_s = prices(self.bounds_s, view.reserved[a:, S], cap[S])
         free = view.free[a:]
         levels = np.arange(q + 1) * (jobs.workload[job] / q)
         workers = np.ceil(levels * jobs.time_per_sample(False)[job]).astype(np.int64)   # always external
-        servers = ps_count(workers, gamma)
+        servers = ps_count(workers, gamma).astype(np.int64)
+        allowed = (workers <= batch) & ((inst.ps_bandwidth is None) | (servers <= workers))   # eq. 4; (3.5)
         fillers = []
 
         def theta(j: int) -> np.ndarray:
@@ -114,7 +120,7 @@ class OASiS(PlanningPolicy):
             fw = Greedy(price_w[j], free[j, W], alpha, batch)
             fs = Greedy(price_s[j], free[j, S], beta, int(ps_count(batch, gamma)))
             fillers.append((fw, fs))
-            return np.where(workers > batch, np.inf, fw.cost(np.minimum(workers, batch)) + fs.cost(servers))
+            return np.where(allowed, fw.cost(np.minimum(workers, batch)) + fs.cost(servers), np.inf)
 
         result = plan_levels(theta, jobs.utility_of(job, np.arange(inst.slots - a)))
         self.payoffs.append(result.payoff)

@@ -20,6 +20,7 @@ from ..primal_dual.gain import competitive_bound
 from ..primal_dual.prices import PriceBounds, instance_price_bounds, prices
 from ..primal_dual.slot_cost import (ExternalSolve, JobShape, LinearProgram, Rounding, SlotCosts, slot_costs,
                                      state_digest)
+from ..thesis import ps_ratio
 from .base import JobPlan, PlanningPolicy, SlotView
 
 HISTORY_SEED_OFFSET = 1_000_003
@@ -75,6 +76,8 @@ class PDORS(PlanningPolicy):
         source = self.history if self.config.price_bounds == "history" else instance
         self.bounds: PriceBounds = instance_price_bounds(source, self.config.utility_floor)
         self.seed = seed
+        self.gamma_internal, self.gamma_external = ps_ratio(instance, True), ps_ratio(instance, False)
+        self.thesis = instance.ps_bandwidth is not None
         self.lp = LinearProgram()
         self._solves: list[ExternalSolve] = []
         self._slots_skipped = 0
@@ -87,7 +90,8 @@ class PDORS(PlanningPolicy):
         price = prices(self.bounds, view.reserved[a:], capacity)
         free = view.free[a:]
         shape = JobShape(float(jobs.time_per_sample(True)[job]), float(jobs.time_per_sample(False)[job]),
-                         int(jobs.batch[job]), int(jobs.gamma[job]), jobs.worker_demand[job], jobs.ps_demand[job])
+                         int(jobs.batch[job]), float(self.gamma_external[job]), jobs.worker_demand[job],
+                         jobs.ps_demand[job], *self._thesis_rules(job))
         levels = np.arange(q + 1) * (jobs.workload[job] / q)
         cache: dict[int, SlotCosts] = {}         # theta by slot state: identical states cost the same
         first_slot: dict[int, int] = {}          # the first slot of each state
@@ -123,6 +127,10 @@ class PDORS(PlanningPolicy):
             servers[a + j, opt.machines] = opt.servers
         return JobPlan(workers, servers, a + result.completion, result.payoff)
 
+    def _thesis_rules(self, job: int) -> tuple[float | None, bool]:
+        """JobShape's (gamma_internal, servers_at_most_workers): the thesis's (3.4) and (3.5), or none."""
+        return (float(self.gamma_internal[job]), True) if self.thesis else (None, False)
+
     def summary(self) -> dict:
         solves = self._solves
         attempts, lp_cost, best_cost, gains = (np.array([getattr(s, k) for s in solves], dtype=float)
@@ -136,6 +144,8 @@ class PDORS(PlanningPolicy):
             "lp_solves": self._lp_solves,
             "slots_skipped": self._slots_skipped,
             "rounding_attempts_mean": float(attempts.mean()) if len(solves) else 0.0,
+            "rounding_attempts_roundable_mean": float(attempts[found].mean()) if found.any() else None,
+            "unroundable_share": float((~found).mean()) if len(solves) else None,
             "infeasible_solves": int((~found).sum()),
             "lp_vs_rounded_ratio": float(np.mean(best_cost[found] / np.maximum(lp_cost[found], 1e-300)))
             if found.any() else None,

@@ -12,6 +12,10 @@ residual capacities C_h^r - rho_h^r[t]) at once:
   ``max_attempts`` is reached; the cheapest feasible one is kept.
 * theta = the cheaper of the two (ties to internal).
 
+Under the thesis's model (:mod:`pdors.thesis`) gamma is the ratio its PS bandwidth rule (3.4) allows at each
+rate, a real (``gamma`` external, ``gamma_internal`` internal, which also binds a rounding that puts every
+task on one machine), and (3.5) s <= w holds in both cases.
+
 Machines with identical prices and residual capacities form a class; the LP is solved over classes (an
 exact reformulation, since a sum of copies of one polytope is its scaled copy) and its solution is
 disaggregated onto machines by filling the lowest-indexed members first, which yields a vertex-like
@@ -51,14 +55,22 @@ COST_RANGE = 1e12          # LP costs are rescaled to [1, COST_RANGE]: prices st
 
 @dataclass(frozen=True)
 class JobShape:
-    """The per-job constants Algorithm 4 needs."""
+    """The per-job constants Algorithm 4 needs. ``gamma``: workers per PS; ``gamma_internal``: the thesis's
+    workers per PS at the internal rate where it differs (then a rounded external solution that lands on one
+    machine must meet it too); ``servers_at_most_workers``: the thesis's (3.5)."""
 
     per_sample_internal: float
     per_sample_external: float
     batch: int
-    gamma: int
+    gamma: float
     worker_demand: np.ndarray
     ps_demand: np.ndarray
+    gamma_internal: float | None = None
+    servers_at_most_workers: bool = False
+
+    def servers_allowed(self, workers, servers):
+        """(3.5) where it applies: no more PSs than workers."""
+        return np.logical_or(not self.servers_at_most_workers, servers <= workers)
 
 
 @dataclass(frozen=True)
@@ -264,10 +276,10 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
 
     # Case 1 (internal), all levels and classes at once.
     w_int = np.ceil(levels * job.per_sample_internal)
-    s_int = np.ceil(w_int / job.gamma)
+    s_int = np.ceil(w_int / (job.gamma if job.gamma_internal is None else job.gamma_internal))
     need = w_int[:, None] * job.worker_demand + s_int[:, None] * job.ps_demand       # [Q, R]
     fits = np.all(need[None, :, :] <= cls_free[:, None, :] + FIT_ATOL, axis=2)       # [C, Q]
-    fits &= (w_int <= job.batch)[None, :]
+    fits &= ((w_int <= job.batch) & job.servers_allowed(w_int, s_int))[None, :]
     fits[:, 0] = False
     int_cost = np.where(fits, unit_price(cls_prices[:, None, :], need[None, :, :]), np.inf)  # [C, Q]
     best_cls = np.argmin(int_cost, axis=0)
@@ -362,6 +374,10 @@ def _disaggregate(job, lp_sol, members, free):
     with np.errstate(divide="ignore", invalid="ignore"):
         stretch = np.min(np.where(load > 0, room / load, np.inf), axis=1, initial=np.inf)
     stretch = np.maximum(1.0, np.minimum(stretch, count.astype(float)))
+    if job.gamma_internal is not None and used.size == 1:
+        # Thesis: on one machine the tasks would run internally (Fact 1) under (3.4)'s internal rule, so an
+        # external point of one class goes to two of its (identical) machines at the same LP cost.
+        stretch = np.minimum(stretch, np.maximum(count / 2.0, 1.0))
     full = np.floor(count / stretch + 1e-12).astype(np.int64)
     rest = count - full * stretch
     partial = rest > 1e-9
@@ -428,6 +444,10 @@ def _round(job, demand, machines, w_scaled, s_scaled, prices, free, rounding, rn
         up_w, up_s = draws[:, :m] < w_frac, draws[:, m:] < s_frac
         wsum, ssum = base_w + up_w.sum(axis=1), base_s + up_s.sum(axis=1)
         ok = (wsum <= job.batch) & (wsum >= demand) & (job.gamma * ssum >= wsum) & (ssum > 0)
+        ok &= job.servers_allowed(wsum, ssum)
+        if job.gamma_internal is not None:      # an outcome on one machine runs internally (Fact 1)
+            hosts = ((w_floor + up_w > 0) | (s_floor + up_s > 0)).sum(axis=1)
+            ok &= (hosts != 1) | (job.gamma_internal * ssum >= wsum)
         if critical.size:
             outcome = up_w[:, critical] + 2 * up_s[:, critical]
             ok &= np.take_along_axis(fits_critical[None], outcome[..., None], axis=2)[..., 0].all(axis=1)
@@ -495,6 +515,7 @@ def _roundable(job, demand, base_w, base_s, possible) -> bool:
     b = np.arange(stride)[None, :]
     wsum, ssum = base_w + a, base_s + b
     ok = (wsum <= job.batch) & (wsum >= demand) & (job.gamma * ssum >= wsum) & (ssum > 0) & (b <= m)
+    ok &= job.servers_allowed(wsum, ssum)
     mask = int.from_bytes(np.packbits(ok.ravel(), bitorder="little").tobytes(), "little")
     return bool(reach & mask)
 

@@ -1,0 +1,61 @@
+"""A wall-clock limit of our own around a solver call: HiGHS does not always honour its ``time_limit``.
+
+``call_with_deadline(fn, args, seconds)`` runs ``fn(*args)`` in a child process and kills it (SIGKILL) if it
+has not answered after ``seconds``, together with anything it started (glpsol and cbc are subprocesses: the
+child leads its own process group); the caller then gets :data:`TIMED_OUT` instead of a result. Children are
+forked from a ``forkserver`` (single-threaded, so forking is safe even from a Ray worker or a process with
+threads) that has the solver stack imported once, so a call costs milliseconds, not an interpreter start.
+``fn``, its arguments and its result must pickle; an exception in the child is re-raised in the caller.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+
+TIMED_OUT = object()   # the result of a call the deadline cut off
+_PRELOAD = ["offline_opt.solve"]   # imported once in the fork server: pyomo, highspy, the model
+
+
+def _child(conn, fn, args) -> None:
+    os.setpgrp()
+    try:
+        conn.send((True, fn(*args)))
+    except BaseException as e:   # noqa: BLE001  handed to the parent, which re-raises it
+        conn.send((False, e))
+    finally:
+        conn.close()
+
+
+def call_with_deadline(fn, args: tuple, seconds: float):
+    """``fn(*args)`` in a child process; :data:`TIMED_OUT` if it takes longer than ``seconds``."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    receive, send = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=_child, args=(send, fn, args), daemon=True)
+    process.start()
+    send.close()
+    try:
+        if not receive.poll(seconds):
+            return TIMED_OUT
+        try:
+            ok, value = receive.recv()
+        except EOFError:   # the child died without answering (killed, out of memory, a crash in C)
+            process.join(5)
+            raise RuntimeError(f"solver process exited with code {process.exitcode} without a result") from None
+    finally:
+        _kill_group(process)
+        receive.close()
+    if not ok:
+        raise value
+    return value
+
+
+def _kill_group(process) -> None:
+    """SIGKILL the child's process group (the child and its solver subprocesses), then reap the child."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):   # already gone (or not yet its own group: kill it alone)
+        if process.is_alive():
+            process.kill()
+    process.join()

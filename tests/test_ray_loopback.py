@@ -1,0 +1,43 @@
+"""A sweep's local Ray, started on this machine's own network (not in a namespace): every TCP socket its processes
+listen on is on loopback, and no metrics endpoint answers. The test only lists sockets (``ss``); it connects to
+nothing but 127.0.0.1."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+
+import pytest
+from realstack import BIN, config, end_session, session_pids
+
+pytestmark = pytest.mark.slow
+
+
+def listeners(pids: set[int]) -> set[str]:
+    """``address:port`` of the TCP listeners owned by ``pids``."""
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout.splitlines()
+    return {line.split()[3] for line in out if {int(p) for p in re.findall(r"pid=(\d+)", line)} & pids}
+
+
+def test_local_sweep_ray_listens_on_loopback_only(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to see other processes' sockets in ss -p")
+    cfg = config(tmp_path, "loopback", [6, 8], [1, 2], {"pdors": {}}, jobs=12, slots=8)
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/m.db"}
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    proc = subprocess.Popen([BIN / "pdors", "sweep", "run", cfg, "--out", tmp_path / "out", "--num-cpus", "1"],
+                            env=env, cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    seen: set[str] = set()
+    try:
+        while proc.poll() is None:
+            seen |= listeners(set(session_pids(proc.pid)))
+            time.sleep(0.3)
+        log = proc.stdout.read()
+    finally:
+        end_session(proc)
+    assert proc.returncode == 0, log
+    assert len(seen) >= 4, seen   # GCS, raylet, agents, workers were seen
+    outside = {ep for ep in seen if not ep.startswith(("127.", "[::ffff:127.", "[::1]"))}
+    assert not outside, f"listening beyond loopback: {sorted(outside)}"
