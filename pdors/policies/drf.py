@@ -16,7 +16,7 @@ import numpy as np
 
 from ..model import Instance
 from .base import SlotAllocation, SlotPolicy, SlotView
-from .placement import Placement, dominant_share, next_machine, slot_allocation
+from .placement import Placement, next_machine, slot_allocation
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class DRF(SlotPolicy):
                   for i in np.flatnonzero(view.pending)}
         workers = dict.fromkeys(placed, 0)
         servers = dict.fromkeys(placed, 0)
+        # Per increment only scalars change: Python floats, the same IEEE operations as numpy's on one element.
+        total = self.total.tolist()
         heap = [(0.0, i) for i in placed]
         heapq.heapify(heap)
         while heap:
@@ -71,7 +73,9 @@ class DRF(SlotPolicy):
             p.workers[h] += 1
             workers[i], servers[i] = w, s
             self.increments += 1
-            heapq.heappush(heap, (float(dominant_share(w * alpha + s * beta, self.total)), i))
+            # dominant_share(w alpha + s beta, total), on Python floats
+            share = max([0.0] + [(w * a + s * b) / c for a, b, c in zip(alpha.tolist(), beta.tolist(), total) if c > 0])
+            heapq.heappush(heap, (share, i))
         return slot_allocation(inst.num_jobs, H, placed)
 
     def summary(self) -> dict:

@@ -79,12 +79,31 @@ class PDORS(PlanningPolicy):
         self._solves: list[ExternalSolve] = []
         self._slots_skipped = 0
         self._lp_solves = 0
+        self._rho: np.ndarray | None = None      # rho per slot when its prices and state key were computed
+        self._price: np.ndarray | None = None
+        self._keys: list[int | None] = []
+
+    def _slot_states(self, view: SlotView, a: int) -> np.ndarray:
+        """Prices [T - a, H, R] of slots a.. by eq. (12). A slot's prices and state key are a function of its
+        rho alone, so they are recomputed only for the slots whose rho changed since the last job (elementwise
+        operations: the same bits as computing every slot)."""
+        reserved, capacity = view.reserved, view.instance.cluster.capacity
+        if self._rho is None:
+            self._rho, self._price = reserved.copy(), prices(self.bounds, reserved, capacity)
+            self._keys = [None] * len(reserved)
+        else:
+            changed = a + np.flatnonzero((reserved[a:] != self._rho[a:]).any(axis=(1, 2)))
+            if changed.size:
+                self._rho[changed] = reserved[changed]
+                self._price[changed] = prices(self.bounds, reserved[changed], capacity)
+                for t in changed.tolist():
+                    self._keys[t] = None
+        return self._price[a:]
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
         inst = view.instance
         jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), self.config.workload_levels
-        capacity = inst.cluster.capacity
-        price = prices(self.bounds, view.reserved[a:], capacity)
+        price = self._slot_states(view, a)
         free = view.free[a:]
         shape = JobShape(float(jobs.time_per_sample(True)[job]), float(jobs.time_per_sample(False)[job]),
                          int(jobs.batch[job]), int(jobs.gamma[job]), jobs.worker_demand[job], jobs.ps_demand[job])
@@ -94,7 +113,9 @@ class PDORS(PlanningPolicy):
         keys: list[int] = []                     # the state of each slot asked for
 
         def theta(j: int) -> np.ndarray:
-            key = state_digest(price[j], free[j])
+            key = self._keys[a + j]
+            if key is None:
+                key = self._keys[a + j] = state_digest(price[j], free[j])
             if key not in cache:
                 cache[key] = slot_costs(shape, levels, price[j], free[j], self.rounding, (self.seed, job, key),
                                         self.lp, lazy=not self.config.round_all_levels)

@@ -79,8 +79,8 @@ def round_robin(free: np.ndarray, demand: np.ndarray, count: int, cursor: int) -
 def next_machine(free: np.ndarray, demand: np.ndarray, cursor: int) -> int | None:
     """The machine one task of ``demand`` goes to round-robin from ``cursor``: the first with room for it,
     cyclically (``None`` if none has)."""
-    if np.all(free[cursor] + FIT_ATOL >= demand):   # fast path: the cursor's machine has room
-        return cursor
+    if all(x + FIT_ATOL >= d for x, d in zip(free[cursor].tolist(), demand.tolist())):   # fast path: the cursor's
+        return cursor                                                                      # machine has room
     order = (cursor + np.arange(free.shape[0])) % free.shape[0]
     fits = np.flatnonzero(room(free, demand, 1)[order])
     return int(order[fits[0]]) if fits.size else None
