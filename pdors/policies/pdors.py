@@ -18,8 +18,8 @@ from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.gain import competitive_bound
 from ..primal_dual.prices import PriceBounds, instance_price_bounds, prices
-from ..primal_dual.slot_cost import (ExternalSolve, JobShape, LinearProgram, Rounding, SlotCosts, slot_costs,
-                                     state_digest)
+from ..primal_dual.slot_cost import (ExternalSolve, JobShape, LinearProgram, MachineClasses, Rounding, SlotCosts,
+                                     machine_classes, slot_costs, state_digest)
 from .base import JobPlan, PlanningPolicy, SlotView
 
 HISTORY_SEED_OFFSET = 1_000_003
@@ -82,6 +82,7 @@ class PDORS(PlanningPolicy):
         self._rho: np.ndarray | None = None      # rho per slot when its prices and state key were computed
         self._price: np.ndarray | None = None
         self._keys: list[int | None] = []
+        self._classes: list[MachineClasses | None] = []   # per slot, as its state key
 
     def _slot_states(self, view: SlotView, a: int) -> np.ndarray:
         """Prices [T - a, H, R] of slots a.. by eq. (12). A slot's prices and state key are a function of its
@@ -91,6 +92,7 @@ class PDORS(PlanningPolicy):
         if self._rho is None:
             self._rho, self._price = reserved.copy(), prices(self.bounds, reserved, capacity)
             self._keys = [None] * len(reserved)
+            self._classes = [None] * len(reserved)
         else:
             changed = a + np.flatnonzero((reserved[a:] != self._rho[a:]).any(axis=(1, 2)))
             if changed.size:
@@ -98,6 +100,7 @@ class PDORS(PlanningPolicy):
                 self._price[changed] = prices(self.bounds, reserved[changed], capacity)
                 for t in changed.tolist():
                     self._keys[t] = None
+                    self._classes[t] = None
         return self._price[a:]
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
@@ -117,8 +120,11 @@ class PDORS(PlanningPolicy):
             if key is None:
                 key = self._keys[a + j] = state_digest(price[j], free[j])
             if key not in cache:
+                if self._classes[a + j] is None:
+                    self._classes[a + j] = machine_classes(price[j], free[j])
                 cache[key] = slot_costs(shape, levels, price[j], free[j], self.rounding, (self.seed, job, key),
-                                        self.lp, lazy=not self.config.round_all_levels)
+                                        self.lp, lazy=not self.config.round_all_levels,
+                                        classes=self._classes[a + j])
                 first_slot[key] = j
             keys.append(key)
             return cache[key].cost

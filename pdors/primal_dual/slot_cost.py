@@ -240,26 +240,40 @@ def state_digest(prices: np.ndarray, free: np.ndarray) -> int:
     return int.from_bytes(h.digest(), "little")
 
 
+class MachineClasses(NamedTuple):
+    """Machines with identical prices and residual capacities: each class's lowest member, its size, and the
+    class of every machine (classes ordered by lowest member, for deterministic ties)."""
+
+    first: np.ndarray
+    counts: np.ndarray
+    member_class: np.ndarray
+
+
+def machine_classes(prices: np.ndarray, free: np.ndarray) -> MachineClasses:
+    """The classes of a slot state (a function of the state alone, so callers may keep them per state)."""
+    _, first, inverse, counts = np.unique(np.hstack([prices, free]), axis=0, return_index=True,
+                                          return_inverse=True, return_counts=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return MachineClasses(first[order], counts[order], rank[inverse.ravel()])
+
+
 def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.ndarray,
-               rounding: Rounding, seed_key: tuple, lp: LinearProgram, lazy: bool = False) -> SlotCosts:
+               rounding: Rounding, seed_key: tuple, lp: LinearProgram, lazy: bool = False,
+               classes: MachineClasses | None = None) -> SlotCosts:
     """theta for workload ``levels`` (samples, levels[0] = 0) in a slot with ``prices``/``free`` [H, R].
 
     ``seed_key`` (ints) seeds the randomised rounding together with the level, so the outcome is a
     deterministic function of the job, the slot state and the level. With ``lazy``, external cases are
-    left as lower bounds until :meth:`SlotCosts.refine`.
+    left as lower bounds until :meth:`SlotCosts.refine`. ``classes``: :func:`machine_classes` of this state,
+    if the caller has them.
     """
     q = len(levels)
     cost = np.full(q, np.inf)
     cost[0] = 0.0
     options: list = [None] * q
-    classes, first, inverse, counts = np.unique(np.hstack([prices, free]), axis=0, return_index=True,
-                                                return_inverse=True, return_counts=True)
-    inverse = inverse.ravel()
-    order = np.argsort(first)          # classes by lowest member index, for deterministic ties
-    first, counts = first[order], counts[order]
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    member_class = rank[inverse]
+    first, counts, member_class = classes if classes is not None else machine_classes(prices, free)
     cls_prices, cls_free = prices[first], free[first]
 
     # Case 1 (internal), all levels and classes at once.
