@@ -55,10 +55,11 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
                 tick = time.perf_counter()
                 plan = policy.plan(int(i), view(t))
                 latencies.append(time.perf_counter() - tick)
-                if plan is not None:
+                if plan is not None:    # job i's cells are all zero until now: only its busy slots are written
                     sched.admitted[i] = True
-                    sched.workers[:, i, :] = plan.workers
-                    sched.servers[:, i, :] = plan.servers
+                    busy = np.flatnonzero(plan.workers.any(axis=1) | plan.servers.any(axis=1))
+                    sched.workers[busy, i, :] = plan.workers[busy]
+                    sched.servers[busy, i, :] = plan.servers[busy]
                     _reserve(reserved, instance, i, plan.workers, plan.servers, slice(None))
         elif isinstance(policy, SlotPolicy):
             tick = time.perf_counter()

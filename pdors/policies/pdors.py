@@ -17,7 +17,7 @@ from ..model import Instance
 from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.gain import competitive_bound
-from ..primal_dual.prices import PriceBounds, instance_price_bounds, prices
+from ..primal_dual.prices import PriceBounds, SlotPrices, instance_price_bounds
 from ..primal_dual.slot_cost import (ExternalSolve, JobShape, LinearProgram, MachineClasses, Rounding, SlotCosts,
                                      machine_classes, slot_costs, state_digest)
 from .base import JobPlan, PlanningPolicy, SlotView
@@ -79,34 +79,16 @@ class PDORS(PlanningPolicy):
         self._solves: list[ExternalSolve] = []
         self._slots_skipped = 0
         self._lp_solves = 0
-        self._rho: np.ndarray | None = None      # rho per slot when its prices and state key were computed
-        self._price: np.ndarray | None = None
-        self._keys: list[int | None] = []
-        self._classes: list[MachineClasses | None] = []   # per slot, as its state key
-
-    def _slot_states(self, view: SlotView, a: int) -> np.ndarray:
-        """Prices [T - a, H, R] of slots a.. by eq. (12). A slot's prices and state key are a function of its
-        rho alone, so they are recomputed only for the slots whose rho changed since the last job (elementwise
-        operations: the same bits as computing every slot)."""
-        reserved, capacity = view.reserved, view.instance.cluster.capacity
-        if self._rho is None:
-            self._rho, self._price = reserved.copy(), prices(self.bounds, reserved, capacity)
-            self._keys = [None] * len(reserved)
-            self._classes = [None] * len(reserved)
-        else:
-            changed = a + np.flatnonzero((reserved[a:] != self._rho[a:]).any(axis=(1, 2)))
-            if changed.size:
-                self._rho[changed] = reserved[changed]
-                self._price[changed] = prices(self.bounds, reserved[changed], capacity)
-                for t in changed.tolist():
-                    self._keys[t] = None
-                    self._classes[t] = None
-        return self._price[a:]
+        self._prices = SlotPrices(self.bounds, instance.cluster.capacity)
+        self._keys: list[int | None] = [None] * instance.slots              # state key per slot
+        self._classes: list[MachineClasses | None] = [None] * instance.slots   # machine classes per slot
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
         inst = view.instance
         jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), self.config.workload_levels
-        price = self._slot_states(view, a)
+        for t in self._prices.update(view.reserved, a).tolist():   # states of these slots changed
+            self._keys[t] = self._classes[t] = None
+        price = self._prices.price[a:]
         free = view.free[a:]
         shape = JobShape(float(jobs.time_per_sample(True)[job]), float(jobs.time_per_sample(False)[job]),
                          int(jobs.batch[job]), int(jobs.gamma[job]), jobs.worker_demand[job], jobs.ps_demand[job])
