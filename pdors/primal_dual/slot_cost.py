@@ -281,7 +281,9 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
     fits = np.all(need[None, :, :] <= cls_free[:, None, :] + FIT_ATOL, axis=2)       # [C, Q]
     fits &= (w_int <= job.batch)[None, :]
     fits[:, 0] = False
-    int_cost = np.where(fits, unit_price(cls_prices[:, None, :], need[None, :, :]), np.inf)  # [C, Q]
+    int_cost = np.full(fits.shape, np.inf)                                            # [C, Q]
+    fit_cls, fit_level = np.nonzero(fits)           # priced only where it fits: each cost is its own sum
+    int_cost[fit_cls, fit_level] = unit_price(cls_prices[fit_cls], need[fit_level])
     best_cls = np.argmin(int_cost, axis=0)
     internal = int_cost[best_cls, np.arange(q)]
     for k in np.flatnonzero(np.isfinite(internal)):
