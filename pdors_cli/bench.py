@@ -43,7 +43,7 @@ SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
 EXTRA_SECTIONS = ("scale", "reproduction")
 # Wall seconds of one run at H = I = 1000, T = 80, seed 1, per policy, before the scale work (issue 21), on this
 # 2-core machine while shared with other jobs: the yardstick of the ``scale`` section's ratios (docs/PERFORMANCE.md).
-SCALE_BEFORE = {}
+SCALE_BEFORE = {"pdors": 211.7, "fifo": 52.3, "drf": 100.0, "oasis": 108.5, "preemptive": 43.3}
 REPRODUCTION = ("fig*.yaml", "thesis*.yaml")
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 QUICKSTART = CONFIGS / "quickstart.yaml"
@@ -305,7 +305,8 @@ def report(results: dict) -> str:
             out.append(f"2 vs 1 workers: throughput x{two['runs_per_s'] / one['runs_per_s']:.2f}, mean run time "
                        f"x{two['mean_run_s'] / one['mean_run_s']:.2f} (runs competing for the cores)")
     if rows := results.get("scale"):
-        out += ["\n## Scale: one run per policy at H = I = 1000, T = 80",
+        top = rows[0]
+        out += [f"\n## Scale: one run per policy at H = {top['machines']}, I = {top['jobs']}, T = {top['slots']}",
                 _table(rows, ["policy", "wall_s", "simulate_s", "cpu_s", "p50_ms", "p99_ms", "before_s", "speedup",
                               "admitted", "violations", "digest"])]
     if rows := results.get("memory"):
