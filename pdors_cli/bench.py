@@ -43,7 +43,8 @@ SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
 EXTRA_SECTIONS = ("scale", "reproduction")
 # Wall seconds of one run at H = I = 1000, T = 80, seed 1, per policy, before the scale work (issue 21), on this
 # 2-core machine while shared with other jobs: the yardstick of the ``scale`` section's ratios (docs/PERFORMANCE.md).
-SCALE_BEFORE = {"pdors": 211.7, "fifo": 52.3, "drf": 100.0, "oasis": 108.5, "preemptive": 43.3}
+SCALE_BEFORE = {"pdors": 211.7, "fifo": 52.3, "drf": 100.0, "dorm": 156.6, "oasis": 108.5, "pollux": 116.4,
+                "preemptive": 43.3}
 REPRODUCTION = ("fig*.yaml", "thesis*.yaml")
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 QUICKSTART = CONFIGS / "quickstart.yaml"
