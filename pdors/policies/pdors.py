@@ -17,7 +17,7 @@ from ..model import Instance
 from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.gain import competitive_bound
-from ..primal_dual.prices import PriceBounds, SlotPrices, instance_price_bounds
+from ..primal_dual.prices import PriceBounds, SlotPrices, instance_price_bounds, prices
 from ..primal_dual.slot_cost import (ExternalSolve, JobShape, LinearProgram, MachineClasses, Rounding, SlotCosts,
                                      machine_classes, slot_costs, state_digest)
 from .base import JobPlan, PlanningPolicy, SlotView
@@ -79,7 +79,7 @@ class PDORS(PlanningPolicy):
         self._solves: list[ExternalSolve] = []
         self._slots_skipped = 0
         self._lp_solves = 0
-        self._prices = SlotPrices(self.bounds, instance.cluster.capacity)
+        self._prices = SlotPrices(self.bounds, instance.cluster.capacity, prices)   # this module's eq. (12)
         self._keys: list[int | None] = [None] * instance.slots              # state key per slot
         self._classes: list[MachineClasses | None] = [None] * instance.slots   # machine classes per slot
 
