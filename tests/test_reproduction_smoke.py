@@ -26,7 +26,7 @@ SMALL_INSTANCE = {"machines": 3, "jobs": 5, "slots": 6}
 SMALL_WORKLOAD_SCALE = 0.01
 # Configs that are not a figure's reproduction (which needs 5+ seeds and a report): the quickstart, and the
 # calibration study (3 seeds within its compute budget, docs/MODEL.md "Calibration").
-STUDIES = ("quickstart", "calibration")
+STUDIES = ("quickstart", "calibration", "q_sensitivity")
 
 
 def tiny_google_trace(directory: Path) -> Path:
