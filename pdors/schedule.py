@@ -48,8 +48,9 @@ class Schedule:
         """A hex fingerprint of the allocations (counts per slot, job and machine, and admissions): equal
         digests mean identical schedules."""
         h = hashlib.blake2b(digest_size=16)
-        for a in (self.workers, self.servers, self.admitted):
-            h.update(np.ascontiguousarray(a, dtype="<i8").tobytes())
+        for a in (self.workers, self.servers, self.admitted[None]):
+            for part in a:    # slot by slot: the same bytes as the whole array as int64, without a copy of it
+                h.update(np.ascontiguousarray(part, dtype="<i8"))
         return h.hexdigest()
 
     def to_sparse(self) -> dict:

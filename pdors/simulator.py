@@ -55,21 +55,23 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
                 tick = time.perf_counter()
                 plan = policy.plan(int(i), view(t))
                 latencies.append(time.perf_counter() - tick)
-                if plan is not None:
+                if plan is not None:    # job i's cells are all zero until now: only its busy slots are written
                     sched.admitted[i] = True
-                    sched.workers[:, i, :] = plan.workers
-                    sched.servers[:, i, :] = plan.servers
-                    reserved += _usage(instance, i, plan.workers, plan.servers)
+                    busy = np.flatnonzero(plan.workers.any(axis=1) | plan.servers.any(axis=1))
+                    sched.workers[busy, i, :] = plan.workers[busy]
+                    sched.servers[busy, i, :] = plan.servers[busy]
+                    _reserve(reserved, instance, i, plan.workers, plan.servers, slice(None))
         elif isinstance(policy, SlotPolicy):
             tick = time.perf_counter()
             alloc: SlotAllocation = policy.allocate(view(t))
             latencies.append(time.perf_counter() - tick)
             active = (jobs.arrival <= t) & (completed < 0)
-            w = np.where(active[:, None], alloc.workers, 0)
-            s = np.where(active[:, None], alloc.servers, 0)
-            sched.workers[t], sched.servers[t] = w, s
-            sched.admitted |= (w.sum(axis=1) > 0)
-            reserved[t] += _slot_usage(instance, w, s)
+            # Only the jobs given something are written: slot t of the schedule is still all zero.
+            rows = np.flatnonzero(active & (alloc.workers.any(axis=1) | alloc.servers.any(axis=1)))
+            w, s = alloc.workers[rows], alloc.servers[rows]
+            sched.workers[t, rows], sched.servers[t, rows] = w, s
+            sched.admitted[rows[w.sum(axis=1) > 0]] = True
+            reserved[t] += _slot_usage(instance, rows, w, s)
         else:
             raise TypeError(f"{type(policy).__name__} is neither a PlanningPolicy nor a SlotPolicy")
         _run_slot(instance, sched, reserved, remaining, completed, ran, t)
@@ -78,28 +80,39 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
     return SimulationResult(sched, np.array(latencies), time.perf_counter() - start, policy.summary())
 
 
-def _usage(instance: Instance, i: int, workers: np.ndarray, servers: np.ndarray) -> np.ndarray:
-    """Resources [T, H, R] used by one job's plan."""
-    jobs = instance.jobs
-    return workers[:, :, None] * jobs.worker_demand[i] + servers[:, :, None] * jobs.ps_demand[i]
+def _reserve(reserved: np.ndarray, instance: Instance, i: int, workers: np.ndarray, servers: np.ndarray,
+             slots: slice, sign: float = 1.0) -> None:
+    """Add (``sign`` -1: take back) the resources job i uses by ``workers``, ``servers`` [T', H] to
+    ``reserved[slots]``. Only the slots where it has tasks are touched: elsewhere the usage is exactly 0.0,
+    and adding it would change no bit."""
+    busy = np.flatnonzero(workers.any(axis=1) | servers.any(axis=1))
+    jobs, target = instance.jobs, reserved[slots]
+    w, s = workers[busy, :, None], servers[busy, :, None]
+    target[busy] += sign * (w * jobs.worker_demand[i] + s * jobs.ps_demand[i])
 
 
-def _slot_usage(instance: Instance, w: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Resources [H, R] used by one slot's allocation ``w, s`` [I, H]."""
+def _slot_usage(instance: Instance, rows: np.ndarray, w: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Resources [H, R] used by one slot's allocation ``w, s`` [I', H] of the jobs ``rows``. The jobs given
+    nothing are left out: their terms are exactly 0.0 in a sum taken in job order, so no bit changes."""
     jobs = instance.jobs
-    return dot(w.T, jobs.worker_demand) + dot(s.T, jobs.ps_demand)
+    return dot(w.T, jobs.worker_demand[rows]) + dot(s.T, jobs.ps_demand[rows])
 
 
 def _run_slot(instance, sched, reserved, remaining, completed, ran, t) -> None:
     jobs = instance.jobs
-    w, s = sched.workers[t], sched.servers[t]
-    wsum = w.sum(axis=1)
+    # Every per-job quantity below matters only for jobs with workers in slot t: computed for those rows.
+    rows = np.flatnonzero(sched.workers[t].any(axis=1))
+    w, s = sched.workers[t, rows], sched.servers[t, rows]
+    wsum = np.zeros(instance.num_jobs, dtype=np.int64)
+    wsum[rows] = w.sum(axis=1)
     running = (wsum > 0) & (completed < 0) & sched.admitted
-    hosts = ((w > 0) | (s > 0)).sum(axis=1)
+    hosts = np.zeros(instance.num_jobs, dtype=np.int64)
+    hosts[rows] = ((w > 0) | (s > 0)).sum(axis=1)
     internal = running & (hosts == 1)
     sched.claimed_internal[t] = internal
     if t > 0:
-        moved = (w != sched.workers[t - 1]).any(axis=1) | (s != sched.servers[t - 1]).any(axis=1)
+        moved = np.zeros(instance.num_jobs, dtype=bool)
+        moved[rows] = (w != sched.workers[t - 1, rows]).any(axis=1) | (s != sched.servers[t - 1, rows]).any(axis=1)
         sched.claimed_restart[t] = (wsum > 0) & ran & moved
     ran |= wsum > 0
     kept = np.where(sched.claimed_restart[t], 1.0 - sched.restart_loss, 1.0)
@@ -110,6 +123,6 @@ def _run_slot(instance, sched, reserved, remaining, completed, ran, t) -> None:
     for i in np.flatnonzero(finished):
         if t + 1 < instance.slots:  # release the rest of a plan that finished early
             later = slice(t + 1, None)
-            reserved[later] -= _usage(instance, i, sched.workers[later, i], sched.servers[later, i])
+            _reserve(reserved, instance, i, sched.workers[later, i], sched.servers[later, i], later, -1.0)
             sched.workers[later, i] = 0
             sched.servers[later, i] = 0

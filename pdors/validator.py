@@ -64,8 +64,7 @@ def _cells(mask: np.ndarray):
 def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validation:
     """Check ``schedule`` against ``instance``; at most ``limit`` violations of each kind are listed."""
     jobs, cap = instance.jobs, instance.cluster.capacity
-    w = schedule.workers.astype(np.int64)
-    s = schedule.servers.astype(np.int64)
+    w, s = schedule.workers, schedule.servers    # int32: every count and sum below is exact without a copy
     T, I, H = w.shape
     if (T, I, H) != (instance.slots, instance.num_jobs, instance.num_machines) or s.shape != w.shape:
         raise ValueError(f"schedule shape {w.shape} does not match instance {(instance.slots, I, H)}")

@@ -14,6 +14,10 @@ Sections (``--only`` picks some, in this order):
   dispatch, collection) against the median run time;
 * ``memory``: peak resident memory of one paper-scale task per policy, each alone in a fresh process
   (its VmHWM), next to a process that only imports ``pdors.run``;
+* ``scale`` (only with ``--only``): every policy once at H = 1000, I = 1000, T = 80 (issue 21's targets: at most
+  20 s per run, PD-ORS's decision p99 under 100 ms): the run's wall time (instance, simulation, validation,
+  summary), its CPU time, decision p50/p99, the schedule digest, and the ratio to the figure before the
+  optimisations (``SCALE_BEFORE``, measured on the same machine, docs/PERFORMANCE.md);
 * ``reproduction`` (only with ``--only``): an estimate of the full reproduction (every
   ``configs/fig*.yaml`` and ``configs/thesis*.yaml`` at full size) on 2 Ray workers: each config's tasks of
   its first seed run here one by one (``pipeline.executor.execute``), scaled by the config's task count.
@@ -36,7 +40,11 @@ from pathlib import Path
 import numpy as np
 
 SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
-EXTRA_SECTIONS = ("reproduction",)
+EXTRA_SECTIONS = ("scale", "reproduction")
+# Wall seconds of one run at H = I = 1000, T = 80, seed 1, per policy, before the scale work (issue 21), on this
+# 2-core machine while shared with other jobs: the yardstick of the ``scale`` section's ratios (docs/PERFORMANCE.md).
+SCALE_BEFORE = {"pdors": 211.7, "fifo": 52.3, "drf": 100.0, "dorm": 156.6, "oasis": 108.5, "pollux": 116.4,
+                "preemptive": 43.3}
 REPRODUCTION = ("fig*.yaml", "thesis*.yaml")
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 QUICKSTART = CONFIGS / "quickstart.yaml"
@@ -52,10 +60,12 @@ class Sizes:
     opt_time_limit: float
     ray_machines: tuple[int, ...]
     ray_seeds: int
+    scale: tuple[int, int, int]              # (H, I, T) of the scale section
 
 
-FULL = Sizes((30, 100, 300, 1000), 100, 80, (100, 100, 80), (1, 2, 3, 4, 5), 60.0, (10, 20, 30, 40), 2)
-QUICK = Sizes((30, 100), 40, 40, (30, 40, 40), (1,), 10.0, (10, 20), 3)
+FULL = Sizes((30, 100, 300, 1000), 100, 80, (100, 100, 80), (1, 2, 3, 4, 5), 60.0, (10, 20, 30, 40), 2,
+             (1000, 1000, 80))
+QUICK = Sizes((30, 100), 40, 40, (30, 40, 40), (1,), 10.0, (10, 20), 3, (200, 200, 40))
 
 
 def _run(spec: dict) -> tuple[dict, float]:
@@ -87,6 +97,26 @@ def bench_policies(sizes: Sizes, seed: int) -> list[dict]:
         s, cpu = _run(dict(policy=policy, machines=machines, jobs=jobs, slots=slots, seed=seed))
         rows.append({"policy": policy, "wall_s": s.wall_s, "cpu_s": cpu, "total_utility": s.total_utility,
                      "admitted": s.admitted, "violations": len(s.violations)})
+    return rows
+
+
+def bench_scale(sizes: Sizes, seed: int) -> list[dict]:
+    """Every policy once at ``sizes.scale``; the wall time is the whole run (``pdors.run.run``), validation
+    and summary included. Ratios to ``SCALE_BEFORE`` only at its size."""
+    from pdors.policies import POLICIES
+
+    machines, jobs, slots = sizes.scale
+    rows = []
+    for policy in POLICIES:
+        tick = time.perf_counter()
+        s, cpu = _run(dict(policy=policy, machines=machines, jobs=jobs, slots=slots, seed=seed))
+        wall = time.perf_counter() - tick
+        before = SCALE_BEFORE.get(policy) if (sizes.scale, seed) == ((1000, 1000, 80), 1) else None
+        rows.append({"policy": policy, "machines": machines, "jobs": jobs, "slots": slots, "wall_s": wall,
+                     "simulate_s": s.wall_s, "cpu_s": cpu, "p50_ms": s.decision_latency_ms.p50,
+                     "p99_ms": s.decision_latency_ms.p99, "before_s": before,
+                     "speedup": before / wall if before else None, "total_utility": s.total_utility,
+                     "admitted": s.admitted, "violations": len(s.violations), "digest": s.schedule_digest})
     return rows
 
 
@@ -142,20 +172,21 @@ def bench_ray(sizes: Sizes) -> list[dict]:
     Per task: the run time (measured inside the task) and the idle capacity, (makespan x workers - total run
     time) / tasks, which is what scheduling, dispatch and result collection cost (plus the first task's wait for
     a worker and the last one's tail)."""
-    from pipeline.executor import fan_out
+    from pipeline.executor import connect, fan_out
 
     tasks = _sweep_tasks(sizes)
     rows = []
     for workers in (1, 2):
         start = time.time()
-        connected: list[float] = []
-        outcomes = [o for _, o in fan_out(tasks, None, None, lambda _: connected.append(time.time()), workers)]
+        cluster = connect(None, workers)
+        connected = time.time()
+        outcomes = [o for _, o in fan_out(tasks, cluster, None)]
         ok = [o for o in outcomes if o.status == "ok"]
         runs = [o.finished_at - o.started_at for o in ok]
-        makespan = max(o.finished_at for o in outcomes) - connected[0]
+        makespan = max(o.finished_at for o in outcomes) - connected
         idle = (makespan * workers - sum(runs)) / len(outcomes)
         rows.append({"workers": workers, "runs": len(tasks), "failed": len(outcomes) - len(ok),
-                     "ray_start_s": connected[0] - start, "makespan_s": makespan, "runs_per_s": len(tasks) / makespan,
+                     "ray_start_s": connected - start, "makespan_s": makespan, "runs_per_s": len(tasks) / makespan,
                      "mean_run_s": statistics.fmean(runs), "median_run_s": statistics.median(runs),
                      "idle_per_task_ms": 1e3 * idle, "overhead_share": idle / statistics.median(runs),
                      "worker_pids": len({o.worker_pid for o in ok})})
@@ -275,6 +306,11 @@ def report(results: dict) -> str:
             one, two = rows
             out.append(f"2 vs 1 workers: throughput x{two['runs_per_s'] / one['runs_per_s']:.2f}, mean run time "
                        f"x{two['mean_run_s'] / one['mean_run_s']:.2f} (runs competing for the cores)")
+    if rows := results.get("scale"):
+        top = rows[0]
+        out += [f"\n## Scale: one run per policy at H = {top['machines']}, I = {top['jobs']}, T = {top['slots']}",
+                _table(rows, ["policy", "wall_s", "simulate_s", "cpu_s", "p50_ms", "p99_ms", "before_s", "speedup",
+                              "admitted", "violations", "digest"])]
     if rows := results.get("memory"):
         out += ["\n## Peak memory of one task (fresh process)", _table(rows, ["task", "peak_rss_mib"])]
     if rows := results.get("reproduction"):
@@ -294,7 +330,7 @@ def run_bench(sections: list[str], sizes: Sizes, seed: int) -> dict:
     steps = {"latency": lambda: bench_latency(sizes, seed), "policies": lambda: bench_policies(sizes, seed),
              "reference": lambda: bench_reference(seed), "opt": lambda: bench_opt(sizes),
              "ray": lambda: bench_ray(sizes), "memory": lambda: bench_memory(sizes, seed),
-             "reproduction": bench_reproduction}
+             "scale": lambda: bench_scale(sizes, seed), "reproduction": bench_reproduction}
     for name in tqdm(sections, desc="pdors bench", unit="section", file=sys.stderr):
         results[name] = steps[name]()
     results["load_average_end"] = os.getloadavg()
@@ -313,7 +349,7 @@ def cmd_bench(args) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(results, indent=1))
-    bad = [r for s in ("latency", "policies") for r in results.get(s, []) if r["violations"]]
+    bad = [r for s in ("latency", "policies", "scale") for r in results.get(s, []) if r["violations"]]
     return 1 if bad or not results.get("reference", {}).get("same_decisions", True) else 0
 
 

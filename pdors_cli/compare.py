@@ -14,6 +14,8 @@ import numpy as np
 
 from pdors.config import ConfigError, parse_seeds
 
+from .run_spec import add_memory_arg
+
 
 def run_all(args, policies: list[str], seeds: list[int]) -> list[dict]:
     """One row per (seed, policy): the validator's totals and the run's timings and policy statistics."""
@@ -89,4 +91,5 @@ def register(subparsers) -> None:
     p.add_argument("--seeds", default="1-5", help="seeds: ranges and lists, e.g. 1-5 or 1,3,8")
     p.add_argument("--config", help="YAML with optional 'workload' and 'policies.<name>' sections")
     p.add_argument("--json", help="write the table and every run's totals here")
+    add_memory_arg(p)
     p.set_defaults(func=cmd_compare)

@@ -31,6 +31,9 @@ def main(argv=None) -> int:
     except (ConfigError, ValueError) as e:
         print(f"pdors {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:   # a path given
+        print(f"pdors {args.command}: error: {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

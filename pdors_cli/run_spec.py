@@ -5,6 +5,7 @@ from pathlib import Path
 
 from pdors.config import ConfigError
 from pdors.policies import POLICIES
+from pipeline.sizing import DEFAULT_RUN_GB, memory_problem
 
 
 def _load_yaml(path: str) -> dict:
@@ -32,6 +33,9 @@ def run_spec_from_args(args) -> dict:
     policies = file.get("policies") or {}
     if not isinstance(policies, dict):
         raise ConfigError("policies", "must map policy names to their parameters")
+    why = memory_problem(args.machines, args.jobs, args.slots, args.max_run_memory)
+    if why is not None:
+        raise ValueError(f"too large: {why}")
     return {
         "policy": args.policy, "machines": args.machines, "jobs": args.jobs, "slots": args.slots,
         "seed": args.seed, "workload": file.get("workload") or {}, "params": policies.get(args.policy) or {},
@@ -45,3 +49,9 @@ def add_run_args(p, policy_default="pdors") -> None:
     p.add_argument("--slots", type=int, default=20, help="T, slots in the horizon")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--config", help="YAML with optional 'workload' and 'policies.<name>' sections")
+    add_memory_arg(p)
+
+
+def add_memory_arg(p) -> None:
+    p.add_argument("--max-run-memory", type=float, metavar="GB",
+                   help=f"refuse a run estimated to need more (default: {DEFAULT_RUN_GB:g} GB)")

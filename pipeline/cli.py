@@ -1,11 +1,11 @@
-"""``pdors sweep run|log|status`` and ``pdors report``: thin shells over :mod:`pipeline.sweep` and
+"""``pdors sweep run|status|log|report|list`` and ``pdors report``: thin shells over :mod:`pipeline.sweep` and
 :mod:`pipeline.report`."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from .schema import DEFAULT_OUTPUT
+from .sizing import DEFAULT_RUN_GB
 
 
 def _positive(text: str) -> int:
@@ -15,14 +15,21 @@ def _positive(text: str) -> int:
     return value
 
 
+def _gigabytes(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
 def cmd_run(args) -> int:
     from . import sweep
 
     try:
         return sweep.run(args.config, args.out, args.resume, args.max_parallel, args.ray_address, args.in_process,
-                         args.num_cpus)
-    except (ConnectionError, RuntimeError) as e:   # Ray unreachable, sweep locked by another process
-        print(f"pdors sweep run: error: {e}", file=sys.stderr)
+                         args.num_cpus, args.overrides, args.dry_run, args.retry_failed, args.max_run_memory)
+    except (ConnectionError, RuntimeError) as e:   # Ray unreachable, output root locked by another process
+        print(f"pdors sweep run: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
 
 
@@ -38,37 +45,64 @@ def cmd_status(args) -> int:
     return sweep.status(args.sweep, args.out)
 
 
+def cmd_list(args) -> int:
+    from . import sweep
+
+    return sweep.list_sweeps(args.out)
+
+
 def cmd_report(args) -> int:
     from . import report
 
-    return report.report_sweeps(args.sweep, args.out, track=not args.no_mlflow)
+    return report.report_sweeps(args.sweep, args.out, track=not args.no_mlflow, root=getattr(args, "root", None))
+
+
+TARGET_HELP = ("a sweep config (its sweep under --out, default the config's output), a sweep id, a sweep "
+               "directory or an output root (default: the latest sweep)")
+
+
+def _report_args(p) -> None:
+    p.add_argument("--no-mlflow", action="store_true", help="do not attach the files to MLflow")
+    p.set_defaults(func=cmd_report)
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("sweep", help="parameter sweeps: YAML grid -> Ray -> Parquet -> MLflow")
     sub = p.add_subparsers(dest="sweep_command", required=True)
-    r = sub.add_parser("run", help="expand a sweep config and run it on Ray")
+    r = sub.add_parser("run", help="expand a sweep config and run what is not recorded yet",
+                       description="KEY=VALUE overrides after the config: seeds.count=3 grid.machines=[10,20] "
+                                   "instance.jobs=20 policies.pdors.rounding.gain=0.8 grid.machines=range(10,50,10)")
     r.add_argument("config", help="sweep config (YAML), e.g. configs/quickstart.yaml")
+    r.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="override a config value (YAML value)")
     r.add_argument("--ray-address", help="Ray cluster to use (default: $RAY_ADDRESS, else a local Ray)")
     r.add_argument("--out", help="output root (default: the config's 'output')")
-    r.add_argument("--resume", action="store_true", help="continue a sweep: skip runs already recorded")
+    r.add_argument("--resume", action="store_true", help="continue a sweep that already ran")
+    r.add_argument("--retry-failed", action="store_true", help="run again the runs recorded as failed")
+    r.add_argument("--dry-run", action="store_true", help="print the plan and a time estimate; write nothing")
     r.add_argument("--max-parallel", type=_positive, help="tasks in flight at once (default: 2 x cluster CPUs)")
     r.add_argument("--num-cpus", type=_positive, help="CPUs of the local Ray (default: all; not with a cluster)")
+    r.add_argument("--max-run-memory", type=_gigabytes, metavar="GB",
+                   help=f"refuse runs estimated to need more (default: {DEFAULT_RUN_GB:g} GB)")
     r.add_argument("--in-process", action="store_true",
                    help="run the tasks one by one in this process, without Ray (small sweeps, debugging)")
     r.set_defaults(func=cmd_run)
-    lg = sub.add_parser("log", help="(re-)log a recorded sweep to MLflow from its Parquet record")
-    lg.add_argument("sweep", help="sweep id (printed by 'sweep run'; see 'sweep status')")
-    lg.add_argument("--out", default=DEFAULT_OUTPUT, help=f"output root (default: {DEFAULT_OUTPUT})")
-    lg.set_defaults(func=cmd_log)
-    st = sub.add_parser("status", help="progress of recorded sweeps")
-    st.add_argument("sweep", nargs="?", help="sweep id (default: every sweep under --out)")
-    st.add_argument("--out", default=DEFAULT_OUTPUT, help=f"output root (default: {DEFAULT_OUTPUT})")
-    st.set_defaults(func=cmd_status)
+    for name, func, help_ in (("status", cmd_status, "progress and integrity of a sweep"),
+                              ("log", cmd_log, "(re-)log a sweep to MLflow from its Parquet record"),
+                              ("report", cmd_report, "a sweep's figures and tables (as `pdors report`)")):
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("sweep", nargs="?", metavar="CONFIG_OR_SWEEP", help=TARGET_HELP)
+        s.add_argument("--out", dest="root" if name == "report" else "out",
+                       help="output root to look in (default: the config's output, else every root under results/)")
+        if name == "report":
+            s.add_argument("--report-dir", dest="out", help="write the files here (default: <root>/sweeps/<id>/report)")
+            _report_args(s)
+        else:
+            s.set_defaults(func=func)
+    ls = sub.add_parser("list", help="every sweep with its counts")
+    ls.add_argument("--out", help="output root (default: every root under results/)")
+    ls.set_defaults(func=cmd_list)
     rp = subparsers.add_parser("report", help="a sweep's figures (PNG) and tables (CSV, Markdown), attached to its "
                                               "MLflow parent run")
-    rp.add_argument("sweep", metavar="SWEEP_OR_DIR",
-                    help="a sweep directory (<root>/sweeps/<id>), an output root (every sweep in it) or a sweep id")
+    rp.add_argument("sweep", metavar="SWEEP_OR_DIR", help=TARGET_HELP)
     rp.add_argument("--out", help="write the files here (default: <root>/sweeps/<id>/report)")
-    rp.add_argument("--no-mlflow", action="store_true", help="do not attach the files to MLflow")
-    rp.set_defaults(func=cmd_report)
+    _report_args(rp)

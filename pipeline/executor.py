@@ -7,6 +7,7 @@ that comes back as ``lost``, which ``--resume`` runs again.
 from __future__ import annotations
 
 import os
+import socket
 import time
 import traceback
 from collections.abc import Iterator
@@ -61,6 +62,17 @@ class Cluster:
     nodes: int
 
 
+def probe(address: str, timeout: float = 5.0) -> None:
+    """Fail fast, with one line, on a ``host:port`` nothing listens on (Ray itself waits and retries)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return   # "auto" and other forms Ray resolves itself
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise ConnectionError(f"--ray-address {address}: cannot connect ({e.strerror or e})") from None
+
+
 # A local Ray on loopback only (docs/OPERATIONS.md lists its sockets): Ray turns a 127.0.0.1 node address into
 # the outward interface's unless its single-machine mode is on, which this variable (read when ray is first
 # imported, whatever its name says) switches on for Linux too; the metrics exporter (plain HTTP) is off.
@@ -69,7 +81,7 @@ LOCAL_RAY_INIT = {"address": "local", "_node_ip_address": "127.0.0.1", "include_
                   "_system_config": {"enable_metrics_collection": False}}
 
 
-def _connect(address: str | None, num_cpus: int | None = None) -> Cluster:
+def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     """Connect to the cluster at ``address``, or start a local Ray on loopback with ``num_cpus`` CPUs
     (default: all)."""
     if not address:
@@ -78,6 +90,7 @@ def _connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     import ray
 
     if address:
+        probe(address)
         ray.init(address=address, logging_level="WARNING")
     else:   # address="local": never a stale `ray start`
         ray.init(num_cpus=num_cpus, logging_level="WARNING", **LOCAL_RAY_INIT)
@@ -85,18 +98,15 @@ def _connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     return Cluster(address or "local", int(ray.cluster_resources().get("CPU", 1)), len(alive))
 
 
-def fan_out(tasks: list[Task], address: str | None, max_parallel: int | None,
-            on_connect=None, num_cpus: int | None = None, schedules: bool = False) -> Iterator[tuple[Task, Outcome]]:
-    """Yield (task, outcome) as tasks finish, keeping at most ``max_parallel`` in flight
-    (default: twice the cluster's CPUs, enough to keep every CPU busy). ``num_cpus``: a local Ray's CPUs;
-    ``schedules``: keep each simulation's allocations."""
-    cluster = _connect(address, num_cpus)   # first: a local Ray's environment must precede importing ray
+def fan_out(tasks: list[Task], cluster: Cluster, max_parallel: int | None,
+            schedules: bool = False) -> Iterator[tuple[Task, Outcome]]:
+    """Yield (task, outcome) as tasks finish on the ``connect``-ed cluster, keeping at most ``max_parallel`` in
+    flight (default: twice the cluster's CPUs, enough to keep every CPU busy); ``schedules``: keep each
+    simulation's allocations. Ray is shut down at the end."""
     import ray
     from ray.exceptions import RayError
 
     try:
-        if on_connect is not None:
-            on_connect(cluster)
         remote = ray.remote(max_retries=RETRIES)(execute)
         limit = max_parallel or 2 * cluster.cpus
         pending = iter(tasks)
@@ -121,3 +131,10 @@ def fan_out(tasks: list[Task], address: str | None, max_parallel: int | None,
             submit()
     finally:
         ray.shutdown()
+
+
+def disconnect() -> None:
+    """Shut down a Ray ``connect``-ed to but not used (``fan_out`` shuts it down itself)."""
+    import ray
+
+    ray.shutdown()

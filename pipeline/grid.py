@@ -17,8 +17,12 @@ from pdors.config import ConfigError, build, to_dict
 from pdors.policies import policy_config
 from pdors.run import RunSpec
 
-from .schema import INSTANCE_FIELDS, SweepConfig
+from .schema import INSTANCE_FIELDS, SweepConfig, paired
 from .tasks import OPT_POLICY, Plan, Task
+
+# Part of every run id: bump it when a policy's decisions, the simulator, the validator or the run summary may
+# change a recorded result, so that sweeps recompute instead of reusing runs recorded by older code.
+MODEL_VERSION = 1
 
 @dataclass(frozen=True)
 class _Coord:
@@ -28,6 +32,11 @@ class _Coord:
     spec_path: str
     index: int
     value: Any
+    field: str = ""   # its place in the sweep config, if not ``<axis>[<index>]`` (a paired axis)
+
+    @property
+    def where(self) -> str:
+        return self.field or f"{self.axis}[{self.index}]"
 
 
 def digest(obj: Any, n: int = 16) -> str:
@@ -63,7 +72,7 @@ def _config_error(err: ConfigError, policy: str, point: list[_Coord]) -> ConfigE
 
     for c in sorted(point, key=lambda c: -len(c.spec_path)):
         if under(err.path, c.spec_path):
-            return ConfigError(f"grid.{c.axis}[{c.index}]{err.path[len(c.spec_path):]}", err.reason)
+            return ConfigError(f"grid.{c.where}{err.path[len(c.spec_path):]}", err.reason)
     if under(err.path, "params"):
         path = f"policies.{policy}{err.path[len('params'):]}"
     else:
@@ -72,11 +81,19 @@ def _config_error(err: ConfigError, policy: str, point: list[_Coord]) -> ConfigE
     return ConfigError(path, err.reason + (f" (at grid point {where})" if where else ""))
 
 
-def _coords(config: SweepConfig, axes: list[str], to_spec) -> list[list[_Coord]]:
-    """All points of the sub-grid spanned by ``axes`` (config order; the last axis varies fastest)."""
+def _coords(config: SweepConfig, keys: list[str], to_spec) -> list[list[_Coord]]:
+    """All points of the sub-grid spanned by the grid ``keys`` (config order; the last key varies fastest); the
+    axes of a paired key take their values together."""
     grid = config.grid
-    return [[_Coord(a, to_spec(a), k, grid[a][k]) for a, k in zip(axes, idx)]
-            for idx in itertools.product(*(range(len(grid[a])) for a in axes))]
+
+    def coords(key: str, k: int) -> list[_Coord]:
+        axes = paired(key)
+        if len(axes) == 1:
+            return [_Coord(key, to_spec(key), k, grid[key][k])]
+        return [_Coord(a, to_spec(a), k, grid[key][k][j], f"{key}[{k}][{j}]") for j, a in enumerate(axes)]
+
+    return [[c for key, k in zip(keys, idx) for c in coords(key, k)]
+            for idx in itertools.product(*(range(len(grid[key])) for key in keys))]
 
 
 def _resolved(spec: RunSpec) -> dict:
@@ -91,23 +108,24 @@ def _instance_part(spec: dict) -> dict:
 
 def expand(config: SweepConfig) -> Plan:
     grid = config.grid
-    inst_axes = [a for a in grid if a.split(".")[0] in INSTANCE_FIELDS]
+    inst_keys = [key for key in grid if paired(key)[0].split(".")[0] in INSTANCE_FIELDS]
+    inst_axes = [a for key in inst_keys for a in paired(key)]
     defaults = to_dict(build(RunSpec, {}))
     for axis in inst_axes:
         _check_path(axis, defaults, axis)
-    policy_axes = {p: [a for a in grid if a.split(".")[0] == p] for p in config.policies}
-    for policy, axes in policy_axes.items():
+    policy_keys = {p: [key for key in grid if paired(key)[0].split(".")[0] == p] for p in config.policies}
+    for policy, keys in policy_keys.items():
         resolved = to_dict(policy_config(policy, config.policies[policy], f"policies.{policy}"))
-        for axis in axes:
+        for axis in (a for key in keys for a in paired(key)):
             _check_path(axis, resolved, axis.split(".", 1)[1])
 
     tasks: list[Task] = []
-    for inst_point in _coords(config, inst_axes, lambda a: a):
+    for inst_point in _coords(config, inst_keys, lambda a: a):
         instance = copy.deepcopy(config.instance)
         for c in inst_point:
             _set(instance, c.spec_path, c.value)
         for policy, base in config.policies.items():
-            for pol_point in _coords(config, policy_axes[policy], lambda a: "params." + a.split(".", 1)[1]):
+            for pol_point in _coords(config, policy_keys[policy], lambda a: "params." + a.split(".", 1)[1]):
                 params = copy.deepcopy(base or {})
                 for c in pol_point:
                     _set(params, c.spec_path.split(".", 1)[1], c.value)
@@ -124,7 +142,8 @@ def expand(config: SweepConfig) -> Plan:
                     tasks.append(_sim_task(spec, axes))
     if config.opt is not None:
         tasks += _opt_tasks(config, inst_axes, tasks)
-    return Plan(f"{config.name}-{digest(sorted(t.run_id for t in tasks), 10)}", config, list(grid), tasks)
+    return Plan(f"{config.name}-{digest(sorted(t.run_id for t in tasks), 10)}", config, list(config.axis_values()),
+                tasks)
 
 
 def _trace_problem(spec: dict) -> str | None:
@@ -143,7 +162,7 @@ def _trace_problem(spec: dict) -> str | None:
 
 def _sim_task(spec: dict, axes: dict) -> Task:
     unseeded = {k: v for k, v in spec.items() if k != "seed"}
-    return Task(run_id=digest({"kind": "sim", **spec}), kind="sim", policy=spec["policy"],
+    return Task(run_id=digest({"kind": "sim", "model_version": MODEL_VERSION, **spec}), kind="sim", policy=spec["policy"],
                 point_id=digest({"kind": "sim", **unseeded}), instance_id=digest(_instance_part(spec)),
                 seed=spec["seed"], spec=spec, axes=axes)
 
@@ -158,7 +177,7 @@ def _opt_tasks(config: SweepConfig, inst_axes: list[str], sims: list[Task]) -> l
         spec = {**_instance_part(t.spec), "opt": opt}
         unseeded = {k: v for k, v in spec.items() if k != "seed"}
         out[t.instance_id] = Task(
-            run_id=digest({"kind": "opt", **spec}), kind="opt", policy=OPT_POLICY,
+            run_id=digest({"kind": "opt", "model_version": MODEL_VERSION, **spec}), kind="opt", policy=OPT_POLICY,
             point_id=digest({"kind": "opt", **unseeded}), instance_id=t.instance_id, seed=t.seed, spec=spec,
             axes={a: t.axes[a] for a in inst_axes})
     return list(out.values())

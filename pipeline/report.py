@@ -17,10 +17,9 @@ from pdors.config import build
 
 from . import plots, summary
 from .credentials import one_line
-from .schema import DEFAULT_OUTPUT, POLICY_AXIS, FigureConfig
-from .storage import Store, SweepError, manifest_of, recorded_runs
-
-SEARCH_ROOT = Path("results")   # where a bare sweep id is looked for (every output root below it)
+from .locate import locate
+from .schema import POLICY_AXIS, FigureConfig
+from .storage import SweepError, manifest_of, recorded_runs
 
 
 def figures_of(manifest: dict) -> list[FigureConfig]:
@@ -66,26 +65,6 @@ def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
     return paths + [index]
 
 
-def locate(target: str) -> list[Store]:
-    """A sweep directory (``<root>/sweeps/<id>``), an output root (every sweep in it) or a sweep id (looked for
-    under ``results/``)."""
-    path = Path(target)
-    if (path / "manifest.json").is_file():
-        return [Store(path.parent.parent, path.name)]
-    if (path / "sweeps").is_dir():
-        stores = [Store(path, p.name) for p in sorted((path / "sweeps").iterdir()) if (p / "manifest.json").is_file()]
-        if not stores:
-            raise SweepError(f"{path}: no recorded sweep under {path / 'sweeps'}")
-        return stores
-    if path.exists():
-        raise SweepError(f"{path}: neither a sweep directory (with manifest.json) nor an output root (with sweeps/)")
-    found = sorted(SEARCH_ROOT.glob(f"**/sweeps/{target}/manifest.json")) if SEARCH_ROOT.is_dir() else []
-    if not found:
-        raise SweepError(f"{target!r}: no such sweep directory, output root, or sweep id under {SEARCH_ROOT}/ "
-                         f"(e.g. {DEFAULT_OUTPUT}/sweeps/<id>; `pdors sweep status --out ROOT` lists sweeps)")
-    return [Store(f.parent.parent.parent, target) for f in found]
-
-
 def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path], root: Path) -> str:
     from . import tracking
 
@@ -96,9 +75,11 @@ def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path], root: Path) ->
     return parent
 
 
-def report_sweeps(target: str, out: str | None = None, track: bool = True) -> int:
-    """``pdors report``; exit status 0, or 3 when the files are written but attaching them to MLflow failed."""
-    stores = locate(target)
+def report_sweeps(target: str | None, out: str | None = None, track: bool = True, root: str | None = None) -> int:
+    """``pdors report`` and ``pdors sweep report``: ``target`` as :func:`pipeline.locate.locate` (``root``: the
+    output root to look in); exit status 0, or 3 when the files are written but attaching them to MLflow
+    failed."""
+    stores = locate(target, root)
     status = 0
     for store in stores:
         manifest = manifest_of(store)

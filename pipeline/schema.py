@@ -6,6 +6,8 @@ run spec. Both raise :class:`ConfigError` naming the field path, before anything
 """
 from __future__ import annotations
 
+import copy
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,7 +99,9 @@ class FigureConfig:
 class SweepConfig:
     """``grid`` axes are dotted paths: ``machines``, ``jobs``, ``slots``, ``workload.<field>`` for the instance,
     ``<policy>.<param>`` (e.g. ``pdors.rounding.gain``) for one policy's parameters. Grid values override
-    ``instance`` and ``policies`` values."""
+    ``instance`` and ``policies`` values. A key naming several axes joined by commas (``jobs,slots``) is a
+    paired axis: its values are lists, one entry per axis, and the axes vary together. ``range(a, b[, step])``
+    (Python's: ``b`` excluded) stands for a list of values."""
 
     policies: dict[str, dict[str, Any] | None]
     name: str = "sweep"
@@ -121,8 +125,8 @@ class SweepConfig:
             out += _policy_problem(name)
         out += [f"instance.{k}: unknown key (known: {', '.join(INSTANCE_FIELDS)}; seeds come from 'seeds', "
                 f"policies from 'policies')" for k in sorted(set(self.instance) - set(INSTANCE_FIELDS))]
-        for axis, values in self.grid.items():
-            out += _axis_problem(axis, values, self.policies)
+        for key, values in self.grid.items():
+            out += _key_problem(key, values, self.policies)
         seeds = self.seed_list()
         if isinstance(self.seeds, list):
             if not seeds:
@@ -145,6 +149,15 @@ class SweepConfig:
     def opt_settings(self) -> OptConfig | None:
         return None if self.opt is None else build(OptConfig, self.opt, "opt")
 
+    def axis_values(self) -> dict[str, list]:
+        """Each axis -> its values, the components of a paired axis apart (in grid order)."""
+        out = {}
+        for key, values in self.grid.items():
+            axes = paired(key)
+            out.update({axis: [v[k] for v in values] if len(axes) > 1 else list(values)
+                        for k, axis in enumerate(axes)})
+        return out
+
     def seed_list(self) -> list[int]:
         if isinstance(self.seeds, SeedRange):
             return list(range(self.seeds.start, self.seeds.start + self.seeds.count))
@@ -159,6 +172,29 @@ def _policy_problem(name: str) -> list[str]:
     except ImportError as e:
         return [f"policies.{name}: registered but its module does not import ({e})"]
     return []
+
+
+def paired(key: str) -> list[str]:
+    """The axes of a grid key: one, or several joined by commas (a paired axis)."""
+    return [a.strip() for a in key.split(",")]
+
+
+def _key_problem(key: str, values: list, policies: dict) -> list[str]:
+    axes = paired(key)
+    if len(axes) == 1:
+        return _axis_problem(key, values, policies)
+    out = [p for a in axes for p in _axis_problem(a, [0], policies)]
+    owners = {a.split(".")[0] if a.split(".")[0] in policies else "instance" for a in axes}
+    if len(owners) > 1:
+        out.append(f"grid.{key}: paired axes must all be instance axes or all one policy's parameters")
+    if len(set(axes)) < len(axes):
+        out.append(f"grid.{key}: an axis appears twice")
+    if not values:
+        out.append(f"grid.{key}: list at least one value")
+    out += [f"grid.{key}[{k}]: must list {len(axes)} values, one per axis ({', '.join(axes)}), got {v!r}"
+            for k, v in enumerate(values) if not isinstance(v, list) or len(v) != len(axes)]
+    dupes = [k for k, v in enumerate(values) if v in values[:k]]
+    return out + ([f"grid.{key}[{dupes[0]}]: duplicate value {values[dupes[0]]!r}"] if dupes else [])
 
 
 def _axis_problem(axis: str, values: list, policies: dict) -> list[str]:
@@ -181,16 +217,17 @@ def _axis_problem(axis: str, values: list, policies: dict) -> list[str]:
 def _figure_problem(fig: FigureConfig, config: SweepConfig) -> list[str]:
     """A figure must refer to the sweep's own axes, values and policies."""
     out = []
-    if fig.x != POLICY_AXIS and fig.x not in config.grid:
-        out.append(f"x: not a grid axis of this sweep (axes: {', '.join(config.grid) or 'none'}; or "
+    axes = config.axis_values()
+    if fig.x != POLICY_AXIS and fig.x not in axes:
+        out.append(f"x: not a grid axis of this sweep (axes: {', '.join(axes) or 'none'}; or "
                    f"'{POLICY_AXIS}' for one bar per policy)")
     for axis, value in fig.where.items():
-        if axis not in config.grid:
+        if axis not in axes:
             out.append(f"where.{axis}: not a grid axis of this sweep")
-        elif value not in config.grid[axis]:
-            out.append(f"where.{axis}: {value!r} is not one of the axis's values {config.grid[axis]}")
+        elif value not in axes[axis]:
+            out.append(f"where.{axis}: {value!r} is not one of the axis's values {axes[axis]}")
     for k, axis in enumerate(fig.average):
-        if axis not in config.grid or axis == fig.x or axis in fig.where:
+        if axis not in axes or axis == fig.x or axis in fig.where:
             out.append(f"average[{k}]: {axis!r} is not a grid axis of this sweep other than x and where's")
     for name in [*fig.policies, *([fig.normalise] if fig.normalise else [])]:
         if name not in config.policies:
@@ -200,8 +237,14 @@ def _figure_problem(fig: FigureConfig, config: SweepConfig) -> list[str]:
     return out
 
 
-def load(path: str | Path) -> SweepConfig:
-    """Read and structurally validate a sweep config; ``name`` defaults to the file's stem."""
+def load(path: str | Path, overrides: list[str] = ()) -> SweepConfig:
+    """Read and structurally validate a sweep config; ``name`` defaults to the file's stem. ``overrides``:
+    ``KEY=VALUE`` (:func:`apply_overrides`)."""
+    return parse(raw(path, overrides))
+
+
+def raw(path: str | Path, overrides: list[str] = ()) -> dict:
+    """The config file's data with ``overrides`` applied, before validation (what ``config.yaml`` records)."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
@@ -212,8 +255,59 @@ def load(path: str | Path) -> SweepConfig:
     if not isinstance(data, dict):
         raise ConfigError("CONFIG", f"{path} must hold a mapping, got {type(data).__name__}")
     data.setdefault("name", path.stem)
-    return parse(data)
+    return apply_overrides(data, overrides)
+
+
+def apply_overrides(data: dict, overrides: list[str]) -> dict:
+    """Hydra-style ``KEY=VALUE`` overrides: ``KEY`` a dotted path into the config (``seeds.count``,
+    ``policies.pdors.rounding.gain``); under ``grid.`` the rest is one axis name (``grid.workload.mix``,
+    ``grid.jobs,slots``). ``VALUE`` is YAML (``20``, ``0.8``, ``[10,20]``, ``range(10,50,10)``). The result is
+    validated like the file, so errors name the same field paths."""
+    data = copy.deepcopy(data)
+    for text in overrides:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("OVERRIDE", f"{text!r}: expected KEY=VALUE, e.g. seeds.count=3")
+        try:
+            parsed = yaml.safe_load(value) if value.strip() else None
+        except yaml.YAMLError as e:
+            raise ConfigError(key, f"override value {value!r} is not valid YAML: {' '.join(str(e).split())}") from None
+        head, _, rest = key.strip().partition(".")
+        path = [head, rest] if head == "grid" and rest else key.strip().split(".")
+        node = data
+        for name in path[:-1]:
+            if not isinstance(node.get(name), dict):
+                node[name] = {}   # e.g. ``seeds.count=3`` where the file lists seeds
+            node = node[name]
+        node[path[-1]] = parsed
+    return data
+
+
+RANGE_RE = re.compile(r"range\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*(?:,\s*([^,()]+?)\s*)?\)")
+
+
+def _range(key: str, text: str) -> list:
+    """``range(start, stop[, step])`` as Python's range (``stop`` excluded), for integers or numbers."""
+    m = RANGE_RE.fullmatch(text.strip())
+    if m is None:
+        raise ConfigError(f"grid.{key}", f"must be a list of values or range(start, stop[, step]), got {text!r}")
+    try:
+        start, stop, step = (yaml.safe_load(g) if g is not None else 1 for g in m.groups())
+    except yaml.YAMLError:
+        start = None
+    numbers = [start, stop, step]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers):
+        raise ConfigError(f"grid.{key}", f"range(start, stop[, step]) takes numbers, got {text!r}")
+    if step == 0 or (stop - start) / step <= 0:
+        raise ConfigError(f"grid.{key}", f"{text} is empty")
+    if all(isinstance(x, int) for x in numbers):
+        return list(range(start, stop, step))
+    count = math.ceil((stop - start) / step - 1e-9)   # exclusive stop, robust to float rounding
+    return [round(start + k * step, 12) for k in range(count)]
 
 
 def parse(data: dict) -> SweepConfig:
+    grid = data.get("grid")
+    if isinstance(grid, dict):
+        data = {**data, "grid": {k: _range(k, v) if isinstance(v, str) else v for k, v in grid.items()}}
     return build(SweepConfig, data)

@@ -24,15 +24,10 @@ def _from_file(path: Path):
 
 
 def _from_sweep(root: Path, run_id: str):
-    import pyarrow.dataset as ds
-
-    from .storage import PARTITIONING
+    from .storage import read
 
     def rows(table: str):
-        if not (root / table).is_dir():
-            return None
-        found = ds.dataset(root / table, format="parquet", partitioning=PARTITIONING).to_table(
-            filter=ds.field("run_id") == run_id)
+        found = read(root, table, [run_id])
         return found.to_pandas() if found.num_rows else None
 
     run = rows("runs")
@@ -43,8 +38,8 @@ def _from_sweep(root: Path, run_id: str):
         raise ConfigError("--run", f"run {run_id} has no schedule under {root} (record one with 'schedules: true' "
                                    f"in the sweep config)")
     first = run.iloc[0]
-    title = f"{first['sweep_id']}: {first['policy']}, seed {first['seed']} (run {run_id})"
-    out = root / "sweeps" / str(first["sweep_id"]) / "schedules" / f"{run_id}.png"
+    title = f"{first['policy']}, seed {first['seed']} (run {run_id})"
+    out = root / "show" / f"{run_id}.png"
     return cells, int(first["machines"]), int(first["slots"]), title, out
 
 

@@ -2,15 +2,18 @@
 
 Layout under the output root::
 
-    runs/sweep_id=<id>/<run_id>.parquet     one row per run (params, metrics, status, provenance)
-    jobs/sweep_id=<id>/<run_id>.parquet     one row per job per run
-    schedules/sweep_id=<id>/<run_id>.parquet   with ``schedules: true``: one row per (job, machine, slot) used
-    sweeps/<id>/                            manifest.json, config.yaml, summary.{csv,md}, plots/
+    runs/<run_id>.parquet     one row per run (params, metrics, status, provenance)
+    jobs/<run_id>.parquet     one row per job per run
+    schedules/<run_id>.parquet   with ``schedules: true``: one row per (job, machine, slot) used
+    sweeps/<id>/              manifest.json (the run ids the sweep asked for), config.yaml, summary.{csv,md}, plots/
+    .lock                     one writer per output root
 
-Each file is written under a hidden temp name and moved into place with ``os.replace`` (readers skip hidden
-files), the jobs file before the runs file: a run is recorded iff its ``runs`` file exists, and as files are
-named by run id a re-run replaces rather than duplicates. Every ``runs`` file of one sweep has the same schema,
-derived from the config dataclasses' annotations, so plain pyarrow/pandas/DuckDB reads of a partition work.
+A run is identified by what determines its result (:mod:`pipeline.grid`), not by the sweep that asked for it:
+every sweep under one root shares the run files, so a run is computed once and the folder holds it once; a
+sweep's view is the files its manifest lists. Each file is written under a hidden temp name (``.tmp-*``, which
+readers skip) and moved into place with ``os.replace``, the jobs file before the runs file: a run is recorded
+iff its ``runs`` file exists. Every ``runs`` file has the same schema (:data:`RUNS_SCHEMA`: the parameters of
+every registered policy, null where another policy ran), so plain pandas/DuckDB/Polars reads of the folder work.
 """
 from __future__ import annotations
 
@@ -30,13 +33,13 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from pdors.policies import policy_module
+from pdors.policies import POLICIES, policy_module
 from pdors.workload import WorkloadConfig
 
-from .columns import (IDENTITY, JOBS_SCHEMA, SCHEDULES_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS, PROVENANCE, SUMMARY_IDENTITY,
-                      arrow_type)
+from .columns import (IDENTITY, JOBS_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS, PROVENANCE, SCHEDULES_SCHEMA,
+                      SUMMARY_IDENTITY, arrow_type)
 from .schema import OptConfig
-from .tasks import Outcome, Plan, Task
+from .tasks import Outcome, Task
 
 class SweepError(ValueError):
     """A sweep cannot be started or read as asked (reported as one line, exit status 2)."""
@@ -55,7 +58,7 @@ class Counts:
 
 
 TABLES = ("runs", "jobs", "schedules")
-PARTITIONING = ds.partitioning(pa.schema([("sweep_id", pa.string())]), flavor="hive")
+TMP_PREFIX = ".tmp-"
 
 def _columns(cls, prefix: str) -> list[tuple[str, pa.DataType]]:
     hints = typing.get_type_hints(cls)
@@ -67,14 +70,17 @@ def _columns(cls, prefix: str) -> list[tuple[str, pa.DataType]]:
     return out
 
 
-def runs_schema(plan: Plan) -> pa.Schema:
-    """Identity, instance params, each swept policy's params (``<policy>.<param>``), metrics, provenance."""
-    params = [c for p in plan.config.policies for c in _columns(policy_module(p).Config, p)]
-    opt = []
-    if plan.config.opt is not None:
-        opt = [*_columns(OptConfig, "opt"), ("opt.status", pa.string()), ("opt.result", pa.string())]
+def _runs_schema() -> pa.Schema:
+    """Identity, instance params, every registered policy's params (``<policy>.<param>``), the offline
+    optimum's settings, metrics, provenance: the same columns whichever policies a sweep ran."""
+    params = [c for p in POLICIES for c in _columns(policy_module(p).Config, p)]
+    opt = [*_columns(OptConfig, "opt"), ("opt.status", pa.string()), ("opt.result", pa.string())]
     return pa.schema([*IDENTITY, *_columns(WorkloadConfig, "workload"), *params, *opt, *METRICS,
                       *[(c, pa.string()) for c in JSON_METRICS], *PROVENANCE])
+
+
+RUNS_SCHEMA = _runs_schema()
+SCHEMAS = {"runs": RUNS_SCHEMA, "jobs": JOBS_SCHEMA, "schedules": SCHEDULES_SCHEMA}
 
 
 def flatten(tree: dict, prefix: str = "") -> dict:
@@ -134,76 +140,142 @@ def to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
 
 def _write_atomic(table: pa.Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    tmp = path.with_name(f"{TMP_PREFIX}{os.getpid()}-{path.name}")
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    finally:   # a failed write (a full disk) leaves no partial file behind
+        tmp.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Damage:
+    run_id: str
+    problem: str
+
+
+def _run_files(root: Path, table: str) -> list[Path]:
+    return sorted(p for p in (root / table).glob("*.parquet") if not p.name.startswith((".", "_")))
+
+
+def _read(path: Path, columns: list[str]) -> pa.Table | None:
+    """Columns of one file, or None if it cannot be read as such (truncated, not Parquet, another table)."""
+    try:
+        return pq.read_table(path, columns=columns)
+    except (OSError, pa.ArrowException, KeyError):
+        return None
+
+
+def _read_ids(path: Path) -> list[str] | None:
+    t = _read(path, ["run_id"])
+    return None if t is None else t["run_id"].to_pylist()
 
 
 class Store:
-    """One sweep's files under ``root``."""
+    """The record under ``root``, seen from sweep ``sweep_id`` (its manifest lists the runs it asked for)."""
 
-    def __init__(self, root: str | Path, sweep_id: str):
+    def __init__(self, root: str | Path, sweep_id: str | None = None):
         self.root, self.sweep_id = Path(root), sweep_id
-        self.meta = self.root / "sweeps" / sweep_id
+        self.meta = self.root / "sweeps" / (sweep_id or "")
 
     def part(self, table: str) -> Path:
-        return self.root / table / f"sweep_id={self.sweep_id}"
+        return self.root / table
+
+    def path(self, table: str, run_id: str) -> Path:
+        return self.root / table / f"{run_id}.parquet"
 
     def recorded(self) -> dict[str, str]:
-        """run_id -> status of every recorded run."""
-        if not any(self.part("runs").glob("[!._]*.parquet")):
-            return {}
-        t = ds.dataset(self.part("runs"), format="parquet").to_table(columns=["run_id", "status"])
-        return dict(zip(t["run_id"].to_pylist(), t["status"].to_pylist()))
+        """run_id -> status of every run recorded under the root (any sweep's); a file that cannot be read or
+        holds another run than its name says is not a record (the next run replaces it)."""
+        out = {}
+        for f in _run_files(self.root, "runs"):
+            t = _read(f, ["run_id", "status"])
+            if t is not None and t["run_id"].to_pylist() == [f.stem]:
+                out[f.stem] = t["status"][0].as_py()
+        return out
+
+    def verify(self, run_ids: list[str], jobs: dict[str, int]) -> list[Damage]:
+        """Integrity of the records of ``run_ids`` that have a runs file: each readable and holding the run its
+        name says; each ok simulation's jobs file present, readable, holding that run's ``jobs[run_id]`` rows
+        and nothing else."""
+        out = []
+        for run_id in run_ids:
+            path = self.path("runs", run_id)
+            if not path.exists():
+                continue
+            t = _read(path, ["run_id", "status"])
+            ids = None if t is None else t["run_id"].to_pylist()
+            if ids is None:
+                out.append(Damage(run_id, "runs file unreadable"))
+            elif ids != [run_id]:
+                out.append(Damage(run_id, f"runs file holds run {', '.join(ids) or 'none'}"))
+            elif t["status"][0].as_py() == "ok" and run_id in jobs:
+                path = self.path("jobs", run_id)
+                held = _read_ids(path) if path.exists() else None
+                if not path.exists():
+                    out.append(Damage(run_id, "jobs file missing"))
+                elif held is None:
+                    out.append(Damage(run_id, "jobs file unreadable"))
+                elif set(held) != {run_id} or len(held) != jobs[run_id]:
+                    out.append(Damage(run_id, f"jobs file holds {len(held)} rows of run(s) "
+                                              f"{', '.join(sorted(set(held))) or 'none'}, expected {jobs[run_id]} "
+                                              f"of {run_id}"))
+        return out
 
     @contextmanager
     def lock(self) -> Iterator[None]:
-        """One writer per sweep; the OS drops the lock when the process dies, even by SIGKILL."""
-        self.meta.mkdir(parents=True, exist_ok=True)
-        with open(self.meta / ".lock", "w") as f:
+        """One writer per output root (sweeps share its run files); the OS drops the lock when the process dies,
+        even by SIGKILL."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "w") as f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise RuntimeError(f"sweep {self.sweep_id} is being run by another process") from None
+                raise RuntimeError(f"{self.root} is being written by another sweep; wait for it to finish") from None
             for table in TABLES:   # temp files of a writer that died mid-write
-                for tmp in self.part(table).glob(".tmp-*"):
+                for tmp in self.part(table).glob(TMP_PREFIX + "*"):
                     tmp.unlink()
             yield
 
-    def write(self, task: Task, outcome: Outcome, schema: pa.Schema, git_commit: str) -> None:
+    def write(self, task: Task, outcome: Outcome, git_commit: str) -> None:
         jobs = job_rows(task, outcome)
         if jobs:
-            _write_atomic(to_table(jobs, JOBS_SCHEMA), self.part("jobs") / f"{task.run_id}.parquet")
+            _write_atomic(to_table(jobs, JOBS_SCHEMA), self.path("jobs", task.run_id))
         if outcome.schedule is not None:
             ident = {"run_id": task.run_id, "policy": task.policy, "seed": task.seed, "point_id": task.point_id}
             cells = len(outcome.schedule["job"])
             columns = {**{k: [v] * cells for k, v in ident.items()}, **outcome.schedule}
-            _write_atomic(pa.table(columns, schema=SCHEDULES_SCHEMA),
-                          self.part("schedules") / f"{task.run_id}.parquet")
-        _write_atomic(to_table([run_row(task, outcome, git_commit)], schema),
-                      self.part("runs") / f"{task.run_id}.parquet")
+            _write_atomic(pa.table(columns, schema=SCHEDULES_SCHEMA), self.path("schedules", task.run_id))
+        _write_atomic(to_table([run_row(task, outcome, git_commit)], RUNS_SCHEMA), self.path("runs", task.run_id))
 
     def read(self, table: str = "runs") -> pa.Table:
-        return read(self.root, table, self.sweep_id)
+        """The sweep's view: the recorded runs its manifest lists, with a ``sweep_id`` column."""
+        ids = manifest_of(self)["run_ids"]
+        t = read(self.root, table, ids)
+        if table == "runs":   # a file holding another run than its name says (status reports it) counts once
+            seen: set = set()
+            t = t.filter(pa.array([not (r in seen or seen.add(r)) for r in t["run_id"].to_pylist()]))
+        return t.append_column("sweep_id", pa.array([self.sweep_id] * len(t), pa.string()))
 
 
-def read(root: str | Path, table: str = "runs", sweep_id: str | None = None) -> pa.Table:
-    """A table of one sweep or of all, ``sweep_id`` a string column. Sweeps may differ in their param
-    columns (their policies), so the schema is the union of one file's schema per sweep."""
-    base = Path(root) / table
-    parts = [base / f"sweep_id={sweep_id}"] if sweep_id else sorted(base.glob("sweep_id=*"))
-    files = [next(p.glob("[!._]*.parquet"), None) for p in parts]
-    schemas = [pq.read_schema(f) for f in files if f is not None]
-    if not schemas:
-        return pa.table({"sweep_id": pa.array([], pa.string())})
-    schema = pa.unify_schemas([*schemas, PARTITIONING.schema])
-    dataset = ds.dataset(base, format="parquet", schema=schema, partitioning=PARTITIONING)
-    return dataset.to_table(filter=(ds.field("sweep_id") == sweep_id) if sweep_id else None)
+def read(root: str | Path, table: str = "runs", run_ids: list[str] | None = None) -> pa.Table:
+    """Every recorded run under ``root`` (each once), or those of ``run_ids`` that are recorded; files written
+    before a column existed read it as null."""
+    files = _run_files(Path(root), table)
+    if run_ids is not None:
+        wanted = set(run_ids)
+        files = [f for f in files if f.stem in wanted]
+    try:
+        t = ds.dataset(files, format="parquet", schema=SCHEMAS[table]).to_table()
+    except (OSError, pa.ArrowException):   # a damaged file (`pdors sweep status` names it): read the others
+        files = [f for f in files if _read_ids(f) is not None]
+        t = ds.dataset(files, format="parquet", schema=SCHEMAS[table]).to_table()
+    return t
 
 
 def manifest_of(store: Store) -> dict:
     path = store.meta / "manifest.json"
-    if not path.exists():
+    if store.sweep_id is None or not path.exists():
         known = sorted(p.name for p in (store.root / "sweeps").glob("*")) if (store.root / "sweeps").exists() else []
         raise SweepError(f"no sweep {store.sweep_id!r} under {store.root} (known: {', '.join(known) or 'none'})")
     return json.loads(path.read_text())

@@ -1,26 +1,45 @@
 """The sweep commands: run (expand -> Ray -> Parquet -> summary, plots, MLflow), log (re-log from Parquet),
-status. Results are recorded in Parquet first; everything after that is derived and can be redone."""
+status, list. Results are recorded in Parquet first; everything after that is derived and can be redone.
+
+Runs are shared by every sweep under one output root (:mod:`pipeline.storage`): a sweep computes only the runs
+no sweep recorded before it.
+"""
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shlex
+import signal
 import sys
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+import yaml
+
 from pdors.config import to_dict
 
-from . import grid, schema
+from . import grid, schema, sizing
+from .locate import locate, sweeps_under
 from .credentials import one_line
 from .provenance import git_commit, packages
-from .storage import Store, SweepError, manifest_of, recorded_runs, runs_schema
-from .tasks import Plan
+from .storage import Store, SweepError, manifest_of, recorded_runs
+from .tasks import Plan, Task
 
-def _manifest(plan: Plan, config_path: str, out: Path, commit: str) -> dict:
+# Exit status of ``pdors sweep run`` (docs/PIPELINE.md).
+OK, RUNS_FAILED, BAD_INPUT, MLFLOW_FAILED, DISK_FULL, INTERRUPTED, TERMINATED = 0, 1, 2, 3, 4, 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C."""
+
+
+def _manifest(plan: Plan, config_path: str, overrides: list[str], out: Path, commit: str) -> dict:
     c = plan.config
-    return {"sweep_id": plan.sweep_id, "name": c.name, "config_path": str(config_path), "config": to_dict(c),
-            "axes": plan.axes, "seeds": c.seed_list(), "tasks": len(plan.tasks),
+    return {"sweep_id": plan.sweep_id, "name": c.name, "config_path": str(config_path), "overrides": list(overrides),
+            "config": to_dict(c), "axes": plan.axes, "seeds": c.seed_list(), "tasks": len(plan.tasks),
             "run_ids": [t.run_id for t in plan.tasks], "experiment": c.mlflow.experiment,
             "mlflow": c.mlflow.enabled, "output": str(out), "git_commit": commit, "packages": packages(),
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -30,88 +49,168 @@ def _say(text: str = "") -> None:
     print(text, flush=True)
 
 
+def _check_output(root: Path) -> None:
+    """The output root must be (or be creatable as) a directory."""
+    for path in (root, *root.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise SweepError(f"--out {root}: {path} is a file, not a directory")
+            if not os.access(path, os.W_OK):
+                raise SweepError(f"--out {root}: {path} is not writable")
+            return
+
+
+def _check_memory(plan: Plan, limit_gb: float | None, parallel: int) -> None:
+    sims = [t.spec for t in plan.tasks if t.kind == "sim"]
+    if sims:
+        big = max(sims, key=lambda s: sizing.run_bytes(s["machines"], s["jobs"], s["slots"]))
+        why = sizing.memory_problem(big["machines"], big["jobs"], big["slots"], limit_gb, parallel)
+        if why is not None:
+            raise SweepError(f"too large: {why}")
+
+
+def _todo(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task], list]:
+    """The plan's tasks no sweep under the root has recorded intact (lost ones, and failed ones with
+    ``retry_failed``, again), and the damaged records found among the plan's runs."""
+    recorded = store.recorded()
+    damaged = store.verify([t.run_id for t in plan.tasks], _jobs_per_run(plan.tasks))
+    for d in damaged:
+        recorded.pop(d.run_id, None)
+    redo = {"lost", "failed"} if retry_failed else {"lost"}
+    return [t for t in plan.tasks if recorded.get(t.run_id, "lost") in redo], damaged
+
+
+def _jobs_per_run(tasks: list[Task]) -> dict[str, int]:
+    return {t.run_id: t.spec["jobs"] for t in tasks if t.kind == "sim"}
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def terminate(signum, frame):
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(config_path: str, out: str | None = None, resume: bool = False, max_parallel: int | None = None,
-        ray_address: str | None = None, in_process: bool = False, num_cpus: int | None = None) -> int:
-    """``pdors sweep run``; returns the exit status: 0 all ok, 1 some runs failed or were lost (or a policy
-    earned more than its instance's OPT allows beyond the gap),
-    3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 130 interrupted.
-    ``in_process``: run the tasks one after another in this process, without Ray (small sweeps, debugging).
+        ray_address: str | None = None, in_process: bool = False, num_cpus: int | None = None,
+        overrides: list[str] = (), dry_run: bool = False, retry_failed: bool = False,
+        max_run_memory: float | None = None) -> int:
+    """``pdors sweep run``; returns the exit status (module constants): 0 all ok, 1 some runs failed or were
+    lost (or a policy earned more than its instance's OPT allows beyond the gap),
+    3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 4 the disk is full, 130
+    interrupted (Ctrl-C), 143 terminated (SIGTERM). Everything the user gave is checked before anything is
+    written. ``overrides``: ``KEY=VALUE`` (:func:`pipeline.schema.apply_overrides`). ``dry_run``: print the
+    plan and write nothing. ``in_process``: run the tasks one after another in this process, without Ray.
     ``num_cpus``: CPUs of the local Ray (default: all); a cluster's CPUs are its nodes'."""
     address = ray_address or os.environ.get("RAY_ADDRESS") or None
     if num_cpus is not None and address:
         raise SweepError("--num-cpus: applies to a local Ray only; a cluster's CPUs are set where its nodes start")
-    config = schema.load(config_path)
-    plan = grid.expand(config)                     # every spec validated: nothing is written before this
+    data = schema.raw(config_path, overrides)
+    plan = grid.expand(schema.parse(data))     # every spec validated: nothing is written before this
+    config = plan.config
     root = Path(out or config.output)
+    _check_output(root)
+    _check_memory(plan, max_run_memory, 1 if in_process or address else num_cpus or os.cpu_count() or 1)
     store = Store(root, plan.sweep_id)
-    if store.recorded() and not resume:
+    todo, damaged = _todo(store, plan, retry_failed)
+    if todo and address and not (in_process or dry_run):
+        from .executor import probe
+
+        probe(address)   # one line, before anything is printed or written
+    again = shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume"])
+    sims = sum(t.kind == "sim" for t in plan.tasks)
+    _say(f"sweep {plan.sweep_id}: {len(plan.tasks)} tasks ({sims} simulations, {len(plan.tasks) - sims} OPT) over "
+         f"{', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already recorded, "
+         f"{len(todo)} to run" + (f" ({len(damaged)} damaged records redone)" if damaged else ""))
+    if dry_run:
+        from .estimate import describe
+
+        _say(describe(plan, todo, root, max_parallel, num_cpus, in_process or address is not None))
+        return OK
+    if (store.meta / "manifest.json").exists() and not resume:
         raise SweepError(f"sweep {plan.sweep_id} already has results under {root}; pass --resume to continue "
                          "it, or choose another --out")
+    cluster = None
+    if todo and not in_process:
+        from . import executor
+
+        _say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
+        started = time.perf_counter()
+        cluster = executor.connect(address, num_cpus)   # an unreachable cluster fails here, before any write
+        _say(f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); started in "
+             f"{time.perf_counter() - started:.1f} s")
+    try:
+        with _sigterm_as_interrupt():
+            return _record_and_publish(store, plan, data, config_path, overrides, todo, cluster, max_parallel,
+                                       again)
+    except KeyboardInterrupt as e:
+        _say(f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'}: finished runs are recorded; "
+             f"continue with `{again}`")
+        return TERMINATED if isinstance(e, Terminated) else INTERRUPTED
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        _say(f"disk full writing under {root} ({e.strerror}): finished runs are recorded; free space and continue "
+             f"with `{again}`")
+        return DISK_FULL
+    finally:
+        if cluster is not None:
+            from . import executor
+
+            executor.disconnect()
+
+
+def _record_and_publish(store: Store, plan: Plan, data: dict, config_path: str, overrides: list[str],
+                        todo: list[Task], cluster, max_parallel: int | None, again: str) -> int:
     commit = git_commit()
     with store.lock():
-        recorded = store.recorded()
-        todo = [t for t in plan.tasks if recorded.get(t.run_id) in (None, "lost")]
         manifest_path = store.meta / "manifest.json"
         manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else \
-            _manifest(plan, config_path, root, commit)
-        manifest["config"]["report"] = to_dict(config)["report"]   # figures can change, the sweep id cannot
+            _manifest(plan, config_path, overrides, store.root, commit)
+        manifest["config"]["report"] = to_dict(plan.config)["report"]   # figures can change, the sweep id cannot
+        store.meta.mkdir(parents=True, exist_ok=True)
         manifest_path.write_text(json.dumps(manifest, indent=1))
-        (store.meta / "config.yaml").write_text(Path(config_path).read_text())
-        sims = sum(t.kind == "sim" for t in plan.tasks)
-        _say(f"sweep {plan.sweep_id}: {len(plan.tasks)} tasks ({sims} simulations, {len(plan.tasks) - sims} "
-             f"OPT) over {', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already "
-             f"recorded, {len(todo)} to run")
-        try:
-            _execute(store, runs_schema(plan), todo, address, max_parallel, commit, in_process, num_cpus,
-                     config.schedules)
-        except KeyboardInterrupt:
-            _say(f"\ninterrupted: finished runs are recorded; continue with "
-                 f"`pdors sweep run {config_path} --out {root} --resume`")
-            return 130
+        header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
+        (store.meta / "config.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False))
+        _execute(store, todo, cluster, max_parallel, commit, plan.config.schedules)
     return publish(store, manifest)
 
 
-def _in_process(todo: list, on_connect, schedules: bool = False):
-    from .executor import Cluster, execute
-
-    on_connect(Cluster("in-process", 1, 1))
-    return ((task, execute(task, schedules)) for task in todo)
-
-
-def _execute(store: Store, schema_, todo: list, address, max_parallel, commit: str, in_process: bool,
-             num_cpus: int | None = None, schedules: bool = False) -> None:
+def _execute(store: Store, todo: list, cluster, max_parallel: int | None, commit: str,
+             schedules: bool = False) -> None:
+    """Run ``todo`` on the connected ``cluster`` (None: in this process, one by one) and record each outcome;
+    ``schedules``: also each simulation's allocations."""
     if not todo:
         return
     from tqdm import tqdm
 
-    from .executor import fan_out
+    from .executor import execute, fan_out
 
-    _say("running in this process, without Ray ..." if in_process else
-         f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
+    if cluster is None:
+        _say("running in this process, without Ray ...")
     tally = {"ok": 0, "failed": 0, "lost": 0}
     bar = tqdm(total=len(todo), unit="run", file=sys.stderr, mininterval=0.5 if sys.stderr.isatty() else 10,
                dynamic_ncols=True)
-
-    def connected(cluster) -> None:
-        if not in_process:
-            bar.write(f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); "
-                      f"started in {time.perf_counter() - started:.1f} s")
-        bar.reset()   # the rate and ETA count from here, not from Ray's start-up
-        clock.append(time.perf_counter())
-
-    started, clock = time.perf_counter(), []
+    started = time.perf_counter()
     try:
-        outcomes = _in_process(todo, connected, schedules) if in_process else \
-            fan_out(todo, address, max_parallel, connected, num_cpus, schedules)
+        outcomes = ((t, execute(t, schedules)) for t in todo) if cluster is None else \
+            fan_out(todo, cluster, max_parallel, schedules)
         for task, outcome in outcomes:
-            store.write(task, outcome, schema_, commit)
+            store.write(task, outcome, commit)
             tally[outcome.status] += 1
             bar.set_postfix(ok=tally["ok"], failed=tally["failed"] + tally["lost"],
                             left=len(todo) - sum(tally.values()), refresh=False)
             bar.update()
     finally:
         bar.close()
-    done, seconds = sum(tally.values()), time.perf_counter() - clock[0]
+    done, seconds = sum(tally.values()), time.perf_counter() - started
     _say(f"ran {done} tasks in {seconds:.1f} s after start-up ({done / seconds:.2f} runs/s); "
          f"{tally['failed']} failed, {tally['lost']} lost")
 
@@ -161,21 +260,51 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     return status
 
 
-def log(sweep_id: str, out: str) -> int:
-    """``pdors sweep log``: re-log a sweep to MLflow from its Parquet record."""
-    store = Store(out, sweep_id)
-    return publish(store, manifest_of(store), track=True)
+def log(target: str | None, out: str | None) -> int:
+    """``pdors sweep log``: re-log sweeps to MLflow from their Parquet record."""
+    status = OK
+    for store in locate(target, out):
+        status = max(status, publish(store, manifest_of(store), track=True))
+    return status
 
 
-def status(sweep_id: str | None, out: str) -> int:
-    """``pdors sweep status``: progress of one sweep, or of every sweep under ``out``."""
-    root = Path(out)
-    ids = [sweep_id] if sweep_id else sorted(p.name for p in (root / "sweeps").glob("*") if p.is_dir())
-    if not ids:
-        raise SweepError(f"no sweeps under {root}")
-    for sid in ids:
-        store = Store(root, sid)
-        counts, _ = recorded_runs(store, manifest_of(store))
-        _say(f"{sid}: {counts.total} tasks, {counts.ok} ok, {counts.failed} failed, {counts.lost} lost, "
-             f"{counts.remaining} not run")
-    return 0
+def status(target: str | None, out: str | None) -> int:
+    """``pdors sweep status``: progress and integrity of sweeps (a config, a sweep id, a directory, or the
+    latest sweep); 0 if every record is intact, 1 if some are damaged (with how to repair)."""
+    code = OK
+    for store in locate(target, out):
+        manifest = manifest_of(store)
+        counts, runs = recorded_runs(store, manifest)
+        sims = runs[runs["kind"] == "sim"] if len(runs) else runs
+        damaged = store.verify(manifest["run_ids"], dict(zip(sims.get("run_id", []), sims.get("jobs", []))))
+        _say(f"{store.sweep_id} ({store.root}): {counts.total} tasks, {counts.ok} ok, {counts.failed} failed, "
+             f"{counts.lost} lost, {counts.remaining} not run; " +
+             (f"{len(damaged)} damaged" if damaged else "records intact"))
+        again = shlex.join(["pdors", "sweep", "run", str(store.meta / "config.yaml"), "--out", str(store.root),
+                            "--resume"])
+        for d in damaged[:10]:
+            _say(f"  damaged: run {d.run_id}: {d.problem}")
+        if damaged:
+            _say(f"  repair: `{again}` recomputes the damaged runs and replaces their files")
+            code = RUNS_FAILED
+        if counts.failed:
+            _say(f"  rerun the failed runs: `{again} --retry-failed`")
+        elif (counts.lost or counts.remaining) and not damaged:
+            _say(f"  continue: `{again}`")
+    return code
+
+
+def list_sweeps(out: str | None) -> int:
+    """``pdors sweep list``: every sweep under the output root (or under ``results/``), oldest first."""
+    stores = sweeps_under(out)
+    if not stores:
+        raise SweepError(f"no sweeps under {out or 'results/'}")
+    recorded: dict[Path, dict] = {}
+    for store in stores:
+        manifest = manifest_of(store)
+        have = recorded.setdefault(store.root, store.recorded())
+        states = [have.get(r) for r in manifest["run_ids"]]
+        _say(f"{manifest.get('created_at', '?'):<25} {store.sweep_id:<32} {len(states):>6} tasks "
+             f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('lost'):>4} lost "
+             f"{states.count(None):>6} not run  {store.root}")
+    return OK

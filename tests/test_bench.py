@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pdors_cli import main as cli
-from pdors_cli.bench import FULL, QUICK, _peak_rss_mib, _sweep_tasks
+from pdors_cli.bench import FULL, QUICK, _peak_rss_mib, _sweep_tasks, bench_scale, report
 
 from realstack import in_netns_python
 
@@ -23,6 +23,21 @@ def test_peak_memory_is_the_child_s_own_not_the_parent_s():
 def test_sweep_grids_have_at_least_50_runs():
     for sizes in (QUICK, FULL):
         assert len(_sweep_tasks(sizes)) >= 50
+
+
+def test_scale_section_runs_every_policy_and_reports_its_schedule():
+    """One row per policy with the run's own digest; no ratio away from the size the before figures are for."""
+    from dataclasses import replace
+
+    from pdors.policies import POLICIES
+    from pdors.run import run
+
+    rows = bench_scale(replace(QUICK, scale=(6, 8, 6)), seed=2)
+    assert [r["policy"] for r in rows] == list(POLICIES)
+    assert all(r["violations"] == 0 and r["speedup"] is None for r in rows)
+    direct = run(dict(policy="drf", machines=6, jobs=8, slots=6, seed=2)).summary
+    assert next(r for r in rows if r["policy"] == "drf")["digest"] == direct.schedule_digest
+    assert "H = 6, I = 8, T = 6" in report({"machine": {}, "scale": rows, "load_average_end": (0, 0, 0)})
 
 
 def test_unknown_section_is_refused_before_any_work(capsys):

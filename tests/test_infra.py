@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pipeline import storage
 from realstack import (BIN, ROOT, config, end_session, in_netns_python, loopback_only, pdors, runs_of, start,
                        sweep_id, wait_healthy, wait_nodes)
 
@@ -304,7 +305,8 @@ def test_sweep_and_nightly_on_a_two_node_cluster_and_mlflow_server_from_infra_sc
         assert f"Ray: 127.0.0.1:{ray_port}, 2 node(s), 2 CPU(s)" in log and "with 2 child runs" in log
         sid = sweep_id(log)
         runs = runs_of(tmp_path / "out")
-        assert len(runs) == 8 and set(runs["status"]) == {"ok"} and set(runs["sweep_id"]) == {sid}
+        assert len(runs) == 8 and set(runs["status"]) == {"ok"}
+        assert set(storage.Store(tmp_path / "out", sid).read().to_pandas()["run_id"]) == set(runs["run_id"])
         assert runs["node_id"].nunique() == 2 and set(runs["node_ip"]) == {"127.0.0.1"}
 
         rc, log = pdors(netns, env, tmp_path, "nightly", "--fresh", "1", "--seed", "6", "--record-file",

@@ -178,8 +178,9 @@ def test_duplicate_figure_names_are_rejected():
 def test_report_of_nothing_says_what_it_looked_for(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["report", "no-such-sweep"]) == 2
-    assert "'no-such-sweep': no such sweep directory, output root, or sweep id under results/" in \
+    assert "'no-such-sweep': no such sweep config, directory, or sweep id under results/" in \
         capsys.readouterr().err
     (tmp_path / "plain").mkdir()
     assert main(["report", "plain"]) == 2
-    assert "plain: neither a sweep directory (with manifest.json) nor an output root" in capsys.readouterr().err
+    assert "plain: neither a sweep config, a sweep directory (with manifest.json) nor an output root" in \
+        capsys.readouterr().err

@@ -39,7 +39,7 @@ def test_schedules_table_holds_each_runs_allocations_and_show_draws_one(tmp_path
     drawn = next(r for r in runs.itertuples() if (cells["run_id"] == r.run_id).any())
     capsys.readouterr()
     assert main(["show", str(out), "--run", drawn.run_id]) == 0
-    png = out / "sweeps" / drawn.sweep_id / "schedules" / f"{drawn.run_id}.png"
+    png = out / "show" / f"{drawn.run_id}.png"
     assert png.read_bytes()[:4] == b"\x89PNG" and png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
     assert f"on 10 machines over 8 slots -> {png}" in capsys.readouterr().out
 

@@ -10,16 +10,11 @@ import yaml
 from pdors_cli.main import main
 from pipeline import grid, schema, storage
 from pipeline.executor import execute
-from sweep_fixtures import TINY
+from sweep_fixtures import TINY, write_config
 
 
 def no_ray(*args, **kwargs):
     raise AssertionError("a bad config reached the executor")
-
-
-def write_config(path: Path, data: dict) -> Path:
-    path.write_text(yaml.safe_dump(data))
-    return path
 
 
 # --- validation: (config change, field path the one-line error must start with) ------------------------------
@@ -43,6 +38,11 @@ BAD = [
     ({"opt": {"mip_gap": 2}}, "opt.mip_gap: must lie in [0, 1)"),
     ({"mlflow": {"experiment": " "}}, "mlflow.experiment: must not be empty"),
     ({"name": "a/b"}, "name: letters, digits"),
+    ({"grid": {"machines": "range(4, 4)"}}, "grid.machines: range(4, 4) is empty"),
+    ({"grid": {"machines": "4..8"}}, "grid.machines: must be a list of values or range("),
+    ({"grid": {"jobs,slots": [[4, 4], [5]]}}, "grid.jobs,slots[1]: must list 2 values"),
+    ({"grid": {"jobs,slots": [[4, 4], [5, 0]]}}, "grid.jobs,slots[1][1]: must be >= 1"),
+    ({"grid": {"jobs,pdors.rounding.gain": [[4, 1.0]]}}, "grid.jobs,pdors.rounding.gain: paired axes must"),
     ({"policies": {"pdors": {"rounding": {"feasible_solutions": 10, "max_attempts": 20}}},
       "grid": {"pdors.rounding.max_attempts": [5]}}, "grid.pdors.rounding.max_attempts[0]: must be >= feasible"),
 ]
@@ -58,6 +58,63 @@ def test_bad_config_is_one_line_naming_the_field_and_writes_nothing(tmp_path, ca
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"pdors sweep: error: {expected}") and "\n" not in err, err
     assert not out.exists()
+
+
+# (overrides, the one-line error they must give)
+BAD_OVERRIDES = [
+    (["seeds.count=0"], "seeds: must be a list, got dict {'count': 0} or must be >= 1, got 0"),
+    (["seedz.count=3"], "seedz: unknown key"),
+    (["instance.jobs=many"], "instance.jobs: must be an integer"),
+    (["policies.pdors.rounding.gain=-1"], "policies.pdors.rounding.gain: must be > 0"),
+    (["grid.machines=[4,0]"], "grid.machines[1]: must be >= 1"),
+    (["seeds.count"], "OVERRIDE: 'seeds.count': expected KEY=VALUE"),
+]
+
+
+@pytest.mark.parametrize("overrides, expected", BAD_OVERRIDES, ids=[e.split(":")[0] for _, e in BAD_OVERRIDES])
+def test_bad_override_is_one_line_naming_the_field(tmp_path, capsys, monkeypatch, overrides, expected):
+    monkeypatch.setattr("pipeline.executor.fan_out", no_ray)
+    cfg = write_config(tmp_path / "ok.yaml", TINY)
+    assert main(["sweep", "run", str(cfg), *overrides, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"pdors sweep: error: {expected}") and "\n" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_overrides_ranges_and_paired_axes(tmp_path):
+    cfg = write_config(tmp_path / "ok.yaml", TINY)
+    data = schema.raw(cfg, ["seeds.count=3", "grid.machines=range(4,10,2)", "instance.jobs=3",
+                            "policies.pdors.rounding.gain=0.8", "grid.pdors.rounding.gain=[0.8]"])
+    config = schema.parse(data)
+    assert config.seed_list() == [1, 2, 3] and config.grid["machines"] == [4, 6, 8]
+    assert config.instance["jobs"] == 3 and config.policies["pdors"]["rounding"]["gain"] == 0.8
+    assert schema.parse({**TINY, "grid": {"pdors.rounding.gain": "range(0.5, 1.01, 0.25)"}}).grid[
+        "pdors.rounding.gain"] == [0.5, 0.75, 1.0]
+    paired = grid.expand(schema.parse({**TINY, "grid": {"jobs,slots": [[3, 4], [5, 6]]}, "seeds": [1]}))
+    sizes = {(t.spec["jobs"], t.spec["slots"]) for t in paired.tasks}
+    assert sizes == {(3, 4), (5, 6)} and paired.axes == ["jobs", "slots"] and len(paired.tasks) == 4
+    assert paired.tasks[0].axes == {"jobs": 3, "slots": 4}
+
+
+def test_dry_run_writes_nothing_and_errors_before_writing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("pipeline.executor.fan_out", no_ray)
+    cfg = write_config(tmp_path / "ok.yaml", {**TINY, "seeds": [1]})
+    out = tmp_path / "out"
+    assert main(["sweep", "run", str(cfg), "--out", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "0 already recorded, 6 to run" in text and "a probe run of" in text and not out.exists()
+    (tmp_path / "file").write_text("x")
+    for args in (["--out", str(tmp_path / "file")], ["--out", str(tmp_path / "file" / "sub")],
+                 ["--out", str(out), "--ray-address", "127.0.0.1:9"],
+                 ["grid.machines=[30]", "instance.jobs=50", "instance.slots=100000", "--out", str(out)],
+                 ["grid.machines=[30]", "instance.jobs=100000", "instance.slots=20", "--out", str(out)]):
+        assert main(["sweep", "run", str(cfg), *args]) == 2, args
+        said = capsys.readouterr()
+        err = said.err.strip()
+        assert err.startswith("pdors sweep") and "\n" not in err and not said.out, (err, said.out)
+    assert not out.exists()
+    assert err.startswith("pdors sweep: error: too large: H=30 I=100000 T=20 needs about 1.93 GB per run, over "
+                          "the limit of 1.00 GB (--max-run-memory GB raises it"), err
 
 
 def test_unreadable_config_files(tmp_path, capsys, monkeypatch):

@@ -29,10 +29,8 @@ def test_summary_keys_are_all_columns():
 
 
 def test_rows_written_atomically_and_readable(tmp_path):
-    duckdb = pytest.importorskip("duckdb")
     plan = grid.expand(schema.parse(dict(TINY)))
     store = Store(tmp_path, plan.sweep_id)
-    table_schema = storage.runs_schema(plan)
     ok_task = plan.tasks[0]
     broken = dataclasses.replace(plan.tasks[1], spec={**plan.tasks[1].spec, "machines": 0})
     with store.lock():
@@ -41,26 +39,62 @@ def test_rows_written_atomically_and_readable(tmp_path):
     with store.lock():   # a new writer removes a dead writer's temp files
         assert not list(store.part("runs").glob(".tmp-*"))
         for task in (ok_task, broken, ok_task):   # writing a run again replaces it
-            store.write(task, execute(task), table_schema, "abc123")
+            store.write(task, execute(task), "abc123")
     assert store.recorded() == {ok_task.run_id: "ok", broken.run_id: "failed"}
-    runs = store.read().to_pandas().set_index("run_id")
+    runs = storage.read(tmp_path).to_pandas().set_index("run_id")
     failed = runs.loc[broken.run_id]
     assert failed["error"].startswith("ConfigError: machines: must be >= 1") and pd.isna(failed["total_utility"])
     good = runs.loc[ok_task.run_id]
     assert good["git_commit"] == "abc123" and good["pdors.rounding.gain"] == ok_task.spec["params"]["rounding"][
         "gain"] and json.loads(good["spec"]) == ok_task.spec
-    # identical schema in every file; readable by pyarrow, pandas and DuckDB with a string sweep_id
-    files = sorted(store.part("runs").glob("*.parquet"))
-    assert all(ds.dataset(f).schema == table_schema for f in files)
-    assert pd.read_parquet(store.part("runs")).shape[0] == 2
-    assert pd.read_parquet(tmp_path / "runs", partitioning=storage.PARTITIONING)["sweep_id"].tolist() == [
-        plan.sweep_id] * 2
-    jobs = duckdb.sql(f"select count(*), min(sweep_id) from read_parquet('{tmp_path}/jobs/*/*.parquet', "
-                      "hive_partitioning=true)").fetchall()[0]
-    assert jobs == (ok_task.spec["jobs"], plan.sweep_id)
-    numeric_id = Store(tmp_path, "001")   # hive values stay strings: '001' is not read back as 1
-    numeric_id.write(ok_task, execute(ok_task), table_schema, "abc123")
-    assert storage.read(tmp_path)["sweep_id"].to_pylist().count("001") == 1
+    assert all(ds.dataset(f).schema == storage.RUNS_SCHEMA for f in store.part("runs").glob("*.parquet"))
+
+
+def test_documented_reads_of_a_live_folder(tmp_path):
+    """The pandas and DuckDB reads of docs/PIPELINE.md on a folder holding two sweeps of different policies and
+    a writer's temp file: every column, each run once, the temp file skipped."""
+    duckdb = pytest.importorskip("duckdb")
+    root = tmp_path / "out"
+    one = grid.expand(schema.parse({**TINY, "grid": {"machines": [4]}, "seeds": [1]}))
+    two = grid.expand(schema.parse({**TINY, "policies": {"drf": {}}, "grid": {"machines": [4]}, "seeds": [1, 2]}))
+    for plan in (one, two):
+        for task in plan.tasks:
+            Store(root, plan.sweep_id).write(task, execute(task), "abc123")
+    (root / "runs" / ".tmp-99-x.parquet").write_bytes(b"partial")   # a write in progress
+    (root / "jobs" / ".tmp-99-x.parquet").write_bytes(b"partial")
+    n_runs = len(one.tasks) + len(two.tasks)
+    runs = pd.read_parquet(root / "runs")
+    assert list(runs.columns) == storage.RUNS_SCHEMA.names and runs["run_id"].is_unique and len(runs) == n_runs
+    assert set(runs["policy"]) == {"pdors", "fifo", "drf"} and runs["pdors.rounding.gain"].notna().sum() == 1
+    got = duckdb.sql(f"select count(*), count(distinct run_id), count(\"pdors.rounding.gain\") from read_parquet("
+                     f"'{root}/runs/[!.]*.parquet')").fetchall()[0]
+    assert got == (n_runs, n_runs, 1)
+    jobs = duckdb.sql(f"select count(*) from read_parquet('{root}/jobs/[!.]*.parquet')").fetchall()[0][0]
+    assert jobs == sum(t.spec["jobs"] for p in (one, two) for t in p.tasks)
+    assert len(pd.read_parquet(root / "jobs")) == jobs
+
+
+def test_status_finds_damaged_records_and_run_repairs_them(tmp_path, capsys, monkeypatch):
+    from pdors_cli.main import main
+    from sweep_fixtures import write_config
+
+    cfg = write_config(tmp_path / "tiny.yaml", {**TINY, "grid": {"machines": [4]}, "seeds": [1, 2],
+                                                "mlflow": {"enabled": False}})
+    out = tmp_path / "out"
+    assert main(["sweep", "run", str(cfg), "--out", str(out), "--in-process"]) == 0
+    assert main(["sweep", "status", str(cfg), "--out", str(out)]) == 0
+    assert "records intact" in capsys.readouterr().out
+    runs = sorted((out / "runs").glob("*.parquet"))
+    jobs = out / "jobs" / runs[0].name
+    jobs.write_bytes(jobs.read_bytes()[:100])          # a truncated jobs file
+    runs[2].write_bytes(runs[1].read_bytes())          # a runs file copied over another's name
+    assert main(["sweep", "status", "--out", str(out)]) == 1   # no target: the latest sweep
+    text = capsys.readouterr().out
+    assert f"run {runs[0].stem}: jobs file unreadable" in text and f"run {runs[2].stem}: runs file holds run " \
+        f"{runs[1].stem}" in text and "2 damaged" in text and "repair: `pdors sweep run" in text
+    assert main(["sweep", "run", str(cfg), "--out", str(out), "--resume", "--in-process"]) == 0
+    assert "2 already recorded, 2 to run (2 damaged records redone)" in capsys.readouterr().out
+    assert main(["sweep", "status", str(cfg), "--out", str(out)]) == 0
 
 
 def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
@@ -70,10 +104,9 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)   # the SQLite store's artifacts go to ./mlruns
     plan = grid.expand(schema.parse({**TINY, "grid": {**TINY["grid"], "workload.mix": [[0.1, 0.55, 0.35]]}}))
     store = Store(tmp_path / "out", plan.sweep_id)
-    table_schema = storage.runs_schema(plan)
     for task in plan.tasks:
-        store.write(task, execute(task), table_schema, "abc123")
-    runs = store.read().to_pandas()
+        store.write(task, execute(task), "abc123")
+    runs = storage.read(store.root).to_pandas()
     agg = summary.aggregate(runs, plan.axes)
     assert len(agg) == 6 and set(agg["n"]) == {2} and "total_utility.std" in agg
     assert "| policy | machines | pdors.rounding.gain | workload.mix |" in summary.markdown(agg, plan.axes)

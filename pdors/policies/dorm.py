@@ -88,7 +88,7 @@ class Dorm(SlotPolicy):
             self.stats["placement_shortfall"] += w - int(p.workers.sum())
             if p.workers.sum() > 0:
                 placements[i] = p
-                free -= p.usage(jobs.worker_demand[i], jobs.ps_demand[i])
+                p.take_from(free, jobs.worker_demand[i], jobs.ps_demand[i])
         adjusted = sum(1 for i, _ in changed if i in previous)
         self.stats["adjustments_max"] = max(self.stats["adjustments_max"], adjusted)
         self.previous = placements

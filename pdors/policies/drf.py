@@ -16,7 +16,7 @@ import numpy as np
 
 from ..model import Instance
 from .base import SlotAllocation, SlotPolicy, SlotView
-from .placement import Placement, dominant_share, round_robin, slot_allocation
+from .placement import Placement, next_machine, slot_allocation
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class DRF(SlotPolicy):
                   for i in np.flatnonzero(view.pending)}
         workers = dict.fromkeys(placed, 0)
         servers = dict.fromkeys(placed, 0)
+        # Per increment only scalars change: Python floats, the same IEEE operations as numpy's on one element.
+        total = self.total.tolist()
         heap = [(0.0, i) for i in placed]
         heapq.heapify(heap)
         while heap:
@@ -49,25 +51,31 @@ class DRF(SlotPolicy):
             w = workers[i] + 1
             if w > jobs.batch[i]:
                 continue
-            worker = round_robin(free, alpha, 1, self.cursor)
-            if worker is None:
+            # One task at a time: only the row of the machine that takes it changes, so ``free`` is updated
+            # in place (subtracting 0.0 from the other rows would change no bit).
+            h = next_machine(free, alpha, self.cursor)
+            if h is None:
                 continue
-            new_workers, cursor = worker
-            after = free - new_workers[:, None] * alpha
+            kept = free[h].copy()
+            free[h] -= alpha
             s = servers[i]
             if -(-w // jobs.gamma[i]) > s:           # ceil(w / gamma) grew: one more PS
-                server = round_robin(after, beta, 1, cursor)
-                if server is None:
+                ps_host = next_machine(free, beta, (h + 1) % H)
+                if ps_host is None:
+                    free[h] = kept
                     continue
-                new_servers, cursor = server
-                p.servers += new_servers
-                after -= new_servers[:, None] * beta
+                free[ps_host] -= beta
+                p.servers[ps_host] += 1
                 s += 1
-            p.workers += new_workers
-            free, self.cursor = after, cursor
+                self.cursor = (ps_host + 1) % H
+            else:
+                self.cursor = (h + 1) % H
+            p.workers[h] += 1
             workers[i], servers[i] = w, s
             self.increments += 1
-            heapq.heappush(heap, (float(dominant_share(w * alpha + s * beta, self.total)), i))
+            # dominant_share(w alpha + s beta, total), on Python floats
+            share = max([0.0] + [(w * a + s * b) / c for a, b, c in zip(alpha.tolist(), beta.tolist(), total) if c > 0])
+            heapq.heappush(heap, (share, i))
         return slot_allocation(inst.num_jobs, H, placed)
 
     def summary(self) -> dict:

@@ -58,7 +58,7 @@ class FIFO(SlotPolicy):
                 self.blocked_slots += 1
                 break
             placement, self.cursor = got
-            free -= placement.usage(jobs.worker_demand[i], jobs.ps_demand[i])
+            placement.take_from(free, jobs.worker_demand[i], jobs.ps_demand[i])
             self.running[i] = placement
             self.started += 1
         return slot_allocation(inst.num_jobs, inst.num_machines, self.running)

@@ -28,7 +28,7 @@ from ..model import Instance
 from ..portable_math import dot
 from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
-from ..primal_dual.prices import PriceBounds, price_bounds, prices
+from ..primal_dual.prices import PriceBounds, SlotPrices, price_bounds
 from ..thesis import ps_ratio
 from .base import JobPlan, PlanningPolicy, SlotView
 from .placement import ps_count, room
@@ -97,17 +97,20 @@ class OASiS(PlanningPolicy):
         self.bounds_w = half_bounds(instance, self.worker_half, jobs.worker_demand, floor)
         self.bounds_s = half_bounds(instance, self.ps_half, jobs.ps_demand, floor)
         self.gamma = ps_ratio(instance, False)      # gamma_i; under the thesis's (3.4) also B_i / b_i^(e)
+        cap = instance.cluster.capacity
+        self.prices_w = SlotPrices(self.bounds_w, cap[self.worker_half])
+        self.prices_s = SlotPrices(self.bounds_s, cap[self.ps_half])
         self.payoffs: list[float] = []       # best payoff of every decided job (admitted iff > 0)
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
         inst = view.instance
         jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), self.config.workload_levels
-        cap = inst.cluster.capacity
         W, S = self.worker_half, self.ps_half
         alpha, beta = jobs.worker_demand[job], jobs.ps_demand[job]
         gamma, batch = float(self.gamma[job]), int(jobs.batch[job])
-        price_w = prices(self.bounds_w, view.reserved[a:, W], cap[W])
-        price_s = prices(self.bounds_s, view.reserved[a:, S], cap[S])
+        self.prices_w.update(view.reserved[:, W], a)
+        self.prices_s.update(view.reserved[:, S], a)
+        price_w, price_s = self.prices_w.price[a:], self.prices_s.price[a:]
         free = view.free[a:]
         levels = np.arange(q + 1) * (jobs.workload[job] / q)
         workers = np.ceil(levels * jobs.time_per_sample(False)[job]).astype(np.int64)   # always external

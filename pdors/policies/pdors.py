@@ -17,9 +17,9 @@ from ..model import Instance
 from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.gain import competitive_bound
-from ..primal_dual.prices import PriceBounds, instance_price_bounds, prices
-from ..primal_dual.slot_cost import (ExternalSolve, JobShape, LinearProgram, Rounding, SlotCosts, slot_costs,
-                                     state_digest)
+from ..primal_dual.prices import PriceBounds, SlotPrices, instance_price_bounds, prices
+from ..primal_dual.slot_cost import (ExternalSolve, JobShape, LinearProgram, MachineClasses, Rounding, SlotCosts,
+                                     machine_classes, slot_costs, state_digest)
 from ..thesis import ps_ratio
 from .base import JobPlan, PlanningPolicy, SlotView
 
@@ -89,12 +89,16 @@ class PDORS(PlanningPolicy):
         self._slots_skipped = 0
         self._lp_solves = 0
         self._rounding_rejects = 0
+        self._prices = SlotPrices(self.bounds, instance.cluster.capacity, prices)   # this module's eq. (12)
+        self._keys: list[int | None] = [None] * instance.slots              # state key per slot
+        self._classes: list[MachineClasses | None] = [None] * instance.slots   # machine classes per slot
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
         inst = view.instance
         jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), self.config.workload_levels
-        capacity = inst.cluster.capacity
-        price = prices(self.bounds, view.reserved[a:], capacity)
+        for t in self._prices.update(view.reserved, a).tolist():   # states of these slots changed
+            self._keys[t] = self._classes[t] = None
+        price = self._prices.price[a:]
         free = view.free[a:]
         shape = JobShape(float(jobs.time_per_sample(True)[job]), float(jobs.time_per_sample(False)[job]),
                          int(jobs.batch[job]), float(self.gamma_external[job]), jobs.worker_demand[job],
@@ -105,10 +109,15 @@ class PDORS(PlanningPolicy):
         keys: list[int] = []                     # the state of each slot asked for
 
         def theta(j: int) -> np.ndarray:
-            key = state_digest(price[j], free[j])
+            key = self._keys[a + j]
+            if key is None:
+                key = self._keys[a + j] = state_digest(price[j], free[j])
             if key not in cache:
+                if self._classes[a + j] is None:
+                    self._classes[a + j] = machine_classes(price[j], free[j])
                 cache[key] = slot_costs(shape, levels, price[j], free[j], self.rounding, (self.seed, job, key),
-                                        self.lp, lazy=not self.config.round_all_levels)
+                                        self.lp, lazy=not self.config.round_all_levels,
+                                        classes=self._classes[a + j])
                 first_slot[key] = j
             keys.append(key)
             return cache[key].cost

@@ -46,9 +46,12 @@ def round_robin(free: np.ndarray, demand: np.ndarray, count: int, cursor: int) -
     placed = np.zeros(H, dtype=np.int64)
     if count <= 0:
         return placed, cursor
-    if count == 1 and np.all(free[cursor] + FIT_ATOL >= demand):   # fast path: the cursor's machine has room
-        placed[cursor] = 1
-        return placed, (cursor + 1) % H
+    if count == 1:
+        h = next_machine(free, demand, cursor)
+        if h is None:
+            return None
+        placed[h] = 1
+        return placed, (h + 1) % H
     order = (cursor + np.arange(H)) % H
     k = room(free, demand, count)[order]
     if k.sum() < count:
@@ -73,6 +76,16 @@ def round_robin(free: np.ndarray, demand: np.ndarray, count: int, cursor: int) -
     return placed, int((order[last] + 1) % H)
 
 
+def next_machine(free: np.ndarray, demand: np.ndarray, cursor: int) -> int | None:
+    """The machine one task of ``demand`` goes to round-robin from ``cursor``: the first with room for it,
+    cyclically (``None`` if none has)."""
+    if all(x + FIT_ATOL >= d for x, d in zip(free[cursor].tolist(), demand.tolist())):   # fast path: the cursor's
+        return cursor                                                                      # machine has room
+    order = (cursor + np.arange(free.shape[0])) % free.shape[0]
+    fits = np.flatnonzero(room(free, demand, 1)[order])
+    return int(order[fits[0]]) if fits.size else None
+
+
 @dataclass
 class Placement:
     """One job's tasks per machine in one slot."""
@@ -80,15 +93,17 @@ class Placement:
     workers: np.ndarray
     servers: np.ndarray
 
-    def usage(self, worker_demand: np.ndarray, ps_demand: np.ndarray) -> np.ndarray:
-        """Resources [H, R] this placement takes."""
-        return self.workers[:, None] * worker_demand + self.servers[:, None] * ps_demand
+    def take_from(self, free: np.ndarray, worker_demand: np.ndarray, ps_demand: np.ndarray) -> None:
+        """Subtract the resources [H, R] this placement takes from ``free``, in place. Only the machines it
+        uses are touched: elsewhere the usage is exactly 0.0, and subtracting it would change no bit."""
+        used = np.flatnonzero(self.workers | self.servers)
+        free[used] -= self.workers[used, None] * worker_demand + self.servers[used, None] * ps_demand
 
 
 def reserve(free: np.ndarray, jobs, placements: dict[int, Placement]) -> None:
     """Take the resources of ``placements`` (job -> placement) out of ``free`` [H, R], in place, in dict order."""
     for i, p in placements.items():
-        free -= p.usage(jobs.worker_demand[i], jobs.ps_demand[i])
+        p.take_from(free, jobs.worker_demand[i], jobs.ps_demand[i])
 
 
 def keep_unchanged(free: np.ndarray, jobs, previous: dict[int, Placement], active, counts

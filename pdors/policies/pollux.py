@@ -258,13 +258,13 @@ class Pollux(SlotPolicy):
                     continue
                 placements[i], cursor = got
                 spread.append((i, w))
-            free -= placements[i].usage(alpha, beta)
+            placements[i].take_from(free, alpha, beta)
         for i, w in spread:
             alpha, beta, gamma = jobs.worker_demand[i], jobs.ps_demand[i], int(jobs.gamma[i])
             extra, cursor = _grow(free, alpha, beta, w - 1, gamma, cursor)
             shortfall += w - 1 - int(extra.workers.sum())
             placements[i] = Placement(placements[i].workers + extra.workers, placements[i].servers + extra.servers)
-            free -= extra.usage(alpha, beta)
+            extra.take_from(free, alpha, beta)
         return Candidate(placements, cursor, shortfall)
 
     def summary(self) -> dict:

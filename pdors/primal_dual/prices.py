@@ -64,3 +64,26 @@ def prices(bounds: PriceBounds, used: np.ndarray, capacity: np.ndarray) -> np.nd
     with np.errstate(divide="ignore", invalid="ignore"):
         fill = np.where(capacity > 0, used / capacity, 1.0)
     return bounds.lower * portable_math.exp(fill * bounds.log_ratio())
+
+
+class SlotPrices:
+    """Prices of eq. (12) per slot, kept between decisions: a slot's prices are a function of its rho alone,
+    so :meth:`update` recomputes them only for the slots whose rho changed (elementwise operations: the same
+    bits as computing every slot)."""
+
+    def __init__(self, bounds: PriceBounds, capacity: np.ndarray, price_of=prices):
+        """``price_of(bounds, used, capacity)``: eq. (12), :func:`prices` (a policy may pass its own)."""
+        self.bounds, self.capacity, self.price_of = bounds, capacity, price_of
+        self.rho: np.ndarray | None = None
+        self.price: np.ndarray | None = None
+
+    def update(self, used: np.ndarray, start: int) -> np.ndarray:
+        """Bring slots ``start``.. up to date with ``used`` = rho [T, H, R]; returns the slots recomputed."""
+        if self.rho is None:
+            self.rho, self.price = used.copy(), self.price_of(self.bounds, used, self.capacity)
+            return np.arange(len(used))
+        changed = start + np.flatnonzero((used[start:] != self.rho[start:]).any(axis=(1, 2)))
+        if changed.size:
+            self.rho[changed] = used[changed]
+            self.price[changed] = self.price_of(self.bounds, used[changed], self.capacity)
+        return changed

@@ -110,13 +110,13 @@ class ExternalSolve(NamedTuple):
 @dataclass(frozen=True)
 class SlotState:
     """What the external case of one slot state needs: the job, prices p and residual capacities [H, R],
-    the machine classes (members, counts, their residual capacities and p^w, p^s), each level's cover D,
-    the rounding settings with its seed key, and the shared HiGHS model."""
+    the machine classes (class of each machine, counts, their residual capacities and p^w, p^s), each
+    level's cover D, the rounding settings with its seed key, and the shared HiGHS model."""
 
     job: JobShape
     prices: np.ndarray
     free: np.ndarray
-    members: list
+    member_class: np.ndarray
     counts: np.ndarray
     cls_free: np.ndarray
     p_w: np.ndarray
@@ -125,6 +125,11 @@ class SlotState:
     rounding: Rounding
     seed_key: tuple
     lp: "LinearProgram"
+
+    @functools.cached_property
+    def members(self) -> list[np.ndarray]:
+        """Machine indices of each class, ascending: only a rounding needs them, so they are made on demand."""
+        return class_members(self.member_class, len(self.counts))
 
 
 class SlotCosts:
@@ -205,11 +210,12 @@ class LinearProgram:
     def __init__(self) -> None:
         self.highs = new_highs()
 
-    def load(self, cost, a_matrix, row_lower, row_upper, cover_row: int) -> None:
+    def load(self, cost, csc: tuple, row_lower, row_upper, cover_row: int) -> None:
+        """``csc``: the constraint matrix as (column starts, row indices, values), nonzeros only."""
         self.cover_row = cover_row
         scaled, self.scale = rescaled_costs(cost)
         self.highs.clearModel()
-        self.highs.passModel(highs_lp(scaled, a_matrix.shape[0], _csc(a_matrix), row_lower, row_upper))
+        self.highs.passModel(highs_lp(scaled, len(row_lower), csc, row_lower, row_upper))
 
     def solve_with_cover(self, lower: float, upper: float) -> tuple[np.ndarray, float] | None:
         """With ``lower <= cover row <= upper``: the optimal point and a lower bound on the optimum in the
@@ -227,14 +233,6 @@ def rescaled_costs(cost: np.ndarray) -> tuple[np.ndarray, float]:
     positive = cost[cost > 0]
     scale = positive.min() if positive.size else 1.0
     return np.minimum(cost / scale, COST_RANGE), scale
-
-
-def _csc(a: np.ndarray):
-    nz = a != 0
-    counts = nz.sum(axis=0)
-    start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    rows, cols = np.nonzero(nz.T)  # column-major order
-    return start, cols.astype(np.int32), a.T[nz.T].astype(float)
 
 
 def unit_price(price: np.ndarray, demand: np.ndarray) -> np.ndarray:
@@ -259,26 +257,40 @@ def state_digest(prices: np.ndarray, free: np.ndarray) -> int:
     return int.from_bytes(h.digest(), "little")
 
 
+class MachineClasses(NamedTuple):
+    """Machines with identical prices and residual capacities: each class's lowest member, its size, and the
+    class of every machine (classes ordered by lowest member, for deterministic ties)."""
+
+    first: np.ndarray
+    counts: np.ndarray
+    member_class: np.ndarray
+
+
+def machine_classes(prices: np.ndarray, free: np.ndarray) -> MachineClasses:
+    """The classes of a slot state (a function of the state alone, so callers may keep them per state)."""
+    _, first, inverse, counts = np.unique(np.hstack([prices, free]), axis=0, return_index=True,
+                                          return_inverse=True, return_counts=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return MachineClasses(first[order], counts[order], rank[inverse.ravel()])
+
+
 def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.ndarray,
-               rounding: Rounding, seed_key: tuple, lp: LinearProgram, lazy: bool = False) -> SlotCosts:
+               rounding: Rounding, seed_key: tuple, lp: LinearProgram, lazy: bool = False,
+               classes: MachineClasses | None = None) -> SlotCosts:
     """theta for workload ``levels`` (samples, levels[0] = 0) in a slot with ``prices``/``free`` [H, R].
 
     ``seed_key`` (ints) seeds the randomised rounding together with the level, so the outcome is a
     deterministic function of the job, the slot state and the level. With ``lazy``, external cases are
-    left as lower bounds until :meth:`SlotCosts.refine`.
+    left as lower bounds until :meth:`SlotCosts.refine`. ``classes``: :func:`machine_classes` of this state,
+    if the caller has them.
     """
     q = len(levels)
     cost = np.full(q, np.inf)
     cost[0] = 0.0
     options: list = [None] * q
-    classes, first, inverse, counts = np.unique(np.hstack([prices, free]), axis=0, return_index=True,
-                                                return_inverse=True, return_counts=True)
-    inverse = inverse.ravel()
-    order = np.argsort(first)          # classes by lowest member index, for deterministic ties
-    first, counts = first[order], counts[order]
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    member_class = rank[inverse]
+    first, counts, member_class = classes if classes is not None else machine_classes(prices, free)
     cls_prices, cls_free = prices[first], free[first]
 
     # Case 1 (internal), all levels and classes at once.
@@ -288,7 +300,9 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
     fits = np.all(need[None, :, :] <= cls_free[:, None, :] + FIT_ATOL, axis=2)       # [C, Q]
     fits &= ((w_int <= job.batch) & job.servers_allowed(w_int, s_int))[None, :]
     fits[:, 0] = False
-    int_cost = np.where(fits, unit_price(cls_prices[:, None, :], need[None, :, :]), np.inf)  # [C, Q]
+    int_cost = np.full(fits.shape, np.inf)                                            # [C, Q]
+    fit_cls, fit_level = np.nonzero(fits)           # priced only where it fits: each cost is its own sum
+    int_cost[fit_cls, fit_level] = unit_price(cls_prices[fit_cls], need[fit_level])
     best_cls = np.argmin(int_cost, axis=0)
     internal = int_cost[best_cls, np.arange(q)]
     for k in np.flatnonzero(np.isfinite(internal)):
@@ -305,7 +319,7 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
     exact = np.ones(q, dtype=bool)
     exact[candidates] = False
     cost[candidates] = bound[candidates]
-    state = SlotState(job, prices, free, class_members(member_class, len(first)), counts, cls_free, p_w, p_s,
+    state = SlotState(job, prices, free, member_class, counts, cls_free, p_w, p_s,
                       demand, rounding, seed_key, lp)
     out = SlotCosts(cost, options, exact, candidates.tolist(), state)
     if not lazy:
@@ -343,14 +357,28 @@ def _load_external_lp(job, p_w, p_s, cls_free, counts, lp) -> None:
     alpha, beta = job.worker_demand[used], job.ps_demand[used]
     cap = (cls_free[:, used] * counts[:, None]).clip(min=0)                   # [C, R']
     r = alpha.size
-    a = np.zeros((n * r + 2, 2 * n))
-    for i in range(n):                                                        # eq. (24) per class
-        a[i * r:(i + 1) * r, i], a[i * r:(i + 1) * r, n + i] = alpha, beta
-    a[n * r, :n] = 1.0                                                        # D <= sum w <= F, (25)-(26)
-    a[n * r + 1, :n], a[n * r + 1, n:] = -1.0, job.gamma                      # gamma sum s - sum w >= 0
     lower = np.concatenate([np.full(n * r, -np.inf), [0.0, 0.0]])
     upper = np.concatenate([cap.ravel(), [job.batch, np.inf]])
-    lp.load(np.concatenate([p_w, p_s]), a, lower, upper, cover_row=n * r)
+    lp.load(np.concatenate([p_w, p_s]), _external_lp_matrix(alpha, beta, float(job.gamma), n), lower, upper,
+            cover_row=n * r)
+
+
+def _external_lp_matrix(alpha: np.ndarray, beta: np.ndarray, gamma: float, n: int) -> tuple:
+    """The LP's constraint matrix in CSC form (column starts, row indices, values; rows ascending per column),
+    built directly instead of from a dense [n R' + 2, 2n] array. Rows i R'..(i + 1) R' - 1: eq. (24) of class i
+    (alpha on its W_i, beta on its S_i); row n R': D <= sum W <= F, (25)-(26); row n R' + 1: gamma sum S - sum W
+    >= 0. Columns: W_0..W_{n-1}, S_0..S_{n-1}."""
+    r = alpha.size
+    ja, jb = np.flatnonzero(alpha != 0), np.flatnonzero(beta != 0)
+    base = (np.arange(n) * r)[:, None]
+    w_rows = np.hstack([base + ja, np.full((n, 2), [n * r, n * r + 1])])
+    s_rows = np.hstack([base + jb, np.full((n, 1), n * r + 1)])
+    w_vals = np.tile(np.concatenate([alpha[ja], [1.0, -1.0]]), n)
+    s_vals = np.tile(np.concatenate([beta[jb], [gamma]]), n)
+    sizes = np.repeat([ja.size + 2, jb.size + 1], n)
+    start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+    return (start, np.concatenate([w_rows.ravel(), s_rows.ravel()]).astype(np.int32),
+            np.concatenate([w_vals, s_vals]).astype(float))
 
 
 def _solve_external_lp(demand, job, n, lp):
