@@ -34,6 +34,9 @@ def test_price_bounds_follow_eqs_13_and_14_on_a_one_job_instance():
     # eq. (14): ceil(V (tau + 0)) = 2, sum_r (alpha + beta) = 2, 1/mu = 2*2 / (5 * 25) = 0.032
     assert b.lower == pytest.approx(0.032 * 5 / (2 * 2 * 2))
     assert b.upper[0] == b.lower                                          # gpu: unused, flat price
+    assert b.lower_source == "eq14"                                       # u = 5 is far above the floor
+    floored = price_bounds(inst.jobs, inst.cluster.capacity, inst.slots, utility_floor=50.0)
+    assert (floored.lower, floored.lower_source) == (pytest.approx(b.lower * 10), "floor")
 
 
 def test_gain_eq29_and_eq30_by_hand():

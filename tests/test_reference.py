@@ -221,12 +221,15 @@ CASES = [
 ]
 
 
-def test_fast_path_decides_exactly_like_the_reference():
-    exercised = {"external": 0, "skipped_slots": 0, "unroundable": 0, "admitted": 0, "rejected": 0}
+@pytest.mark.parametrize("on_failure", ["reject", "plan_around"])
+def test_fast_path_decides_exactly_like_the_reference(on_failure):
+    exercised = {"external": 0, "skipped_slots": 0, "unroundable": 0, "admitted": 0, "rejected": 0,
+                 "rounding_rejects": int(on_failure == "plan_around")}
     for seed, (machines, jobs, slots, scale, gain, levels, mix) in enumerate(CASES, start=11):
         workload = WorkloadConfig(workload_scale=scale, **({"mix": mix} if mix else {}))
         inst = generate(workload, machines, jobs, slots, seed)
-        config = Config(workload_levels=levels, rounding=RoundingConfig(gain=gain, max_attempts=400))
+        config = Config(workload_levels=levels, rounding=RoundingConfig(gain=gain, max_attempts=400),
+                        on_rounding_failure=on_failure)
         fast_policy, ref_policy = FastRecorder(config), ReferenceRecorder(config)
         fast, slow = simulate(inst, fast_policy, seed), simulate(inst, ref_policy, seed)
         for name in ("admitted", "workers", "servers"):
@@ -239,6 +242,8 @@ def test_fast_path_decides_exactly_like_the_reference():
         exercised["unroundable"] += stats["infeasible_solves"]
         exercised["admitted"] += int(fast.schedule.admitted.sum())
         exercised["rejected"] += int((~fast.schedule.admitted).sum())
+        exercised["rounding_rejects"] += stats["rounding_rejects"]
+        assert stats["rounding_rejects"] == ref_policy.summary()["rounding_rejects"]
     assert all(exercised.values()), exercised
 
 

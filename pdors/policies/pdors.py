@@ -57,9 +57,14 @@ class Config(PrimalDualConfig):
     instead of only what the decision needs (the DP's early stop and lazy rounding, docs/PERFORMANCE.md).
     Same decisions, 2-3x slower; the rounding statistics (``rounding_attempts_mean``,
     ``lp_vs_rounded_ratio``) then cover every external solve rather than those on the DP's schedules, which
-    is what thesis Figs. 3.13-3.14 measure."""
+    is what thesis Figs. 3.13-3.14 measure.
+
+    ``on_rounding_failure``: ``reject`` discards the job when the schedule it would get needs a (slot, level)
+    whose rounding found no feasible solution in ``max_attempts`` (paper Section V; such a level is costed at
+    its LP optimum); ``plan_around`` makes that level unavailable (theta = the internal case) and re-plans."""
 
     price_bounds: Literal["oracle", "history"] = "oracle"
+    on_rounding_failure: Literal["reject", "plan_around"] = "reject"
     rounding: RoundingConfig = field(default_factory=RoundingConfig)
     round_all_levels: bool = False
 
@@ -70,7 +75,8 @@ class PDORS(PlanningPolicy):
         self.config = config
         self.history = history
         r = config.rounding
-        self.rounding = Rounding(r.gain, r.delta, r.theorem, r.feasible_solutions, r.max_attempts)
+        self.rounding = Rounding(r.gain, r.delta, r.theorem, r.feasible_solutions, r.max_attempts,
+                                 config.on_rounding_failure == "reject")
 
     def reset(self, instance: Instance, seed: int) -> None:
         source = self.history if self.config.price_bounds == "history" else instance
@@ -82,6 +88,7 @@ class PDORS(PlanningPolicy):
         self._solves: list[ExternalSolve] = []
         self._slots_skipped = 0
         self._lp_solves = 0
+        self._rounding_rejects = 0
         self._prices = SlotPrices(self.bounds, instance.cluster.capacity, prices)   # this module's eq. (12)
         self._keys: list[int | None] = [None] * instance.slots              # state key per slot
         self._classes: list[MachineClasses | None] = [None] * instance.slots   # machine classes per slot
@@ -127,6 +134,9 @@ class PDORS(PlanningPolicy):
             self._lp_solves += costs.lp_solves
         if result.completion < 0 or not result.payoff > 0:
             return None
+        if any(cache[keys[j]].failed[result.levels[j]] for j in np.flatnonzero(result.levels)):
+            self._rounding_rejects += 1
+            return None
         H = inst.num_machines
         workers = np.zeros((inst.slots, H), dtype=np.int64)
         servers = np.zeros((inst.slots, H), dtype=np.int64)
@@ -156,12 +166,14 @@ class PDORS(PlanningPolicy):
             "rounding_attempts_roundable_mean": float(attempts[found].mean()) if found.any() else None,
             "unroundable_share": float((~found).mean()) if len(solves) else None,
             "infeasible_solves": int((~found).sum()),
+            "rounding_rejects": self._rounding_rejects,
             "lp_vs_rounded_ratio": float(np.mean(best_cost[found] / np.maximum(lp_cost[found], 1e-300)))
             if found.any() else None,
             "gain_min": float(gains.min()) if len(solves) else gain,
             "gain_max": float(gains.max()) if len(solves) else gain,
             "price_upper": self.bounds.upper.tolist(),
             "price_lower": self.bounds.lower,
+            "price_lower_source": self.bounds.lower_source,
             "competitive_bound": competitive_bound(gain, self.rounding.delta, log_ratio),
         }
 

@@ -35,6 +35,7 @@ from scipy import sparse
 from ..model import Instance
 from ..primal_dual.prices import prices
 from ..highs_lp import highs_lp, new_highs
+from ..portable_math import dot
 from ..primal_dual.slot_cost import (FIT_ATOL, JobShape, Option, Rounding, rescaled_costs, rounded_cost,
                                      rounding_gain, state_digest, unit_price)
 from .base import JobPlan, SlotView
@@ -81,7 +82,8 @@ def external_lp(job: JobShape, demand: float, price: np.ndarray, free: np.ndarra
     Variables: W_c, S_c (workers and PSs of class c in total). Rows: for each class and each resource the job
     uses, alpha^r W_c + beta^r S_c <= |c| (C^r - rho^r) (eq. 24 summed over the class); demand <= sum W <= F
     ((25)-(26)); gamma sum S - sum W >= 0. Costs p^w, p^s rescaled as in the fast path. Returns the class
-    solution (W, S), clipped at 0, or None if the LP is infeasible, and the classes (member_class, counts).
+    solution (W, S), clipped at 0, or None if the LP is infeasible, the classes (member_class, counts) and
+    the class prices (p^w, p^s).
     """
     member_class, first, counts = machine_classes(price, free)
     n = len(first)
@@ -110,9 +112,9 @@ def external_lp(job: JobShape, demand: float, price: np.ndarray, free: np.ndarra
     highs.passModel(highs_lp(cost, len(rows), (a.indptr, a.indices, a.data), np.array(lower), np.array(upper)))
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None, (member_class, counts)
+        return None, (member_class, counts), (p_w, p_s)
     x = np.asarray(highs.getSolution().col_value)
-    return (x[:n].clip(min=0), x[n:].clip(min=0)), (member_class, counts)
+    return (x[:n].clip(min=0), x[n:].clip(min=0)), (member_class, counts), (p_w, p_s)
 
 
 def disaggregate(job: JobShape, lp_sol, member_class: np.ndarray, counts: np.ndarray, free: np.ndarray):
@@ -170,24 +172,30 @@ def round_solution(job: JobShape, demand: float, machines: np.ndarray, w_scaled:
 
 
 def external_case(job: JobShape, demand: float, price: np.ndarray, free: np.ndarray, rounding: Rounding,
-                  rng: np.random.Generator) -> Option | None:
-    """Case 2: LP relaxation (Step 8), scaled by G_delta (Step 9), randomly rounded (Steps 10-11)."""
-    lp_sol, (member_class, counts) = external_lp(job, demand, price, free)
+                  rng: np.random.Generator) -> tuple[Option | None, float]:
+    """Case 2: LP relaxation (Step 8), scaled by G_delta (Step 9), randomly rounded (Steps 10-11).
+    Returns the rounding (None if none is feasible) and the LP's cost (inf if the LP is infeasible)."""
+    lp_sol, (member_class, counts), (p_w, p_s) = external_lp(job, demand, price, free)
     if lp_sol is None:
-        return None
+        return None, math.inf
     machines, w_bar, s_bar = disaggregate(job, lp_sol, member_class, counts, free)
     g = rounding_gain(rounding, job, demand, free)
-    return round_solution(job, demand, machines, w_bar * g, s_bar * g, price, free, rounding, rng)[2]
+    lp_cost = float(dot(lp_sol[0], p_w) + dot(lp_sol[1], p_s))
+    return round_solution(job, demand, machines, w_bar * g, s_bar * g, price, free, rounding, rng)[2], lp_cost
 
 
 def theta(job: JobShape, v: float, k: int, price: np.ndarray, free: np.ndarray, rounding: Rounding,
-          seed_key: tuple) -> Option | None:
-    """Algorithm 4 for v samples (workload level k) in one slot: the cheaper of Case 1 and Case 2."""
+          seed_key: tuple) -> Option | float | None:
+    """Algorithm 4 for v samples (workload level k) in one slot: the cheaper of Case 1 and Case 2. With
+    ``rounding.reject_on_failure``, an external case cheaper than Case 1 by its LP but with no feasible
+    rounding gives that LP cost (a float): a schedule using it discards the job."""
     internal = internal_case(job, v, price, free)
     rng = np.random.Generator(np.random.PCG64([*seed_key, k]))
-    external = external_case(job, v * job.per_sample_external, price, free, rounding, rng)
+    external, lp_cost = external_case(job, v * job.per_sample_external, price, free, rounding, rng)
     if external is not None and (internal is None or external.cost < internal.cost):
         return external
+    if external is None and rounding.reject_on_failure and lp_cost < (math.inf if internal is None else internal.cost):
+        return lp_cost
     return internal
 
 
@@ -207,6 +215,8 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
             return 0.0, None
         key = (policy.seed, job, state_digest(price[j], free[j]))
         opt = theta(shape, k * step, k, price[j], free[j], policy.rounding, key)
+        if isinstance(opt, float):                          # failed rounding: costed at the LP, marked
+            return opt, None
         return (opt.cost, opt) if opt is not None else (math.inf, None)
 
     @lru_cache(maxsize=None)
@@ -232,6 +242,9 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
     if plan is None:
         return None
     done, levels = plan
+    if any(k and slot_theta(j, k)[1] is None for j, k in enumerate(levels)):
+        policy._rounding_rejects += 1                       # Section V: the job is discarded
+        return None
     workers = np.zeros((inst.slots, inst.num_machines), dtype=np.int64)
     servers = np.zeros_like(workers)
     for j, k in enumerate(levels):

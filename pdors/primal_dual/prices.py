@@ -11,10 +11,12 @@ from ..model import Instance, Jobs
 
 @dataclass(frozen=True)
 class PriceBounds:
-    """``upper[r]`` = U^r (eq. 13) and ``lower`` = L (eq. 14)."""
+    """``upper[r]`` = U^r (eq. 13) and ``lower`` = L (eq. 14); ``lower_source`` is ``floor`` when the utility
+    floor raised L above what eq. (14) gives with the jobs' own u_i(T - a_i), else ``eq14``."""
 
     upper: np.ndarray
     lower: float
+    lower_source: str = "eq14"
 
     def log_ratio(self) -> np.ndarray:
         """ln(U^r / L) per resource (0 where no job uses the resource)."""
@@ -42,11 +44,12 @@ def price_bounds(jobs: Jobs, cluster_capacity: np.ndarray, slots: int, utility_f
     external_work = np.ceil(jobs.workload * jobs.time_per_sample(False))   # ceil(V_i (tau + 2 g gamma / (b_e F)))
     size = external_work * demand.sum(axis=1)
     inv_mu = np.min(size / (slots * cluster_capacity.sum()))
-    worst = np.maximum(jobs.utility(slots - jobs.arrival), utility_floor)
-    lower = float(np.min(inv_mu * worst / (2.0 * size)))
+    at_horizon = jobs.utility(slots - jobs.arrival)
+    lower = float(np.min(inv_mu * np.maximum(at_horizon, utility_floor) / (2.0 * size)))
+    source = "floor" if lower > np.min(inv_mu * at_horizon / (2.0 * size)) else "eq14"
     # A resource no job uses keeps the constant price L; a U^r below L would make prices fall with use.
     upper = np.where(np.isfinite(upper), np.maximum(upper, lower), lower)
-    return PriceBounds(upper=upper, lower=lower)
+    return PriceBounds(upper=upper, lower=lower, lower_source=source)
 
 
 def instance_price_bounds(instance: Instance, utility_floor: float) -> PriceBounds:

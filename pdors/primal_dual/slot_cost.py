@@ -82,6 +82,7 @@ class Rounding:
     theorem: int = 29          # 29: G <= 1 from W_2 (Theorem 3); 30: G > 1 from W_1 (Theorem 4)
     feasible_solutions: int = 5
     max_attempts: int = 5000
+    reject_on_failure: bool = False   # a level whose rounding fails keeps its LP cost and is marked failed
 
 
 @dataclass
@@ -140,11 +141,14 @@ class SlotCosts:
     candidate level (in increasing order on one warm HiGHS model, the order that fixes which optimal vertex
     each level gets), which tightens every bound to the LP optimum less ``LP_BOUND_RTOL`` (no integer
     solution beats it), then level k is rounded (Steps 9-11). The rounding of level k is seeded by
-    (``seed_key``, k), so when it happens changes nothing.
+    (``seed_key``, k), so when it happens changes nothing. A level with no feasible rounding gets the internal
+    cost; with ``Rounding.reject_on_failure`` it keeps its LP cost instead (if below the internal one) and is
+    marked in ``failed``: a schedule that uses it discards the job (paper Section V).
     """
 
     def __init__(self, cost: np.ndarray, options: list, exact: np.ndarray, candidates: list[int], state: SlotState):
         self.cost, self.options, self.exact = cost, options, exact
+        self.failed = np.zeros(len(cost), dtype=bool)     # rounding failed (with ``reject_on_failure``)
         self.external_solves: list[ExternalSolve] = []   # one per rounding
         self.lp_solves = 0
         self._candidates = candidates       # levels whose external case may beat the internal one
@@ -167,6 +171,9 @@ class SlotCosts:
         attempts, feasible, best = _round(st.job, d, machines, w_bar * g, s_bar * g, st.prices, st.free,
                                           st.rounding, rng)
         self.external_solves.append(ExternalSolve(attempts, feasible, lp_cost, best.cost if best else np.inf, g))
+        if best is None and st.rounding.reject_on_failure and lp_cost < self._internal(k):
+            self.cost[k], self.exact[k], self.failed[k] = lp_cost, True, True   # the job is discarded if used
+            return True
         self._settle(k, best)
         return True
 
