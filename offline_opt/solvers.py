@@ -63,11 +63,11 @@ def solve_model(model: pyo.ConcreteModel, solver: str, time_limit: float, mip_ga
 def _highs(model, time_limit, mip_gap) -> SolverRun:
     import highspy
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition as TC
-    from highspy import Highs as Highspy
     from pyomo.contrib.solver.solvers.highs import Highs
 
-    # A policy's own HiGHS LP earlier in this process (PD-ORS's slot costs) starts HiGHS's process-wide thread
-    # pool with every core; threads=1 would then be refused and the solve end unsolved (model status kNotset).
+    # HiGHS's thread scheduler is process-wide: a MILP stopped early or a solve with another thread count earlier
+    # in this process (highspy 1.16) made the next solve end unsolved. A fresh scheduler makes OPT independent of
+    # what ran before it (tests/test_offline_opt.py).
     highspy.Highs.resetGlobalScheduler(True)
     res = Highs().solve(model, time_limit=time_limit, rel_gap=mip_gap, threads=1, load_solutions=False,
                         raise_exception_on_nonoptimal_result=False)
