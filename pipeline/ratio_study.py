@@ -2,11 +2,12 @@
 
     python -m pipeline.ratio_study RESULTS_DIR [--sweep ID] --out DIR
 
-Per instance: a load proxy (:func:`load_proxy`), OPT's status and solve time, and each policy's OPT / ALG as
-an interval: [OPT / ALG, OPT / ALG] where OPT is proven, [max(1, best found / ALG), bound / ALG] where not.
-Writes ``ratio_vs_load.csv`` (one row per instance and policy run), ``ratio_vs_load.md`` (per profile: proven
-fraction, median solve time, load, PD-ORS's ratio and share in the paper's band, each policy's median, the Q
-sensitivity) and ``ratio_vs_load.png`` (PD-ORS's ratio against load; bars where OPT is unproven).
+Per instance: its offered load (the run summaries' ``offered_load.internal``, docs/MODEL.md "Load"), OPT's status
+and solve time, and each policy's OPT / ALG as an interval: [OPT / ALG, OPT / ALG] where OPT is proven,
+[max(1, best found / ALG), bound / ALG] where not. Writes ``ratio_vs_load.csv`` (one row per instance and policy
+run), ``ratio_vs_load.md`` (per profile: proven fraction, median solve time, load, PD-ORS's ratio and share in the
+paper's band, each policy's median, the Q sensitivity) and ``ratio_vs_load.{png,pdf}`` (left: PD-ORS's ratio per
+instance against load, bars where OPT is unproven; right: every policy's median proven ratio per profile).
 """
 from __future__ import annotations
 
@@ -22,41 +23,24 @@ BAND = (1.0, 1.4)   # the paper's Fig. 10
 PROFILE = ["machines", "workload.workload_scale"]
 Q_AXIS = "pdors.workload_levels"
 Q_DEFAULT = 100
-
-
-def load_proxy(instance) -> float:
-    """Offered load on the dominant resource: every job's work at its internal (fastest) rate, V_i (tau_i +
-    2 g_i gamma_i / (b_i^(i) F_i)) worker-slots, each holding alpha_i^r plus its share beta_i^r / gamma_i of a
-    PS, summed over jobs and divided by the cluster's sum_h C_h^r T; the largest over resources r. Arrival
-    times are ignored, so a late job counts in full. (A proxy computed here until run summaries carry an
-    ``offered_load`` of their own.)"""
-    jobs, cluster = instance.jobs, instance.cluster
-    worker_slots = jobs.workload * jobs.time_per_sample(True)
-    per_worker = jobs.worker_demand + jobs.ps_demand / jobs.gamma[:, None]
-    demand = (worker_slots[:, None] * per_worker).sum(axis=0)
-    supply = cluster.capacity.sum(axis=0) * instance.slots
-    return float(np.max(np.where(supply > 0, demand / np.where(supply > 0, supply, 1.0), 0.0)))
+LOAD = "offered_load.internal"   # the jobs' demand at their fastest (internal) rate over the cluster's capacity
 
 
 def instance_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per simulation run with its instance's load, OPT facts and the ratio interval."""
-    from pdors.config import build
-    from pdors.run import RunSpec, make_instance
-
     from .summary import with_ratio
 
     rated = with_ratio(runs)
     opt_rows = rated[(rated["kind"] == "opt") & (rated["status"] == "ok")]
     facts = {}
     for _, row in opt_rows.iterrows():
-        spec = json.loads(row["spec"])
         result = json.loads(row["opt.result"])
-        instance = make_instance(build(RunSpec, {k: v for k, v in spec.items() if k != "opt"}))
-        facts[row["instance_id"]] = {"load": load_proxy(instance), "opt_status": result["status"],
+        facts[row["instance_id"]] = {"opt_status": result["status"],
                                   "proven": bool(result["proven_optimal"]), "opt_objective": result["objective"],
                                   "opt_bound": result["bound"], "opt_wall_s": result["wall_s"]}
     sims = rated[(rated["kind"] == "sim") & (rated["status"] == "ok")].copy()
-    for key in ("load", "opt_status", "proven", "opt_objective", "opt_bound", "opt_wall_s"):
+    sims["load"] = sims[LOAD]
+    for key in ("opt_status", "proven", "opt_objective", "opt_bound", "opt_wall_s"):
         sims[key] = sims["instance_id"].map({i: f[key] for i, f in facts.items()})
     sims["proven"] = sims["proven"].fillna(False).astype(bool)
     alg = sims["total_utility"].where((sims["total_utility"] > 0) & ~sims["above_opt"])
@@ -122,35 +106,50 @@ def markdown(profiles: pd.DataFrame) -> str:
 
 
 def plot(table: pd.DataFrame, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
+    """Left: PD-ORS's ratio per instance against its offered load, one colour per H, a bar [best found, bound] /
+    ALG where OPT is unproven. Right: each policy's median ratio over a profile's proven instances against the
+    profile's median load. Log-log; the paper's band shaded. PNG and PDF (``pipeline.plots.FORMATS``)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FormatStrFormatter
 
+    from .plots import DPI, FORMATS, policy_name, policy_style
+
     pd_ = _pdors(table)
-    fig, ax = plt.subplots(figsize=(7.0, 4.4))
-    ax.axhspan(*BAND, color="green", alpha=0.12, label=f"paper's band {BAND[0]}-{BAND[1]}")
-    finite = pd_[["ratio_low", "ratio_high"]].replace(np.inf, np.nan).stack()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4), sharey=True)
+    finite = table[["ratio_low", "ratio_high"]].replace(np.inf, np.nan).stack()
     top = max(BAND[1], float(finite.max()) if len(finite) else BAND[1]) * 1.1
     for k, (h, g) in enumerate(pd_.groupby("machines")):
         color = f"C{k}"
         proven, open_ = g[g["proven"]], g[~g["proven"]]
-        ax.plot(proven["load"], proven["ratio_low"].clip(upper=top), "o", color=color, label=f"H = {h} (proven)")
+        left.plot(proven["load"], proven["ratio_low"].clip(upper=top), "o", color=color, markersize=4,
+                  alpha=0.8, label=f"H = {h}")
         for r in open_.itertuples():
             lo, hi = (min(v, top) if not math.isnan(v) else top for v in (r.ratio_low, r.ratio_high))
-            ax.plot([r.load, r.load], [lo, hi], "_-", color=color, linewidth=2, markersize=8)
-    ax.plot([], [], "_-", color="grey", label="OPT unproven: [best found, bound] / ALG")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
-    ax.set_xlabel("offered load on the dominant resource (proxy, log scale)")
-    ax.set_ylabel("OPT / PD-ORS (log scale)")
-    ax.set_title("PD-ORS's competitive ratio against load (I = 10, T = 10, Q = 100)", fontsize=10)
-    ax.legend(fontsize=8)
+            left.plot([r.load, r.load], [lo, hi], "_-", color=color, linewidth=1.5, markersize=6)
+    left.plot([], [], "_-", color="grey", label="OPT unproven: [best found, bound] / ALG")
+    left.set_title(f"PD-ORS, every instance (Q = {Q_DEFAULT})", fontsize=10)
+    per_profile = table[table["proven"] & ((table["policy"] != "pdors") | (table[Q_AXIS] == Q_DEFAULT))]
+    medians = per_profile.groupby(["policy", *PROFILE]).agg(load=("load", "median"), ratio=("ratio_low", "median"))
+    for policy, g in medians.reset_index().groupby("policy"):
+        color, marker = policy_style(policy)
+        g = g.sort_values("load")
+        right.plot(g["load"], g["ratio"].clip(upper=top), marker=marker, color=color, linestyle="-",
+                   linewidth=0.8, markersize=5, label=policy_name(policy))
+    right.set_title("median over each profile's proven instances", fontsize=10)
+    for ax in (left, right):
+        ax.axhspan(*BAND, color="green", alpha=0.12, label=f"paper's band {BAND[0]}-{BAND[1]}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+        ax.set_xlabel("offered load (internal rate, dominant resource; log scale)")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=7)
+    left.set_ylabel("competitive ratio OPT / ALG (log scale)")
+    fig.suptitle("Competitive ratio against load (I = 10, T = 10)", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    for suffix in FORMATS:
+        fig.savefig(path.with_suffix(suffix), dpi=DPI)
     plt.close(fig)
     return path
 
@@ -162,7 +161,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pipeline.ratio_study", description=__doc__.split("\n\n")[0])
     ap.add_argument("results", help="the sweep's output root (its config's `output`)")
     ap.add_argument("--sweep", help="sweep id (default: the only sweep under RESULTS)")
-    ap.add_argument("--out", required=True, help="directory for ratio_vs_load.{csv,md,png}")
+    ap.add_argument("--out", required=True, help="directory for ratio_vs_load.{csv,md,png,pdf}")
     args = ap.parse_args(argv)
     root = Path(args.results)
     ids = [args.sweep] if args.sweep else sorted(p.name for p in (root / "sweeps").glob("*") if p.is_dir())
@@ -177,7 +176,7 @@ def main(argv=None) -> int:
     text = markdown(profile_table(table))
     (out / "ratio_vs_load.md").write_text(text)
     plot(table, out / "ratio_vs_load.png")
-    print(text + f"written: {out}/ratio_vs_load.{{csv,md,png}}")
+    print(text + f"written: {out}/ratio_vs_load.{{csv,md,png,pdf}}")
     above = table[table["above_opt"]]
     return 1 if len(above) else 0
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -14,9 +13,8 @@ from offline_opt.guard import TIMED_OUT, call_with_deadline
 from offline_opt.profile import small_profile
 from offline_opt.solve import ceiling, solve
 from pdors_cli.main import main
-from pdors.model import Cluster, Instance, Jobs
 from pdors.workload import generate
-from pipeline.ratio_study import load_proxy
+from pipeline import ratio_study
 from pipeline.summary import above_opt, with_ratio
 
 
@@ -91,11 +89,21 @@ def test_a_solve_past_its_wall_limit_is_killed_and_reported_as_no_result():
     assert "wall-clock guard" in r.message and r.ceiling() is None
 
 
-def test_load_proxy_is_the_dominant_resources_work_over_capacity():
-    """One job: V = 250 samples at 0.01 slots each = 2.5 worker-slots, each worker 1 cpu plus 1/4 of a PS's
-    1 cpu; two machines of 2 cpu for T = 2 slots: 3.125 / 8. Memory and storage are not used."""
-    jobs = dict(arrival=[0], epochs=[1], samples=[250], grad_mb=[0.0], tau=[0.01], gamma=[4], batch=[4],
-                bw_internal=[1.0], bw_external=[1.0], worker_demand=[[0, 1, 0, 0]], ps_demand=[[0, 1, 0, 0]],
-                theta1=[10.0], theta2=[0.5], theta3=[2.0], sensitivity=[1])
-    inst = Instance(Jobs(**{k: np.array(v) for k, v in jobs.items()}), Cluster(np.array([[1, 2, 1, 1]] * 2)), 2)
-    assert load_proxy(inst) == pytest.approx(3.125 / 8)
+def test_the_ratio_study_gives_a_ratio_where_opt_is_proven_and_an_interval_where_not(tmp_path):
+    """Two instances of one profile: OPT proven at 100 (PD-ORS 80: ratio 1.25), and OPT unproven with best found
+    90 and bound 120 (PD-ORS 60: interval [1.5, 2]); the load is each run's own ``offered_load.internal``."""
+    proven = '{"status": "optimal", "objective": 100.0, "bound": 100.0, "proven_optimal": true, "mip_gap": 1e-6, "wall_s": 2.0}'
+    open_ = '{"status": "time_limit", "objective": 90.0, "bound": 120.0, "proven_optimal": false, "mip_gap": 1e-6, "wall_s": 300.0}'
+    runs = pd.DataFrame({
+        "kind": ["opt", "sim", "opt", "sim"], "status": "ok", "instance_id": ["a", "a", "b", "b"], "seed": [1, 1, 2, 2],
+        "run_id": ["oa", "pa", "ob", "pb"], "policy": ["opt", "pdors", "opt", "pdors"], "machines": 4,
+        "workload.workload_scale": 0.02, "pdors.workload_levels": 100, "offered_load.internal": [None, 0.5, None, 0.7],
+        "total_utility": [100.0, 80.0, None, 60.0], "opt.result": [proven, None, open_, None]})
+    table = ratio_study.instance_table(runs)
+    assert table[["load", "proven", "ratio_low", "ratio_high"]].values.tolist() == [[0.5, True, 1.25, 1.25],
+                                                                                    [0.7, False, 1.5, 2.0]]
+    row = ratio_study.profile_table(table).iloc[0]
+    assert (row["proven"], row["median OPT s"], row["PD-ORS in band (proven)"]) == ("1/2", 151.0, "1/1")
+    assert row["PD-ORS worst"] == "[1.500, 2.000]"
+    png = ratio_study.plot(table, tmp_path / "ratio.png")
+    assert png.exists() and png.with_suffix(".pdf").exists()
