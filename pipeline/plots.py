@@ -98,14 +98,23 @@ def _lines(ax, table: pd.DataFrame, xs: list[str], pos: dict) -> None:
         _label_counts(ax, g["pos"], g["mean"], g["n"], color)
 
 
+def _panel_title(panel: str, part: pd.DataFrame) -> str:
+    """The panel's label and the range of its points' mean offered load (the regime it shows)."""
+    load = part["offered_load"].dropna() if "offered_load" in part else pd.Series(dtype=float)
+    if load.empty:
+        return panel
+    span = f"{load.min():.2g}" if f"{load.min():.2g}" == f"{load.max():.2g}" else f"{load.min():.2g}-{load.max():.2g}"
+    return f"{panel}{'; ' if panel else ''}offered load {span}"
+
+
 def figure(table: pd.DataFrame, fig: FigureConfig):
     """The matplotlib Figure for one figure's table (columns ``summary.FIGURE_COLUMNS``): one panel per
     value of ``panel``."""
     panels = list(dict.fromkeys(table["panel"])) or [""]
     cols = min(MAX_COLUMNS, len(panels))
     rows = math.ceil(len(panels) / cols)
-    out, axes = plt.subplots(rows, cols, figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1] * rows), squeeze=False,
-                             sharey=True)
+    # Own y-axes: panels of two regimes differ several-fold in magnitude.
+    out, axes = plt.subplots(rows, cols, figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1] * rows), squeeze=False)
     xs = [v for v in dict.fromkeys(table["x"]) if v != "-"]
     numeric = bool(xs) and all(_number(v) is not None for v in xs)
     pos = {v: (_number(v) if numeric else k) for k, v in enumerate(xs)}
@@ -128,11 +137,11 @@ def figure(table: pd.DataFrame, fig: FigureConfig):
             ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
         ax.set_yscale(fig.yscale)
         ax.set_xlabel(x_label(fig.x), fontsize=8)
-        ax.set_title(panel, fontsize=7)
+        ax.set_title(_panel_title(panel, part), fontsize=7)
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    for ax in axes[:, 0]:
+    for ax in axes.flat[:len(panels)]:
         ax.set_ylabel(y_label(fig), fontsize=9)
     spread = "error bars" if fig.x == POLICY_AXIS else "bands"
     pooled = f"; pooled over {', '.join(fig.average)}" if fig.average else ""

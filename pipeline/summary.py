@@ -17,7 +17,8 @@ TABLE_METRICS = (("total_utility", "utility"), ("completed", "completed"), ("flu
                  ("offered_load.internal", "load int"), ("offered_load.external", "load ext"),
                  ("ratio", "OPT/ALG"), ("ratio_bound", "bound/ALG"), ("decision_latency_ms.p50", "p50 ms"),
                  ("wall_s", "wall s"))
-FIGURE_COLUMNS = ("panel", "policy", "x", "n", "mean", "std", "ci_low", "ci_high", "min", "max")
+FIGURE_COLUMNS = ("panel", "policy", "x", "n", "mean", "std", "ci_low", "ci_high", "min", "max", "offered_load")
+LOAD_COLUMN = "offered_load.internal"   # the load a figure quotes beside each point (docs/MODEL.md, "Load")
 CONFIDENCE = 0.95   # figures: Student-t interval on the mean over the runs behind a point
 # Where each metric lives (a figure's interval is clipped to it): utilities, counts and times are >= 0, shares
 # of capacity lie in [0, 1], OPT / ALG >= 1 (ALG <= OPT); anything else (policy_stats.*) is unbounded.
@@ -205,9 +206,11 @@ def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = ()) ->
     keep = ok["policy"].isin(fig.policies) if fig.policies else pd.Series(True, index=ok.index)
     ok = _panels(ok[keep].assign(value=values[keep]), panel_axes(fig, list(axes)))
     x = ok["policy"] if fig.x == POLICY_AXIS else ok[fig.x].map(axis_label)
-    frame = pd.DataFrame({"panel": ok["panel"], "policy": ok["policy"], "x": x, "value": ok["value"]})
+    load = pd.to_numeric(ok[LOAD_COLUMN], errors="coerce") if LOAD_COLUMN in ok else math.nan
+    frame = pd.DataFrame({"panel": ok["panel"], "policy": ok["policy"], "x": x, "value": ok["value"], "load": load})
     frame = frame.dropna(subset=["value"])
-    stats = frame.groupby(["panel", "policy", "x"], sort=False)["value"].agg(["count", "mean", "std", "min", "max"])
+    groups = frame.groupby(["panel", "policy", "x"], sort=False)
+    stats = groups["value"].agg(["count", "mean", "std", "min", "max"]).assign(offered_load=groups["load"].mean())
     table = stats.reset_index().rename(columns={"count": "n"})
     table["ci_low"], table["ci_high"] = confidence_interval(table["mean"], table["std"], table["n"], domain(fig))
     table = table[list(FIGURE_COLUMNS)]
@@ -221,10 +224,12 @@ def _interval(low: float, high: float) -> str:
 
 
 def figure_markdown(table: pd.DataFrame, x_label: str) -> str:
-    """A figure's data as a Markdown table: one row per (panel, policy, x)."""
-    lines = [f"| panel | policy | {x_label} | n | mean ± std | {CONFIDENCE:.0%} CI (Student t) | min | max |",
-             "|---|---|---|---|---|---|---|---|"]
+    """A figure's data as a Markdown table: one row per (panel, policy, x), with the mean offered load of the
+    instances behind it."""
+    lines = [f"| panel | policy | {x_label} | n | mean ± std | {CONFIDENCE:.0%} CI (Student t) | min | max | "
+             "offered load |", "|---|---|---|---|---|---|---|---|---|"]
     for r in table.itertuples():
+        load = "-" if math.isnan(r.offered_load) else f"{r.offered_load:.3g}"
         lines.append(f"| {r.panel or '-'} | {r.policy} | {r.x} | {r.n} | {_cell(r.mean, r.std)} | "
-                     f"{_interval(r.ci_low, r.ci_high)} | {r.min:.4g} | {r.max:.4g} |")
+                     f"{_interval(r.ci_low, r.ci_high)} | {r.min:.4g} | {r.max:.4g} | {load} |")
     return "\n".join(lines) + "\n"

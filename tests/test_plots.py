@@ -10,7 +10,7 @@ from matplotlib.collections import LineCollection, PolyCollection
 
 from pipeline import plots
 from pipeline.schema import FigureConfig
-from pipeline.summary import domain, figure_table
+from pipeline.summary import domain, figure_markdown, figure_table
 
 
 def runs_frame(utilities: dict[tuple[str, int, float], list[float]], opt: float | None = None) -> pd.DataFrame:
@@ -78,3 +78,15 @@ def test_averaging_only_when_asked_and_colours_fixed_per_policy():
     assert set(panelled["n"]) == {3} and set(panelled["panel"]) == {"workload.mix=0.1", "workload.mix=0.5"}
     assert set(pooled["n"]) == {6} and set(pooled["panel"]) == {""}
     assert plots.policy_style("pdors") == ("C3", "D") and plots.policy_style("new") == plots.policy_style("new")
+
+
+def test_each_point_and_panel_quotes_its_offered_load():
+    runs = runs_frame(SKEWED)
+    runs["offered_load.internal"] = runs["machines"].map({4: 0.9, 6: 0.6}) * runs["workload.mix"].map({0.1: 1, 0.5: 2})
+    fig = FigureConfig(name="f", title="t", x="machines")
+    table = figure_table(runs, fig, ["machines", "workload.mix"])
+    assert table.set_index(["panel", "policy", "x"])["offered_load"].to_dict()[("workload.mix=0.5", "fifo", "4")] == \
+        pytest.approx(1.8)
+    titles = [ax.get_title() for ax in plots.figure(table, fig).axes if ax.get_visible()]
+    assert titles == ["workload.mix=0.1; offered load 0.6-0.9", "workload.mix=0.5; offered load 1.2-1.8"]
+    assert "| 1.8 |" in figure_markdown(table, "machines")
