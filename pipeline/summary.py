@@ -226,10 +226,13 @@ def _interval(low: float, high: float) -> str:
 def figure_markdown(table: pd.DataFrame, x_label: str) -> str:
     """A figure's data as a Markdown table: one row per (panel, policy, x), with the mean offered load of the
     instances behind it."""
-    lines = [f"| panel | policy | {x_label} | n | mean ± std | {CONFIDENCE:.0%} CI (Student t) | min | max | "
-             "offered load |", "|---|---|---|---|---|---|---|---|---|"]
+    x_column = x_label != POLICY_AXIS   # one bar per policy: x is the policy already
+    head = ["panel", "policy", *([x_label] if x_column else []), "n", "mean ± std",
+            f"{CONFIDENCE:.0%} CI (Student t)", "min", "max", "offered load"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in table.itertuples():
         load = "-" if math.isnan(r.offered_load) else f"{r.offered_load:.3g}"
-        lines.append(f"| {r.panel or '-'} | {r.policy} | {r.x} | {r.n} | {_cell(r.mean, r.std)} | "
-                     f"{_interval(r.ci_low, r.ci_high)} | {r.min:.4g} | {r.max:.4g} | {load} |")
+        cells = [r.panel or "-", r.policy, *([r.x] if x_column else []), r.n, _cell(r.mean, r.std),
+                 _interval(r.ci_low, r.ci_high), f"{r.min:.4g}", f"{r.max:.4g}", load]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines) + "\n"

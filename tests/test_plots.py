@@ -90,3 +90,4 @@ def test_each_point_and_panel_quotes_its_offered_load():
     titles = [ax.get_title() for ax in plots.figure(table, fig).axes if ax.get_visible()]
     assert titles == ["workload.mix=0.1; offered load 0.6-0.9", "workload.mix=0.5; offered load 1.2-1.8"]
     assert "| 1.8 |" in figure_markdown(table, "machines")
+    assert "| panel | policy | n |" in figure_markdown(table.assign(x=table["policy"]), "policy")
