@@ -78,3 +78,33 @@ def test_averaging_only_when_asked_and_colours_fixed_per_policy():
     assert set(panelled["n"]) == {3} and set(panelled["panel"]) == {"workload.mix=0.1", "workload.mix=0.5"}
     assert set(pooled["n"]) == {6} and set(pooled["panel"]) == {""}
     assert plots.policy_style("pdors") == ("C3", "D") and plots.policy_style("new") == plots.policy_style("new")
+
+
+def test_rounding_rejects_is_a_count_metric_aggregated_and_tabled():
+    """PD-ORS's ``policy_stats.rounding_rejects`` (jobs discarded by the paper's Section V rule): a count, so its
+    bands stay >= 0, aggregated per point like a run metric and a column of the sweep's summary table; other
+    policies have none ('-')."""
+    import json
+
+    from pipeline.columns import METRICS
+    from pipeline.summary import COUNT_METRICS, aggregate, markdown
+
+    frame = runs_frame(SKEWED)
+    rejects = frame["total_utility"].astype(int)   # pdors: 0, 0, 9 on machines = 4
+    frame["policy_stats"] = [json.dumps({"rounding_rejects": int(r)}) if p == "pdors" else "{}"
+                             for p, r in zip(frame["policy"], rejects)]
+    frame["point_id"] = frame["policy"] + "-" + frame["machines"].astype(str) + "-" + frame["workload.mix"].astype(str)
+    frame = frame.reindex(columns=[*frame.columns, *(m for m, _ in METRICS if m not in frame)])
+    fig = FigureConfig(name="f", title="t", x="machines", metric="policy_stats.rounding_rejects")
+    assert "policy_stats.rounding_rejects" in COUNT_METRICS and domain(fig) == (0.0, math.inf)
+    table = figure_table(frame, fig, ["machines", "workload.mix"])
+    assert set(table["policy"]) == {"pdors"} and (table["ci_low"] >= 0).all()
+    assert ((table["mean"] - table["std"] * 4.303 / math.sqrt(3)) < 0).any()   # clipping was needed
+    agg = aggregate(frame, ["machines", "workload.mix"])
+    means = agg.set_index(["policy", "machines"])["policy_stats.rounding_rejects.mean"]
+    assert means["pdors", "4"].tolist() == [3.0, 3.0] and means["pdors", "6"].tolist() == [4.0, 4.0]
+    assert means["fifo"].isna().all()
+    rows = [[c.strip() for c in line.strip("|").split("|")]
+            for line in markdown(agg, ["machines", "workload.mix"]).splitlines()]
+    column = rows[0].index("rounding rejects")
+    assert {r[column] for r in rows[2:] if r[0] == "fifo"} == {"-"} and {r[column] for r in rows[2:]} > {"-"}
