@@ -11,9 +11,13 @@ import highspy
 import numpy as np
 
 
-def new_highs() -> highspy.Highs:
-    """A HiGHS instance that prints nothing and runs on one thread."""
-    highs = highspy.Highs()
+def new_highs() -> highspy._Highs:
+    """A HiGHS instance that prints nothing and runs on one thread.
+
+    The bare solver (``highspy._Highs``, exported by highspy), not its ``Highs`` wrapper: the wrapper's constructor
+    installs Python callbacks through a solver call, which prints HiGHS's banner to stdout before ``output_flag``
+    can be set. The wrapper adds nothing used here (callbacks, the modelling API)."""
+    highs = highspy._Highs()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("threads", 1)
     return highs

@@ -102,8 +102,7 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     # Fact 1: internal iff all workers and PSs of the job sit on one single machine.
     hosts = ((w > 0) | (s > 0)).sum(axis=2)
     internal = (hosts == 1) & (wsum > 0)
-    bw = np.where(internal, jobs.bw_internal[None, :], jobs.bw_external[None, :])
-    per_sample = jobs.tau[None, :] + 2.0 * jobs.grad_mb[None, :] * jobs.gamma[None, :] / (bw * jobs.batch[None, :])
+    bw = link_rate(instance, internal)
     if instance.ps_bandwidth is not None:
         traffic, carried = wsum * bw, ssum * instance.ps_bandwidth[None, :]
         report("ps_bandwidth", traffic > carried * (1.0 + PS_BANDWIDTH_RTOL), lambda k, t, i: Violation(
@@ -126,17 +125,37 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         report("restart", schedule.claimed_restart != restarts, lambda k, t, i: Violation(
             k, f"claimed {'a' if schedule.claimed_restart[t, i] else 'no'} restart, placement "
                f"{'changed' if restarts[t, i] else 'did not change'} after the job had run", t, i))
-    samples = np.where(restarts, 1.0 - loss, 1.0) * wsum / per_sample
-
-    cumulative = np.cumsum(samples, axis=0)
-    target = jobs.workload * (1.0 - WORKLOAD_RTOL)
-    done = cumulative >= target[None, :]
-    completion = np.where(done.any(axis=0), done.argmax(axis=0), -1)
+    samples = slot_samples(instance, wsum, bw, restarts, loss, jobs.gamma[None, :])
+    completion, utility = outcome(instance, samples, schedule.admitted)
     for i in np.flatnonzero(schedule.claimed_completion != completion)[:limit]:
         c = int(schedule.claimed_completion[i])
         out.append(Violation("completion", f"claimed completion slot {c}, recomputed "
-                             f"{int(completion[i])} ({cumulative[-1, i]:.6g} of {jobs.workload[i]:.6g} samples)",
+                             f"{int(completion[i])} ({samples[:, i].sum():.6g} of {jobs.workload[i]:.6g} samples)",
                              c if c >= 0 else None, int(i)))
-    complete = (completion >= 0) & schedule.admitted
-    utility = np.where(complete, jobs.utility(np.maximum(completion - jobs.arrival, 0)), 0.0)
     return Validation(out, samples, internal, restarts, completion, utility, usage)
+
+
+def link_rate(instance: Instance, internal: np.ndarray) -> np.ndarray:
+    """[T, I] the bandwidth each (slot, job) runs at: b^(i) where the allocation is internal (Fact 1), else b^(e)."""
+    return np.where(internal, instance.jobs.bw_internal[None, :], instance.jobs.bw_external[None, :])
+
+
+def slot_samples(instance: Instance, wsum: np.ndarray, rate: np.ndarray, restarts: np.ndarray, loss: float,
+                 ratio: np.ndarray) -> np.ndarray:
+    """[T, I] samples processed per slot, eqs. (1)-(3): ``sum_h w / (tau + 2 g ratio / (b F))``, less ``loss`` of
+    them in a restart slot. ``ratio`` is the worker:PS ratio the rate assumes: the model's is the nominal gamma_i
+    (docs/MODEL.md, "Three readings" (b)); :mod:`pdors.retime` passes the actual ``sum w / sum s``."""
+    jobs = instance.jobs
+    per_sample = jobs.tau[None, :] + 2.0 * jobs.grad_mb[None, :] * ratio / (rate * jobs.batch[None, :])
+    return np.where(restarts, 1.0 - loss, 1.0) * wsum / per_sample
+
+
+def outcome(instance: Instance, samples: np.ndarray, admitted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each job's completion slot (first with cumulative samples >= V_i, -1 if never) and utility
+    (u_i(completion - a_i) for an admitted complete job, else 0) from its [T, I] samples per slot."""
+    jobs = instance.jobs
+    done = np.cumsum(samples, axis=0) >= (jobs.workload * (1.0 - WORKLOAD_RTOL))[None, :]
+    completion = np.where(done.any(axis=0), done.argmax(axis=0), -1)
+    complete = (completion >= 0) & admitted
+    utility = np.where(complete, jobs.utility(np.maximum(completion - jobs.arrival, 0)), 0.0)
+    return completion, utility

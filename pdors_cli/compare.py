@@ -1,7 +1,8 @@
 """``pdors compare``: several policies on the same instances (one per seed), summarised as a Markdown table.
 
 Every policy of a seed runs on the one instance generated for that seed, and every number comes from the
-validator (through ``run``). Progress goes to stderr; the table to stdout.
+validator (through ``run``). Progress goes to stderr; the table to stdout. ``--retime`` adds a second table:
+every schedule re-timed with the actual worker:PS ratio (:mod:`pdors.retime`; docs/MODEL.md, "Three readings" (b)).
 """
 from __future__ import annotations
 
@@ -18,8 +19,12 @@ from .run_spec import add_memory_arg
 
 
 def run_all(args, policies: list[str], seeds: list[int]) -> list[dict]:
-    """One row per (seed, policy): the validator's totals and the run's timings and policy statistics."""
+    """One row per (seed, policy): the validator's totals and the run's timings and policy statistics (with
+    ``args.retime``, also the schedule re-timed with the actual worker:PS ratio, under ``retime``)."""
+    from dataclasses import asdict
+
     from .run_spec import run_spec_from_args
+    from pdors.retime import retime
     from pdors.run import run
 
     rows = []
@@ -34,6 +39,8 @@ def run_all(args, policies: list[str], seeds: list[int]) -> list[dict]:
                          "admitted": s.admitted, "completed": s.completed,
                          "violations": len(s.violations), "wall_s": s.wall_s,
                          "policy_stats": s.policy_stats})
+            if args.retime:
+                rows[-1]["retime"] = asdict(retime(result.instance, result.simulation.schedule))
             print(f"{policy} seed {seed}: utility {s.total_utility:.3f}, admitted {s.admitted}, completed "
                   f"{s.completed}, violations {len(s.violations)}, wall {s.wall_s:.2f} s", file=sys.stderr)
     return rows
@@ -64,6 +71,25 @@ def markdown(table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def retime_markdown(rows: list[dict], policies: list[str]) -> str:
+    """Per policy, over its seeds: (slot, job) pairs with workers, those with more PSs than ceil(w / gamma) (and
+    their jobs), those whose actual ratio is below gamma, and the mean utility and completions as run (nominal
+    gamma) and re-timed with the actual ratio."""
+    lines = ["| policy | running (slot, job) pairs | more PSs than ceil(w / gamma): pairs · jobs "
+             "| sum w / sum s < gamma: pairs | utility, nominal gamma (as run) | re-timed with the actual ratio "
+             "| completed: as run · re-timed |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for policy in policies:
+        mine = [r["retime"] for r in rows if r["policy"] == policy]
+        total = {k: sum(m[k] for m in mine) for k in mine[0]}
+        nominal, actual = total["utility_nominal"] / len(mine), total["utility_actual"] / len(mine)
+        change = f"{100 * (actual / nominal - 1):+.1f} %" if nominal > 0 else "-"
+        below = f"{total['below_gamma']} ({total['below_gamma'] / total['running']:.0%})" if total["running"] else "0"
+        lines.append(f"| {policy} | {total['running']} | {total['extra_ps']} · {total['extra_ps_jobs']} | {below} "
+                     f"| {nominal:.1f} | {actual:.1f} ({change}) "
+                     f"| {total['completed_nominal'] / len(mine):.1f} · {total['completed_actual'] / len(mine):.1f} |")
+    return "\n".join(lines)
+
+
 def cmd_compare(args) -> int:
     from pdors.policies import POLICIES
 
@@ -75,6 +101,10 @@ def cmd_compare(args) -> int:
     rows = run_all(args, policies, parse_seeds(args.seeds))
     table = aggregate(rows, policies)
     print(markdown(table))
+    if args.retime:
+        print("\nRe-timed with the actual worker:PS ratio (counts summed over seeds; utilities, completions: "
+              "means):\n")
+        print(retime_markdown(rows, policies))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"argv": sys.argv[1:], "table": table, "runs": rows}, indent=1))
@@ -91,5 +121,8 @@ def register(subparsers) -> None:
     p.add_argument("--seeds", default="1-5", help="seeds: ranges and lists, e.g. 1-5 or 1,3,8")
     p.add_argument("--config", help="YAML with optional 'workload' and 'policies.<name>' sections")
     p.add_argument("--json", help="write the table and every run's totals here")
+    p.add_argument("--retime", action="store_true",
+                   help="also re-time every schedule with the actual worker:PS ratio instead of the nominal gamma "
+                        "(docs/MODEL.md, \"Three readings\" (b)) and print a table of the effect per policy")
     add_memory_arg(p)
     p.set_defaults(func=cmd_compare)

@@ -40,7 +40,9 @@ METRIC_LABELS = {"total_utility": "Total utility", "median_training_time": "Medi
                  "policy_stats.rounding_attempts_mean": "Rounding attempts per external solve",
                  "policy_stats.lp_vs_rounded_ratio": "Rounded cost / LP cost (approximation ratio)",
                  "policy_stats.rounding_attempts_roundable_mean": "Rounding attempts per roundable solve",
-                 "policy_stats.unroundable_share": "Share of external solves with no feasible rounding"}
+                 "policy_stats.unroundable_share": "Share of external solves with no feasible rounding",
+                 "policy_stats.rounding_rejects": "Jobs discarded for a failed rounding",
+                 "policy_stats.infeasible_solves": "External solves with no feasible rounding"}
 
 
 def policy_name(policy: str) -> str:

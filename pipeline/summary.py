@@ -15,6 +15,7 @@ NUMERIC = [name for name, _ in METRICS]
 TABLE_METRICS = (("total_utility", "utility"), ("completed", "completed"), ("fluid_completable", "fluid bound"),
                  ("admitted", "admitted"), ("median_training_time", "median d"),
                  ("offered_load.internal", "load int"), ("offered_load.external", "load ext"),
+                 ("policy_stats.rounding_rejects", "rounding rejects"),
                  ("ratio", "OPT/ALG"), ("ratio_bound", "bound/ALG"), ("decision_latency_ms.p50", "p50 ms"),
                  ("wall_s", "wall s"))
 FIGURE_COLUMNS = ("panel", "policy", "x", "n", "mean", "std", "ci_low", "ci_high", "min", "max", "offered_load")
@@ -22,8 +23,12 @@ LOAD_COLUMN = "offered_load.internal"   # the load a figure quotes beside each p
 CONFIDENCE = 0.95   # figures: Student-t interval on the mean over the runs behind a point
 # Where each metric lives (a figure's interval is clipped to it): utilities, counts and times are >= 0, shares
 # of capacity lie in [0, 1], OPT / ALG >= 1 (ALG <= OPT); anything else (policy_stats.*) is unbounded.
+# PD-ORS's counts in its policy_stats, aggregated and tabled like the run metrics (NaN for other policies):
+# external solves without a feasible rounding, and jobs discarded because their schedule needed one (the paper's
+# Section V rule, docs/MODEL.md "Three readings" (a)).
+POLICY_STAT_COUNTS = ("policy_stats.infeasible_solves", "policy_stats.rounding_rejects")
 COUNT_METRICS = ("admitted", "completed", "rejected", "violations", "decision_latency_ms.count", "fluid_completable",
-                 "policy_stats.infeasible_solves")
+                 *POLICY_STAT_COUNTS)
 NONNEGATIVE_METRICS = ("total_utility", "median_training_time", "wall_s", "decision_latency_ms.p50",
                        "decision_latency_ms.p99", "offered_load.compute", "offered_load.internal",
                        "offered_load.external", "policy_stats.rounding_attempts_mean",
@@ -83,9 +88,11 @@ def above_opt(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def aggregate(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
-    """Mean, std and n over seeds per point_id; failed counts runs that failed or were lost."""
+    """Mean, std and n over seeds per point_id of the run metrics, the ratios and ``POLICY_STAT_COUNTS``; failed
+    counts runs that failed or were lost."""
     runs = with_ratio(runs)
-    metrics = [m for m in [*NUMERIC, *DERIVED_METRICS] if runs[m].notna().any()]
+    runs = runs.assign(**{m: metric_values(runs, m) for m in POLICY_STAT_COUNTS})
+    metrics = [m for m in [*NUMERIC, *DERIVED_METRICS, *POLICY_STAT_COUNTS] if runs[m].notna().any()]
     rows = []
     for point_id, g in runs.groupby("point_id", sort=False):
         ok = g[g["status"] == "ok"]

@@ -281,9 +281,14 @@ def test_parse_seeds():
 def test_compare_prints_a_table_and_writes_json(tmp_path, capsys):
     out = tmp_path / "cmp.json"
     code = cli.main(["compare", "--policies", "fifo,oasis", "--machines", "4", "--jobs", "6", "--slots", "4",
-                     "--seeds", "1-2", "--json", str(out)])
+                     "--seeds", "1-2", "--json", str(out), "--retime"])
     assert code == 0
     table = capsys.readouterr().out
     assert "| fifo | 2 |" in table and "| oasis | 2 |" in table
     data = json.loads(out.read_text())
     assert [(r["policy"], r["seed"]) for r in data["runs"]] == [("fifo", 1), ("oasis", 1), ("fifo", 2), ("oasis", 2)]
+    # --retime: every schedule re-timed with the actual worker:PS ratio; as run, it is the validator's utility
+    assert all(r["retime"]["utility_nominal"] == r["total_utility"] for r in data["runs"])
+    retimed = table.split("Re-timed with the actual worker:PS ratio")[1]
+    fifo = data["runs"][0]["retime"]["running"] + data["runs"][2]["retime"]["running"]
+    assert f"| fifo | {fifo} |" in retimed and "| oasis |" in retimed

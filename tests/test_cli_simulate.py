@@ -81,3 +81,13 @@ def test_schedule_export_is_revalidated_from_the_parquet_file(tmp_path, policy):
     # the file is what is judged: a false locality claim in it is caught
     flipped = table.set_column(5, "internal", pc.invert(table["internal"]))
     assert {v.kind for v in validate(instance, from_table(flipped)).violations} == {"locality"}
+
+
+def test_highs_solves_print_nothing():
+    """Dorm's MILP and PD-ORS's slot LPs run HiGHS in the command's own process: its banner must not reach the
+    terminal (a HiGHS wrapper constructed with output on prints it before any option can be set)."""
+    for policy in ("dorm", "pdors"):
+        done = subprocess.run([sys.executable, "-m", "pdors_cli.main", "simulate", "--policy", policy, "--machines",
+                               "6", "--jobs", "8", "--slots", "6"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert "HiGHS" not in done.stdout + done.stderr and done.stdout.startswith(f"{policy}: H=6")

@@ -91,3 +91,33 @@ def test_each_point_and_panel_quotes_its_offered_load():
     assert titles == ["workload.mix=0.1; offered load 0.6-0.9", "workload.mix=0.5; offered load 1.2-1.8"]
     assert "| 1.8 |" in figure_markdown(table, "machines")
     assert "| panel | policy | n |" in figure_markdown(table.assign(x=table["policy"]), "policy")
+
+
+def test_rounding_rejects_is_a_count_metric_aggregated_and_tabled():
+    """PD-ORS's ``policy_stats.rounding_rejects`` (jobs discarded by the paper's Section V rule): a count, so its
+    bands stay >= 0, aggregated per point like a run metric and a column of the sweep's summary table; other
+    policies have none ('-')."""
+    import json
+
+    from pipeline.columns import METRICS
+    from pipeline.summary import COUNT_METRICS, aggregate, markdown
+
+    frame = runs_frame(SKEWED)
+    rejects = frame["total_utility"].astype(int)   # pdors: 0, 0, 9 on machines = 4
+    frame["policy_stats"] = [json.dumps({"rounding_rejects": int(r)}) if p == "pdors" else "{}"
+                             for p, r in zip(frame["policy"], rejects)]
+    frame["point_id"] = frame["policy"] + "-" + frame["machines"].astype(str) + "-" + frame["workload.mix"].astype(str)
+    frame = frame.reindex(columns=[*frame.columns, *(m for m, _ in METRICS if m not in frame)])
+    fig = FigureConfig(name="f", title="t", x="machines", metric="policy_stats.rounding_rejects")
+    assert "policy_stats.rounding_rejects" in COUNT_METRICS and domain(fig) == (0.0, math.inf)
+    table = figure_table(frame, fig, ["machines", "workload.mix"])
+    assert set(table["policy"]) == {"pdors"} and (table["ci_low"] >= 0).all()
+    assert ((table["mean"] - table["std"] * 4.303 / math.sqrt(3)) < 0).any()   # clipping was needed
+    agg = aggregate(frame, ["machines", "workload.mix"])
+    means = agg.set_index(["policy", "machines"])["policy_stats.rounding_rejects.mean"]
+    assert means["pdors", "4"].tolist() == [3.0, 3.0] and means["pdors", "6"].tolist() == [4.0, 4.0]
+    assert means["fifo"].isna().all()
+    rows = [[c.strip() for c in line.strip("|").split("|")]
+            for line in markdown(agg, ["machines", "workload.mix"]).splitlines()]
+    column = rows[0].index("rounding rejects")
+    assert {r[column] for r in rows[2:] if r[0] == "fifo"} == {"-"} and {r[column] for r in rows[2:]} > {"-"}

@@ -113,3 +113,34 @@ def test_restart_loss_is_charged_and_a_broken_restart_claim_is_caught():
     s.restart_loss = 1.0
     with pytest.raises(ValueError, match="restart_loss"):
         validate(inst, s)
+
+
+def test_retime_with_the_actual_ratio_on_a_hand_worked_schedule():
+    """docs/MODEL.md "Three readings" (b). Job 0: 3 workers (machine 0) and ceil(3/2) = 2 PSs (machine 1), external
+    (b = 1), g = 1, tau = 0.5, F = 4: per sample 0.5 + 2 * 1 * gamma / 4 = 1.5 slots at gamma = 2, 2 samples per
+    slot; at the actual ratio 3/2, 1.25, 2.4 per slot: V = 11 is reached in slot 5 (12 samples) as run, in slot 4
+    (12.0) re-timed. Job 1: 2 workers with 2 PSs (one more than ceil(2/2)) on machine 2, internal, V = 4: slot 1
+    either way."""
+    from pdors.retime import retime
+
+    inst = tiny_instance([{"grad_mb": 1.0, "gamma": 2, "batch": 4, "samples": 11},
+                          {"grad_mb": 1.0, "gamma": 2, "batch": 4, "samples": 4}], machines=3, slots=6)
+    s = Schedule.empty(inst)
+    s.admitted[:] = True
+    s.workers[:, 0, 0], s.servers[:, 0, 1] = 3, 2
+    s.workers[:2, 1, 2], s.servers[:2, 1, 2] = 2, 2
+    s.claimed_internal[:2, 1] = True
+    s.claimed_completion[:] = [5, 1]
+    r = retime(inst, s)
+    u1 = validate(inst, s).utility[1]
+    assert (r.running, r.extra_ps, r.extra_ps_jobs, r.below_gamma) == (8, 2, 1, 8)
+    assert r.utility_nominal == pytest.approx(10 / (1 + np.exp(5.0)) + u1, rel=1e-12)
+    assert r.utility_actual == pytest.approx(10 / (1 + np.exp(4.0)) + u1, rel=1e-12)
+    assert (r.completed_nominal, r.completed_actual) == (2, 2)
+    s.workers[:, 0, 0], s.servers[:, 0, 1] = 4, 2              # ratio exactly gamma: the two readings agree
+    s.claimed_completion[0] = 4                              # 4 / 1.5 per slot: 11 samples in slot 4
+    r = retime(inst, s)
+    assert r.below_gamma == 2 and r.utility_actual == r.utility_nominal
+    s.servers[:, 0, 1] = 1                                   # too few PSs: no rate to re-time
+    with pytest.raises(ValueError, match="not feasible"):
+        retime(inst, s)
