@@ -10,7 +10,9 @@ to the solver's bound is <= ``mip_gap`` (+ float noise), the validator finds no 
 are consistent. Anything else is reported with its status and gap, never as OPT.
 
 The solver runs in a child process (:mod:`.guard`) killed at ``wall_limit`` (default ``time_limit`` plus
-``GRACE``): HiGHS does not always honour its own time limit, and a fresh process also keeps HiGHS's
+``GRACE`` plus twice the time this process took to build the model, which the child builds again and hands
+to the solver: at H = 100, I = 50, T = 20, `workload_scale` 0.1, building takes 28 s of CPU and minutes of wall
+time on a loaded machine, and a fixed slack killed every such solve before it could report its bound): HiGHS does not always honour its own time limit, and a fresh process also keeps HiGHS's
 process-wide thread scheduler, which a policy's LPs may already have started with other settings, out of the
 solve (highspy 1.16 refuses ``threads=1`` then). A killed solve is ``time_limit`` with no result.
 
@@ -50,8 +52,10 @@ def limit_problems(time_limit: float, mip_gap: float) -> list[str]:
     return out
 
 
-def default_wall_limit(time_limit: float) -> float:
-    return GRACE[0] + (1.0 + GRACE[1]) * time_limit
+def default_wall_limit(time_limit: float, build_s: float = 0.0) -> float:
+    """The guard's limit: the solver's time limit with ``GRACE``, plus the child's model work (``build_s`` is
+    this process's build time; the child builds the same model and writes it for the solver: twice that)."""
+    return GRACE[0] + (1.0 + GRACE[1]) * time_limit + 2.0 * build_s
 
 
 @dataclass
@@ -137,13 +141,15 @@ def solve(instance: Instance, solver: str = "highs", time_limit: float = 300.0, 
     problems = limit_problems(time_limit, mip_gap)
     if problems:
         raise ValueError(problems[0])
+    started = time.perf_counter()
     built = build(instance, strengthening)
+    build_s = time.perf_counter() - started
     warm = False
     if not any(built.completion.values()):
         # No job can reach V_i by T-1 even at its fastest rate: OPT = 0 without a solver call.
         run = SolverRun(solver, "optimal", True, 0.0, 0.0, 0.0, "no job can complete")
     else:
-        wall = default_wall_limit(time_limit) if wall_limit is None else wall_limit
+        wall = default_wall_limit(time_limit, build_s) if wall_limit is None else wall_limit
         start = time.perf_counter()
         answer = call_with_deadline(_solve_built, (instance, strengthening, solver, time_limit, mip_gap,
                                                    incumbent), wall)

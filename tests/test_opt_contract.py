@@ -11,7 +11,7 @@ import pytest
 from offline_opt.compare import judge
 from offline_opt.guard import TIMED_OUT, call_with_deadline
 from offline_opt.profile import small_profile
-from offline_opt.solve import ceiling, solve
+from offline_opt.solve import ceiling, default_wall_limit, solve
 from pdors_cli.main import main
 from pdors.workload import generate
 from pipeline import ratio_study
@@ -77,6 +77,11 @@ def test_the_guard_returns_answers_reraises_errors_and_kills_at_its_deadline():
     start = time.perf_counter()
     assert call_with_deadline(time.sleep, (60,), 0.5) is TIMED_OUT
     assert time.perf_counter() - start < 5
+
+
+def test_the_guard_leaves_the_child_time_to_build_the_model_again():
+    assert default_wall_limit(60) == pytest.approx(30 + 66)
+    assert default_wall_limit(60, build_s=40) == pytest.approx(30 + 66 + 80)
 
 
 @pytest.mark.slow
