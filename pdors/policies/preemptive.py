@@ -98,7 +98,7 @@ class Preemptive(SlotPolicy):
         self.chunks = {i: c for i, c in self.chunks.items() if view.completed[i] < 0}
         for i in np.flatnonzero(jobs.arrival == t):
             self._dispatch(int(i), inst)
-        free = view.free[t].copy()
+        free = view.free(t)
         workers = {i: np.bincount(c.machine[c.running], minlength=inst.num_machines) for i, c in self.chunks.items()}
         for i, c in self.chunks.items():      # chunks in progress keep their workers; surplus PSs leave
             c.servers = _trim_servers(c.servers, workers[i], int(ps_count(workers[i].sum(), jobs.gamma[i])))
