@@ -245,7 +245,8 @@ def unit_price(price: np.ndarray, demand: np.ndarray) -> np.ndarray:
 
 
 def rounded_cost(workers: np.ndarray, servers: np.ndarray, p_w: np.ndarray, p_s: np.ndarray) -> float:
-    """Cost of one integer solution (by :func:`~pdors.portable_math.dot`, as :func:`unit_price`)."""
+    """Cost of one integer solution (by :func:`~pdors.portable_math.dot`, as :func:`unit_price`); ``dot`` over
+    a batch of solutions [k, m] gives each row these same bits (each row is summed alone, in the same order)."""
     return float(dot(workers, p_w) + dot(servers, p_s))
 
 
@@ -308,7 +309,9 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
     w_int = np.ceil(levels * job.per_sample_internal)
     s_int = np.ceil(w_int / (job.gamma if job.gamma_internal is None else job.gamma_internal))
     need = w_int[:, None] * job.worker_demand + s_int[:, None] * job.ps_demand       # [Q, R]
-    fits = np.all(need[None, :, :] <= cls_free[:, None, :] + FIT_ATOL, axis=2)       # [C, Q]
+    fits = np.ones((len(first), q), dtype=bool)                                      # [C, Q]
+    for r in range(need.shape[1]):          # one [C, Q] comparison per resource: cheaper than np.all over R
+        fits &= need[None, :, r] <= cls_free[:, r, None] + FIT_ATOL
     fits &= ((w_int <= job.batch) & job.servers_allowed(w_int, s_int))[None, :]
     fits[:, 0] = False
     int_cost = np.full(fits.shape, np.inf)                                            # [C, Q]
@@ -503,7 +506,7 @@ def _round(job, demand, machines, w_scaled, s_scaled, prices, free, rounding, rn
         feasible += take.size
         if take.size:
             w, s = w_floor + up_w[take], s_floor + up_s[take]
-            costs = np.array([rounded_cost(wj, sj, p_w, p_s) for wj, sj in zip(w, s)])
+            costs = dot(w, p_w) + dot(s, p_s)     # per row: the same sums as rounded_cost's, row by row
             j = int(np.argmin(costs))
             if costs[j] < best_cost:
                 best_cost, best = float(costs[j]), (w[j], s[j])
