@@ -127,9 +127,9 @@ class SlotState:
     lp: "LinearProgram"
 
     @functools.cached_property
-    def members(self) -> list[np.ndarray]:
+    def members(self) -> ClassMembers:
         """Machine indices of each class, ascending: only a rounding needs them, so they are made on demand."""
-        return class_members(self.member_class, len(self.counts))
+        return ClassMembers(self.member_class, len(self.counts))
 
 
 class SlotCosts:
@@ -319,11 +319,10 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
     int_cost[fit_cls, fit_level] = unit_price(cls_prices[fit_cls], need[fit_level])
     best_cls = np.argmin(int_cost, axis=0)
     internal = int_cost[best_cls, np.arange(q)]
-    for k in np.flatnonzero(np.isfinite(internal)):
-        c = best_cls[k]
+    host, w_one, s_one = first[best_cls], w_int.astype(np.int64), s_int.astype(np.int64)
+    for k in np.flatnonzero(np.isfinite(internal)).tolist():    # one-element slices: no array built per level
         cost[k] = internal[k]
-        options[k] = Option(float(internal[k]), np.array([first[c]]), np.array([int(w_int[k])]),
-                            np.array([int(s_int[k])]), True)
+        options[k] = Option(float(internal[k]), host[k:k + 1], w_one[k:k + 1], s_one[k:k + 1], True)
 
     # Case 2 (external): bounds now, the LP and the rounding when refined.
     p_w, p_s = unit_price(cls_prices, job.worker_demand), unit_price(cls_prices, job.ps_demand)
@@ -437,10 +436,19 @@ def _disaggregate(job, lp_sol, members, free):
     return machines.astype(np.int64), np.repeat(per_w, taken) * share, np.repeat(per_s, taken) * share
 
 
-def class_members(member_class: np.ndarray, classes: int) -> list[np.ndarray]:
-    """Machine indices of each class, ascending."""
-    order = np.argsort(member_class, kind="stable")
-    return np.split(order, np.cumsum(np.bincount(member_class, minlength=classes))[:-1])
+class ClassMembers:
+    """Machine indices of each class, ascending: ``members[c]`` is a slice of one sorted index array (a list of
+    per-class arrays would build up to H arrays per slot state, where a rounding reads a few)."""
+
+    def __init__(self, member_class: np.ndarray, classes: int):
+        self.order = np.argsort(member_class, kind="stable")
+        self.ends = np.cumsum(np.bincount(member_class, minlength=classes)).tolist()
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, c: int) -> np.ndarray:
+        return self.order[(self.ends[c - 1] if c > 0 else 0):self.ends[c]]
 
 
 def rounding_gain(rounding: Rounding, job: JobShape, demand: float, free: np.ndarray) -> float:
