@@ -123,6 +123,10 @@ def _run_slot(instance, sched, reserved, remaining, completed, ran, t) -> None:
     for i in np.flatnonzero(finished):
         if t + 1 < instance.slots:  # release the rest of a plan that finished early
             later = slice(t + 1, None)
-            _reserve(reserved, instance, i, sched.workers[later, i], sched.servers[later, i], later, -1.0)
-            sched.workers[later, i] = 0
-            sched.servers[later, i] = 0
+            w, s = sched.workers[later, i], sched.servers[later, i]
+            _reserve(reserved, instance, i, w, s, later, -1.0)
+            # Only the slots it holds are cleared: writing zeros over the rest would touch (and so allocate)
+            # pages of the [T, I, H] arrays that are still the kernel's untouched zero pages.
+            busy = t + 1 + np.flatnonzero(w.any(axis=1) | s.any(axis=1))
+            sched.workers[busy, i] = 0
+            sched.servers[busy, i] = 0

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .model import Instance
+from .portable_math import dot
 from .schedule import Schedule
 
 # Relative slack on the workload test: a plan that processes exactly V_i samples in several slots may sum
@@ -61,6 +62,19 @@ def _cells(mask: np.ndarray):
     return [tuple(int(x) for x in idx) for idx in np.argwhere(mask)]
 
 
+def _usage(w: np.ndarray, s: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """Resources in use [T, H, R]: per slot, the sum over jobs (in job order, by
+    :func:`~pdors.portable_math.dot`) of their counts times their demands. Jobs with no task in a slot add
+    exactly 0.0 there, so they are left out."""
+    T, _, H = w.shape
+    usage = np.zeros((T, H, alpha.shape[1]))
+    busy = w.any(axis=2) | s.any(axis=2)
+    for t in range(T):
+        rows = np.flatnonzero(busy[t])
+        usage[t] = dot(w[t, rows].T, alpha[rows]) + dot(s[t, rows].T, beta[rows])
+    return usage
+
+
 def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validation:
     """Check ``schedule`` against ``instance``; at most ``limit`` violations of each kind are listed."""
     jobs, cap = instance.jobs, instance.cluster.capacity
@@ -77,9 +91,10 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         for idx in _cells(mask)[:limit]:
             out.append(describe(kind, *idx))
 
-    report("negative", (w < 0) | (s < 0),
-           lambda k, t, i, h: Violation(k, f"negative count w={w[t, i, h]} s={s[t, i, h]}", t, i, h))
-    usage = np.einsum("tih,ir->thr", w, jobs.worker_demand) + np.einsum("tih,ir->thr", s, jobs.ps_demand)
+    if min(w.min(initial=0), s.min(initial=0)) < 0:     # the full mask only when there is something to list
+        report("negative", (w < 0) | (s < 0),
+               lambda k, t, i, h: Violation(k, f"negative count w={w[t, i, h]} s={s[t, i, h]}", t, i, h))
+    usage = _usage(w, s, jobs.worker_demand, jobs.ps_demand)
     over = usage > cap[None, :, :] + CAPACITY_ATOL
     report("capacity", over.any(axis=2),
            lambda k, t, h: Violation(k, f"usage {usage[t, h].tolist()} exceeds capacity {cap[h].tolist()}",
@@ -99,8 +114,11 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     report("not_admitted", busy & ~schedule.admitted[None, :],
            lambda k, t, i: Violation(k, "resources allocated to a job that was not admitted", t, i))
 
-    # Fact 1: internal iff all workers and PSs of the job sit on one single machine.
-    hosts = ((w > 0) | (s > 0)).sum(axis=2)
+    # Fact 1: internal iff all workers and PSs of the job sit on one single machine. Locality and restarts
+    # matter only where the job has workers: computed for those (slot, job) cells.
+    run_t, run_i = np.nonzero(wsum > 0)
+    hosts = np.zeros_like(wsum)
+    hosts[run_t, run_i] = ((w[run_t, run_i] > 0) | (s[run_t, run_i] > 0)).sum(axis=1)
     internal = (hosts == 1) & (wsum > 0)
     bw = link_rate(instance, internal)
     if instance.ps_bandwidth is not None:
@@ -119,7 +137,9 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     ran_before = np.zeros_like(busy)
     ran_before[1:] = np.cumsum(wsum > 0, axis=0)[:-1] > 0
     moved = np.zeros_like(busy)
-    moved[1:] = ((w[1:] != w[:-1]) | (s[1:] != s[:-1])).any(axis=2)
+    later = run_t > 0
+    lt, li = run_t[later], run_i[later]
+    moved[lt, li] = ((w[lt, li] != w[lt - 1, li]) | (s[lt, li] != s[lt - 1, li])).any(axis=1)
     restarts = (wsum > 0) & ran_before & moved
     if loss > 0:    # with a free restart the claim changes no sample, so it is not checked
         report("restart", schedule.claimed_restart != restarts, lambda k, t, i: Violation(

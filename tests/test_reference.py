@@ -12,7 +12,7 @@ from pdors.policies.pdors import PDORS, Config, RoundingConfig
 from pdors.policies import pdors_reference as ref
 from pdors.primal_dual.dynamic_program import plan_levels
 from pdors.primal_dual.slot_cost import (JobShape, LinearProgram, Rounding, _count_bounds_allow, _disaggregate,
-                                         _round, _roundable, class_members, slot_costs)
+                                         _round, _roundable, ClassMembers, slot_costs)
 from pdors.simulator import simulate
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
@@ -108,7 +108,7 @@ def test_vectorised_disaggregation_matches_the_machine_by_machine_loop(seed):
     free = cls_free[member_class]
     lp_sol = (rng.uniform(0, 20, classes) * (rng.random(classes) < 0.7),
               rng.uniform(0, 5, classes) * (rng.random(classes) < 0.7))
-    fast = _disaggregate(shape, lp_sol, class_members(member_class, classes), free)
+    fast = _disaggregate(shape, lp_sol, ClassMembers(member_class, classes), free)
     slow = ref.disaggregate(shape, lp_sol, member_class, counts, free)
     for a, b in zip(fast, slow):
         assert a.tolist() == b.tolist()

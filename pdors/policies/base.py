@@ -38,10 +38,10 @@ class SlotView:
     def pending(self) -> np.ndarray:
         return (self.instance.jobs.arrival <= self.t) & (self.completed < 0)
 
-    @property
-    def free(self) -> np.ndarray:
-        """Residual capacity C_h^r - rho_h^r[t] per (slot, machine, resource)."""
-        return self.instance.cluster.capacity[None, :, :] - self.reserved
+    def free(self, slots: int | slice = slice(None)) -> np.ndarray:
+        """Residual capacity C_h^r - rho_h^r[t] per (machine, resource) of slot ``slots`` (an index), or per
+        (slot, machine, resource) of a slice of slots: computed for those slots only."""
+        return self.instance.cluster.capacity - self.reserved[slots]
 
 
 @dataclass

@@ -77,7 +77,7 @@ class Dorm(SlotPolicy):
         active = np.flatnonzero(view.pending)
         previous = {i: p for i, p in self.previous.items() if view.pending[i]}
         prev_workers = np.array([previous[i].workers.sum() if i in previous else 0 for i in active], dtype=np.int64)
-        free = view.free[view.t].copy()
+        free = view.free(view.t)
         target = self._solve(jobs, active, prev_workers, free.sum(axis=0))
         placements, changed = keep_unchanged(free, jobs, previous, active, target)
         for i, w in changed:

@@ -36,7 +36,7 @@ class DRF(SlotPolicy):
     def allocate(self, view: SlotView) -> SlotAllocation:
         inst, jobs = view.instance, view.instance.jobs
         H = inst.num_machines
-        free = view.free[view.t].copy()
+        free = view.free(view.t)
         placed = {int(i): Placement(np.zeros(H, dtype=np.int64), np.zeros(H, dtype=np.int64))
                   for i in np.flatnonzero(view.pending)}
         workers = dict.fromkeys(placed, 0)

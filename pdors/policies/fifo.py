@@ -48,7 +48,7 @@ class FIFO(SlotPolicy):
     def allocate(self, view: SlotView) -> SlotAllocation:
         inst, jobs = view.instance, view.instance.jobs
         self.running = {i: p for i, p in self.running.items() if view.completed[i] < 0}
-        free = view.free[view.t].copy()
+        free = view.free(view.t)
         reserve(free, jobs, self.running)
         while self.started < inst.num_jobs and jobs.arrival[self.queue[self.started]] <= view.t:
             i = int(self.queue[self.started])

@@ -111,7 +111,7 @@ class OASiS(PlanningPolicy):
         self.prices_w.update(view.reserved[:, W], a)
         self.prices_s.update(view.reserved[:, S], a)
         price_w, price_s = self.prices_w.price[a:], self.prices_s.price[a:]
-        free = view.free[a:]
+        free = view.free(slice(a, None))
         levels = np.arange(q + 1) * (jobs.workload[job] / q)
         workers = np.ceil(levels * jobs.time_per_sample(False)[job]).astype(np.int64)   # always external
         servers = ps_count(workers, gamma).astype(np.int64)

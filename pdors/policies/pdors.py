@@ -99,7 +99,7 @@ class PDORS(PlanningPolicy):
         for t in self._prices.update(view.reserved, a).tolist():   # states of these slots changed
             self._keys[t] = self._classes[t] = None
         price = self._prices.price[a:]
-        free = view.free[a:]
+        free = view.free(slice(a, None))
         shape = JobShape(float(jobs.time_per_sample(True)[job]), float(jobs.time_per_sample(False)[job]),
                          int(jobs.batch[job]), float(self.gamma_external[job]), jobs.worker_demand[job],
                          jobs.ps_demand[job], *self._thesis_rules(job))

@@ -204,7 +204,7 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
     inst: Instance = view.instance
     jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), policy.config.workload_levels
     price = prices(policy.bounds, view.reserved[a:], inst.cluster.capacity)
-    free = view.free[a:]
+    free = view.free(slice(a, None))
     shape = JobShape(float(jobs.time_per_sample(True)[job]), float(jobs.time_per_sample(False)[job]),
                      int(jobs.batch[job]), int(jobs.gamma[job]), jobs.worker_demand[job], jobs.ps_demand[job])
     step = jobs.workload[job] / q

@@ -162,7 +162,7 @@ class Pollux(SlotPolicy):
 
     def _reallocate(self, view: SlotView, active: np.ndarray, previous: dict[int, Placement]) -> Candidate:
         jobs, p, t = view.instance.jobs, self.config.fairness, view.t
-        free = view.free[t]
+        free = view.free(t)
         n = active.size
         alpha, beta = jobs.worker_demand[active], jobs.ps_demand[active]
         gamma, batch = jobs.gamma[active], jobs.batch[active]
@@ -237,7 +237,7 @@ class Pollux(SlotPolicy):
         those jobs grow round-robin to as many workers as fit. A fragmented cluster thus costs the big jobs a
         few workers rather than a small job all of them."""
         jobs = view.instance.jobs
-        free = view.free[view.t].copy()
+        free = view.free(view.t)
         cap_h = view.instance.cluster.capacity
         placements, changed = keep_unchanged(free, jobs, previous, active, counts)
         cursor, shortfall, spread = self.cursor, 0, []

@@ -98,7 +98,7 @@ class Preemptive(SlotPolicy):
         self.chunks = {i: c for i, c in self.chunks.items() if view.completed[i] < 0}
         for i in np.flatnonzero(jobs.arrival == t):
             self._dispatch(int(i), inst)
-        free = view.free[t].copy()
+        free = view.free(t)
         workers = {i: np.bincount(c.machine[c.running], minlength=inst.num_machines) for i, c in self.chunks.items()}
         for i, c in self.chunks.items():      # chunks in progress keep their workers; surplus PSs leave
             c.servers = _trim_servers(c.servers, workers[i], int(ps_count(workers[i].sum(), jobs.gamma[i])))
@@ -120,14 +120,7 @@ class Preemptive(SlotPolicy):
         if not self.fits[j].any():
             self.stats["undispatchable_jobs"] += 1
             return
-        ahead, delayed, behind = np.zeros(H), np.zeros(H), np.zeros(H, dtype=np.int64)
-        for i, c in self.chunks.items():
-            first = c.running | (c.pending & (self.priority[i] >= self.priority[j]))
-            rem = c.left / self.rate_ext[i] * self.share[i, c.machine]
-            ahead += np.bincount(c.machine[first], weights=rem[first], minlength=H)
-            later = c.pending & ~first
-            delayed += np.bincount(c.machine[later], minlength=H) / inst.jobs.batch[i]
-            behind += np.bincount(c.machine[later], minlength=H)
+        ahead, delayed, behind = self._load_ahead(j, H, inst.jobs.batch)
         p, s = self.slots_per_chunk[j], self.share[j]
         q = np.where(self.fits[j], (ahead + p) / D + p * s * delayed, np.inf)
         machine = np.empty(D, dtype=np.int64)
@@ -139,6 +132,32 @@ class Preemptive(SlotPolicy):
         self.stats["dispatched_chunks"] += D
         self.chunks[j] = Chunks(machine, np.full(D, self.size[j]), np.full(D, -1), np.full(D, -1),
                                 np.zeros(H, dtype=np.int64))
+
+    def _load_ahead(self, j: int, H: int, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per machine, over the dispatched jobs: the remaining work (slots x share) of the chunks that run before
+        a chunk of job j (in progress, or pending at a rate >= j's), and the pending chunks it would run ahead of,
+        as sum 1 / D_{j'} and as a count. Each job's own sums are taken first, then added up in dispatch order
+        (one bincount over (job, machine) keys and a cumulative sum over jobs: the same additions, in the same
+        order, as a loop of per-job bincounts)."""
+        jobs = np.fromiter(self.chunks, dtype=np.int64, count=len(self.chunks))
+        if not jobs.size:
+            return np.zeros(H), np.zeros(H), np.zeros(H, dtype=np.int64)
+        parts = self.chunks.values()
+        machine = np.concatenate([c.machine for c in parts])
+        left = np.concatenate([c.left for c in parts])
+        start = np.concatenate([c.start for c in parts])
+        finish = np.concatenate([c.finish for c in parts])
+        owner = np.repeat(np.arange(jobs.size), [len(c.machine) for c in parts])
+        job = jobs[owner]
+        running, pending = (start >= 0) & (finish < 0), start < 0
+        first = running | (pending & (self.priority[job] >= self.priority[j]))
+        rem = left / self.rate_ext[job] * self.share[job, machine]
+        key = owner * H + machine
+        later = pending & ~first
+        ahead = np.bincount(key[first], weights=rem[first], minlength=jobs.size * H).reshape(jobs.size, H)
+        count = np.bincount(key[later], minlength=jobs.size * H).reshape(jobs.size, H)
+        return (np.cumsum(ahead, axis=0)[-1], np.cumsum(count / batch[jobs][:, None], axis=0)[-1],
+                count.sum(axis=0))
 
     def _start(self, i: int, c: Chunks, workers: dict, free: np.ndarray, jobs, t: int) -> np.ndarray:
         """Start job i's pending chunks where a worker fits on their machine, as many as the PSs they add can be

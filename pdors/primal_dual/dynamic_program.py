@@ -85,9 +85,19 @@ class _ForwardPass:
                 previous[0] = 0.0                                      # Theta(a_i - 1, .)
             else:
                 previous = np.append(self.best[-1], np.inf)
-            combined = costs[None, :] + previous[self.back]
-            self.choice.append(np.argmin(combined, axis=1))
-            self.best.append(combined[self.k, self.choice[-1]])
+            # Only the finite levels of this slot, and only the totals q that a finite level and a finite
+            # Theta(slot j - 1, q - k) reach: an inf level is never the first minimum of a row unless the whole
+            # row is inf, and then level 0 (always finite, theta = 0) is the first index either way; the rows
+            # beyond ``top`` are all inf. Every entry kept is the same sum as over the full [q, k] grid.
+            finite = np.flatnonzero(costs != np.inf)
+            top = min(width - 1, int(finite[-1]) + int(np.flatnonzero(previous != np.inf)[-1]))
+            combined = costs[finite][None, :] + previous[self.back[:top + 1, finite]]
+            first_min = np.argmin(combined, axis=1)
+            choice, best = np.zeros(width, dtype=np.int64), np.full(width, np.inf)
+            choice[:top + 1] = finite[first_min]
+            best[:top + 1] = combined[self.k[:top + 1], first_min]
+            self.choice.append(choice)
+            self.best.append(best)
             payoff = self.utility[j] - self.best[-1][-1]
             self.leader.append(max(self.leader[-1] if self.leader else 0.0, payoff))
 

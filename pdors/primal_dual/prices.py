@@ -68,11 +68,12 @@ def prices(bounds: PriceBounds, used: np.ndarray, capacity: np.ndarray) -> np.nd
 
 class SlotPrices:
     """Prices of eq. (12) per slot, kept between decisions: a slot's prices are a function of its rho alone,
-    so :meth:`update` recomputes them only for the slots whose rho changed (elementwise operations: the same
-    bits as computing every slot)."""
+    so :meth:`update` recomputes them only for the (slot, machine) rows whose rho changed (elementwise
+    operations: the same bits as computing every slot)."""
 
     def __init__(self, bounds: PriceBounds, capacity: np.ndarray, price_of=prices):
-        """``price_of(bounds, used, capacity)``: eq. (12), :func:`prices` (a policy may pass its own)."""
+        """``price_of(bounds, used, capacity)``: eq. (12), :func:`prices` (a policy may pass its own, elementwise
+        in rows of ``used`` and ``capacity`` [..., R] alike)."""
         self.bounds, self.capacity, self.price_of = bounds, capacity, price_of
         self.rho: np.ndarray | None = None
         self.price: np.ndarray | None = None
@@ -82,8 +83,10 @@ class SlotPrices:
         if self.rho is None:
             self.rho, self.price = used.copy(), self.price_of(self.bounds, used, self.capacity)
             return np.arange(len(used))
-        changed = start + np.flatnonzero((used[start:] != self.rho[start:]).any(axis=(1, 2)))
-        if changed.size:
-            self.rho[changed] = used[changed]
-            self.price[changed] = self.price_of(self.bounds, used[changed], self.capacity)
-        return changed
+        # Eq. (12) is elementwise: only the (slot, machine) rows whose rho changed are recomputed.
+        slot, machine = np.nonzero((used[start:] != self.rho[start:]).any(axis=2))
+        slot += start
+        if slot.size:
+            self.rho[slot, machine] = used[slot, machine]
+            self.price[slot, machine] = self.price_of(self.bounds, used[slot, machine], self.capacity[machine])
+        return np.unique(slot)

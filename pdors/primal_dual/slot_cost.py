@@ -127,9 +127,9 @@ class SlotState:
     lp: "LinearProgram"
 
     @functools.cached_property
-    def members(self) -> list[np.ndarray]:
+    def members(self) -> ClassMembers:
         """Machine indices of each class, ascending: only a rounding needs them, so they are made on demand."""
-        return class_members(self.member_class, len(self.counts))
+        return ClassMembers(self.member_class, len(self.counts))
 
 
 class SlotCosts:
@@ -245,7 +245,8 @@ def unit_price(price: np.ndarray, demand: np.ndarray) -> np.ndarray:
 
 
 def rounded_cost(workers: np.ndarray, servers: np.ndarray, p_w: np.ndarray, p_s: np.ndarray) -> float:
-    """Cost of one integer solution (by :func:`~pdors.portable_math.dot`, as :func:`unit_price`)."""
+    """Cost of one integer solution (by :func:`~pdors.portable_math.dot`, as :func:`unit_price`); ``dot`` over
+    a batch of solutions [k, m] gives each row these same bits (each row is summed alone, in the same order)."""
     return float(dot(workers, p_w) + dot(servers, p_s))
 
 
@@ -267,13 +268,24 @@ class MachineClasses(NamedTuple):
 
 
 def machine_classes(prices: np.ndarray, free: np.ndarray) -> MachineClasses:
-    """The classes of a slot state (a function of the state alone, so callers may keep them per state)."""
-    _, first, inverse, counts = np.unique(np.hstack([prices, free]), axis=0, return_index=True,
-                                          return_inverse=True, return_counts=True)
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return MachineClasses(first[order], counts[order], rank[inverse.ravel()])
+    """The classes of a slot state (a function of the state alone, so callers may keep them per state).
+
+    Rows are grouped by one stable lexicographic sort of their values (``np.unique(axis=0)``'s grouping, float
+    equality, in a quarter of its time): the first row of each group in sorted order is its lowest member."""
+    rows = np.hstack([prices, free])
+    order = np.lexsort(rows.T[::-1])
+    ordered = rows[order]
+    start = np.ones(len(order), dtype=bool)
+    start[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    starts = np.flatnonzero(start)
+    first = order[starts]
+    counts = np.diff(np.append(starts, len(order)))
+    by_first = np.argsort(first)
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(len(by_first))
+    member_class = np.empty_like(order)
+    member_class[order] = rank[np.cumsum(start) - 1]
+    return MachineClasses(first[by_first], counts[by_first], member_class)
 
 
 def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.ndarray,
@@ -297,7 +309,9 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
     w_int = np.ceil(levels * job.per_sample_internal)
     s_int = np.ceil(w_int / (job.gamma if job.gamma_internal is None else job.gamma_internal))
     need = w_int[:, None] * job.worker_demand + s_int[:, None] * job.ps_demand       # [Q, R]
-    fits = np.all(need[None, :, :] <= cls_free[:, None, :] + FIT_ATOL, axis=2)       # [C, Q]
+    fits = np.ones((len(first), q), dtype=bool)                                      # [C, Q]
+    for r in range(need.shape[1]):          # one [C, Q] comparison per resource: cheaper than np.all over R
+        fits &= need[None, :, r] <= cls_free[:, r, None] + FIT_ATOL
     fits &= ((w_int <= job.batch) & job.servers_allowed(w_int, s_int))[None, :]
     fits[:, 0] = False
     int_cost = np.full(fits.shape, np.inf)                                            # [C, Q]
@@ -305,11 +319,10 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
     int_cost[fit_cls, fit_level] = unit_price(cls_prices[fit_cls], need[fit_level])
     best_cls = np.argmin(int_cost, axis=0)
     internal = int_cost[best_cls, np.arange(q)]
-    for k in np.flatnonzero(np.isfinite(internal)):
-        c = best_cls[k]
+    host, w_one, s_one = first[best_cls], w_int.astype(np.int64), s_int.astype(np.int64)
+    for k in np.flatnonzero(np.isfinite(internal)).tolist():    # one-element slices: no array built per level
         cost[k] = internal[k]
-        options[k] = Option(float(internal[k]), np.array([first[c]]), np.array([int(w_int[k])]),
-                            np.array([int(s_int[k])]), True)
+        options[k] = Option(float(internal[k]), host[k:k + 1], w_one[k:k + 1], s_one[k:k + 1], True)
 
     # Case 2 (external): bounds now, the LP and the rounding when refined.
     p_w, p_s = unit_price(cls_prices, job.worker_demand), unit_price(cls_prices, job.ps_demand)
@@ -423,10 +436,19 @@ def _disaggregate(job, lp_sol, members, free):
     return machines.astype(np.int64), np.repeat(per_w, taken) * share, np.repeat(per_s, taken) * share
 
 
-def class_members(member_class: np.ndarray, classes: int) -> list[np.ndarray]:
-    """Machine indices of each class, ascending."""
-    order = np.argsort(member_class, kind="stable")
-    return np.split(order, np.cumsum(np.bincount(member_class, minlength=classes))[:-1])
+class ClassMembers:
+    """Machine indices of each class, ascending: ``members[c]`` is a slice of one sorted index array (a list of
+    per-class arrays would build up to H arrays per slot state, where a rounding reads a few)."""
+
+    def __init__(self, member_class: np.ndarray, classes: int):
+        self.order = np.argsort(member_class, kind="stable")
+        self.ends = np.cumsum(np.bincount(member_class, minlength=classes)).tolist()
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, c: int) -> np.ndarray:
+        return self.order[(self.ends[c - 1] if c > 0 else 0):self.ends[c]]
 
 
 def rounding_gain(rounding: Rounding, job: JobShape, demand: float, free: np.ndarray) -> float:
@@ -492,7 +514,7 @@ def _round(job, demand, machines, w_scaled, s_scaled, prices, free, rounding, rn
         feasible += take.size
         if take.size:
             w, s = w_floor + up_w[take], s_floor + up_s[take]
-            costs = np.array([rounded_cost(wj, sj, p_w, p_s) for wj, sj in zip(w, s)])
+            costs = dot(w, p_w) + dot(s, p_s)     # per row: the same sums as rounded_cost's, row by row
             j = int(np.argmin(costs))
             if costs[j] < best_cost:
                 best_cost, best = float(costs[j]), (w[j], s[j])
