@@ -279,7 +279,7 @@ def bench_pipeline(sizes: Sizes) -> dict:
         wall, text = _pipeline_sweep(where, "scale-pipeline", sizes.pipeline_seeds, "--num-cpus", "2")
         stages = {k: float(v) for k, v in (part.split() for part in _after(text, "stages (s): ").split(", "))}
         out = where / "scale-pipeline"
-        files = [p for p in out.rglob("*.parquet")]
+        files = [p.stat().st_size for p in out.rglob("*.parquet")]   # hidden ones (.tmp-*, .damaged-*) too
         status = []
         for _ in range(sizes.pipeline_repeats):
             probe = subprocess.run([sys.executable, "-c", PEAK_PROBE, sys.executable, "-m", "pdors_cli.main",
@@ -295,7 +295,7 @@ def bench_pipeline(sizes: Sizes) -> dict:
             throughput[workers] = float(_after(log, "ran ").split("(")[1].split()[0])
     return {"runs": sizes.pipeline_seeds * len(PIPELINE_MACHINES), "end_to_end_s": wall, "stages": stages,
             "runs_per_s": float(_after(text, "ran ").split("(")[1].split()[0]),
-            "parquet_files": len(files), "parquet_mib": sum(p.stat().st_size for p in files) / 2**20,
+            "parquet_files": len(files), "parquet_mib": sum(files) / 2**20,
             "status_s": statistics.median(s for s, _ in status), "status_peak_mib": max(m for _, m in status),
             "ratio_runs": sizes.pipeline_ratio_seeds * len(PIPELINE_MACHINES), "runs_per_s_1": throughput[1],
             "runs_per_s_2": throughput[2], "scaling": throughput[2] / throughput[1],

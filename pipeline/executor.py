@@ -10,6 +10,7 @@ only a run that kills its worker comes back as ``lost`` (which ``--resume`` runs
 """
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
@@ -49,17 +50,24 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
     except Exception as e:   # recorded, and the sweep goes on
         result, status = None, "failed"
         error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
-    node_id = node_ip = None
+    return Outcome(status, error, result, pdors.__version__, *_node(), os.getpid(), started, time.time(), schedule)
+
+
+def _node() -> tuple[str | None, str | None]:
+    """The Ray node id and address of this process (None outside Ray)."""
     try:
         import ray
-
-        if ray.is_initialized():
-            node_id = ray.get_runtime_context().get_node_id()
-            node_ip = ray.util.get_node_ip_address()
     except ImportError:
-        pass
-    return Outcome(status, error, result, pdors.__version__, node_id, node_ip, os.getpid(), started, time.time(),
-                   schedule)
+        return None, None
+    return _ray_node() if ray.is_initialized() else (None, None)
+
+
+@functools.cache
+def _ray_node() -> tuple[str, str]:
+    """Looked up once per worker process: a worker never changes node."""
+    import ray
+
+    return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
 
 
 def execute_chunk(tasks: list[Task], schedules: bool = False) -> list[Outcome]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import functools
 import json
 import os
 import time
@@ -36,7 +37,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -49,6 +49,9 @@ from .columns import (IDENTITY, JOBS_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS
                       SUMMARY_IDENTITY, arrow_type)
 from .schema import OptConfig
 from .tasks import Outcome, Task
+
+if typing.TYPE_CHECKING:
+    import pandas as pd
 
 class SweepError(ValueError):
     """A sweep cannot be started or read as asked (reported as one line, exit status 2)."""
@@ -91,8 +94,21 @@ def _runs_schema() -> pa.Schema:
                       *[(c, pa.string()) for c in JSON_METRICS], *PROVENANCE])
 
 
-RUNS_SCHEMA = _runs_schema()
-SCHEMAS = {"runs": RUNS_SCHEMA, "jobs": JOBS_SCHEMA, "schedules": SCHEDULES_SCHEMA}
+def schema_of(table: str) -> pa.Schema:
+    return runs_schema() if table == "runs" else {"jobs": JOBS_SCHEMA, "schedules": SCHEDULES_SCHEMA}[table]
+
+
+@functools.cache
+def runs_schema() -> pa.Schema:
+    """:func:`_runs_schema`, built on first use: it imports every policy, which ``status`` and ``list`` (four
+    columns read by name) do not need."""
+    return _runs_schema()
+
+
+def __getattr__(name: str):
+    if name == "RUNS_SCHEMA":
+        return runs_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def flatten(tree: dict, prefix: str = "") -> dict:
@@ -248,7 +264,7 @@ def _scan(root: Path, table: str, held: dict[str, list[str]], rows: dict[str, in
           columns: list[str] | None) -> Iterator[pa.RecordBatch]:
     """The rows of ``table`` of the runs ``held`` (batch -> run ids): batches read whole where every row is
     wanted (one scan over all of them), else filtered by run id."""
-    schema = SCHEMAS[table]
+    schema = schema_of(table)
     whole, partial = [], []
     for batch, ids in held.items():
         path = root / table / f"{batch}.parquet"
@@ -268,7 +284,7 @@ def read(root: str | Path, table: str = "runs", run_ids: list[str] | None = None
     pruning). Files written before a column existed read it as null."""
     root = Path(root)
     idx = idx or index(root)
-    schema = SCHEMAS[table] if columns is None else pa.schema([SCHEMAS[table].field(c) for c in columns])
+    schema = schema_of(table) if columns is None else pa.schema([schema_of(table).field(c) for c in columns])
     return pa.Table.from_batches(list(_scan(root, table, idx.held(run_ids), idx.rows, columns)), schema=schema)
 
 
@@ -326,7 +342,7 @@ class Store:
         cells = [schedule_table(task, outcome) for task, outcome in done if outcome.schedule is not None]
         if cells:
             _write_atomic(pa.concat_tables(cells), self.root / "schedules" / name)
-        _write_atomic(to_table([run_row(t, o, git_commit) for t, o in done], RUNS_SCHEMA), self.root / "runs" / name)
+        _write_atomic(to_table([run_row(t, o, git_commit) for t, o in done], runs_schema()), self.root / "runs" / name)
 
     def set_aside(self, damaged: list[Damage]) -> None:
         """Rename damaged batches' files to hidden names: never read again, their runs computed anew."""
@@ -347,7 +363,7 @@ class Store:
         if len(merged) > 1 or (merged and idx.rows[merged[0]] > len(held.get(merged[0], []))):
             name = f"{self._name()}.parquet"
             for table in (*PARTNERS, "runs"):
-                _merge(_scan(self.root, table, held, idx.rows, None), SCHEMAS[table], self.root / table / name)
+                _merge(_scan(self.root, table, held, idx.rows, None), schema_of(table), self.root / table / name)
             for table in ("runs", *PARTNERS):
                 for batch in merged:
                     _remove(self.root / table / f"{batch}.parquet")

@@ -194,3 +194,13 @@ def test_overrides_are_taken_after_options_too(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["sweep", "run", str(cfg), "--dry-run", "--bogus", "seeds=[1]"])
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_chunks_hold_about_half_a_second_of_runs_and_share_the_tail():
+    from pipeline.executor import CHUNK_SECONDS, MAX_CHUNK, chunk_size
+
+    assert chunk_size(None, 10_000, 4) == 1                       # nothing timed yet
+    assert chunk_size(0.01, 10_000, 4) == round(CHUNK_SECONDS / 0.01)
+    assert chunk_size(1e-5, 10**6, 4) == MAX_CHUNK
+    assert chunk_size(0.01, 40, 4) == 10 and chunk_size(0.01, 3, 4) == 1   # the runs left, shared
+    assert chunk_size(2.0, 10_000, 4) == 1                        # slow runs: one per task
