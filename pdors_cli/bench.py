@@ -192,7 +192,7 @@ def bench_ray(sizes: Sizes) -> list[dict]:
         start = time.time()
         cluster = connect(None, workers)
         connected = time.time()
-        outcomes = [o for _, o in fan_out(tasks, cluster, None)]
+        outcomes = [o for chunk in fan_out(tasks, cluster, None) for _, o in chunk]
         ok = [o for o in outcomes if o.status == "ok"]
         runs = [o.finished_at - o.started_at for o in ok]
         makespan = max(o.finished_at for o in outcomes) - connected
