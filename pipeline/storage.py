@@ -260,6 +260,11 @@ def index(root: str | Path) -> Index:
     return Index(chosen, rows, damaged)
 
 
+MERGE_ROWS = 65_536   # rows per row group of a merged file: few groups, bounded memory
+MERGE_BATCHES = 256   # files per scan and batches per row group: one-row files (the one-file-per-run layout)
+                      # cost about 1 KB per column each in memory
+
+
 def _scan(root: Path, table: str, held: dict[str, list[str]], rows: dict[str, int],
           columns: list[str] | None) -> Iterator[pa.RecordBatch]:
     """The rows of ``table`` of the runs ``held`` (batch -> run ids): batches read whole where every row is
@@ -270,8 +275,9 @@ def _scan(root: Path, table: str, held: dict[str, list[str]], rows: dict[str, in
         path = root / table / f"{batch}.parquet"
         if path.exists():
             (whole if len(ids) == rows[batch] else partial).append((path, ids))
-    if whole:
-        yield from ds.dataset([p for p, _ in whole], format="parquet", schema=schema).to_batches(columns=columns)
+    for k in range(0, len(whole), MERGE_BATCHES):   # a scan's state grows with its files: a bounded number each
+        paths = [p for p, _ in whole[k:k + MERGE_BATCHES]]
+        yield from ds.dataset(paths, format="parquet", schema=schema).to_batches(columns=columns)
     for path, ids in partial:
         yield from ds.dataset(path, format="parquet", schema=schema).to_batches(
             columns=columns, filter=pc.field("run_id").isin(ids))
@@ -387,7 +393,6 @@ def schedule_table(task: Task, outcome: Outcome) -> pa.Table:
     return pa.table({**{k: [v] * cells for k, v in ident.items()}, **outcome.schedule}, schema=SCHEDULES_SCHEMA)
 
 
-MERGE_ROWS = 65_536   # rows per row group of a merged file: few groups, bounded memory
 
 
 def _merge(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> None:
@@ -398,7 +403,7 @@ def _merge(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> 
         for batch in batches:
             pending.append(batch)
             buffered += batch.num_rows
-            if buffered >= MERGE_ROWS:
+            if buffered >= MERGE_ROWS or len(pending) >= MERGE_BATCHES:
                 writer = writer or pq.ParquetWriter(tmp, schema)
                 writer.write_table(pa.Table.from_batches(pending, schema))
                 pending, buffered = [], 0
