@@ -228,10 +228,10 @@ def _execute(store: Store, todo: list, cluster, max_parallel: int | None, commit
                 pending, flushed = [], time.perf_counter()
                 writing += flushed - tick
     finally:
+        bar.close()
         tick = time.perf_counter()
         store.write(pending, commit)   # also on Ctrl-C and SIGTERM: what finished is recorded
         writing += time.perf_counter() - tick
-        bar.close()
     done, seconds = sum(tally.values()), time.perf_counter() - started
     _stage("runs", seconds - writing)
     _stage("record", writing)

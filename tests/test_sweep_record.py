@@ -231,3 +231,28 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
     history = client.get_metric_history(child.info.run_id, "total_utility")
     assert sorted(m.step for m in history) == [1, 2]   # one value per seed, step = seed
     assert {a.path for a in client.list_artifacts(child.info.run_id)} == {"seeds.csv"}
+
+
+def test_a_record_of_one_file_per_run_is_read_and_compacted(tmp_path):
+    """The layout before batches (runs/<run_id>.parquet, jobs/<run_id>.parquet) reads as one-run batches, a
+    later batch's row of a run wins over it, and compaction turns it into one file per table."""
+    import pyarrow.parquet as pq
+
+    plan = grid.expand(schema.parse({**TINY, "grid": {"machines": [4]}, "seeds": [1, 2]}))
+    store = Store(tmp_path, plan.sweep_id)
+    done = [(task, execute(task)) for task in plan.tasks]
+    for task, outcome in done:   # as the code before batches wrote them
+        for table, rows, schema_ in (("jobs", storage.job_rows(task, outcome), columns.JOBS_SCHEMA),
+                                     ("runs", [storage.run_row(task, outcome, "old")], storage.RUNS_SCHEMA)):
+            (tmp_path / table).mkdir(exist_ok=True)
+            pq.write_table(storage.to_table(rows, schema_), tmp_path / table / f"{task.run_id}.parquet")
+    store.write(done[:1], "new")
+    assert store.recorded() == {t.run_id: "ok" for t in plan.tasks} and not store.index().damaged
+    runs = storage.read(tmp_path).to_pandas().set_index("run_id")
+    assert len(runs) == 4 and runs.loc[plan.tasks[0].run_id, "git_commit"] == "new"
+    assert (runs["git_commit"] == "old").sum() == 3
+    with store.lock():
+        assert store.compact() == 5
+    assert [len(list(store.part(t).glob("*.parquet"))) for t in ("runs", "jobs")] == [1, 1]
+    pd.testing.assert_frame_equal(storage.read(tmp_path).to_pandas().set_index("run_id").loc[runs.index], runs)
+    assert len(storage.read(tmp_path, "jobs")) == 4 * TINY["instance"]["jobs"]
