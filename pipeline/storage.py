@@ -267,8 +267,8 @@ MERGE_BATCHES = 256   # files per scan and batches per row group: one-row files 
 
 def _scan(root: Path, table: str, held: dict[str, list[str]], rows: dict[str, int],
           columns: list[str] | None) -> Iterator[pa.RecordBatch]:
-    """The rows of ``table`` of the runs ``held`` (batch -> run ids): batches read whole where every row is
-    wanted (one scan over all of them), else filtered by run id."""
+    """The rows of ``table`` of the runs ``held`` (batch -> run ids), streamed: batches whose every row is
+    wanted are scanned whole (``MERGE_BATCHES`` files per scan), the others filtered by run id."""
     schema = schema_of(table)
     whole, partial = [], []
     for batch, ids in held.items():
@@ -284,12 +284,12 @@ def _scan(root: Path, table: str, held: dict[str, list[str]], rows: dict[str, in
 
 
 def read(root: str | Path, table: str = "runs", run_ids: list[str] | None = None,
-         columns: list[str] | None = None, idx: Index | None = None) -> pa.Table:
+         columns: list[str] | None = None) -> pa.Table:
     """Every recorded run under ``root`` (each once, from the last runs file holding it), or those of
     ``run_ids``; ``table`` ``jobs``/``schedules``: their rows. ``columns``: only these (Parquet column
     pruning). Files written before a column existed read it as null."""
     root = Path(root)
-    idx = idx or index(root)
+    idx = index(root)
     schema = schema_of(table) if columns is None else pa.schema([schema_of(table).field(c) for c in columns])
     return pa.Table.from_batches(list(_scan(root, table, idx.held(run_ids), idx.rows, columns)), schema=schema)
 
