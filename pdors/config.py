@@ -8,6 +8,7 @@ for value constraints; messages there are ``"field: reason"`` relative to the da
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from typing import Any, Literal, get_args, get_origin
@@ -88,6 +89,13 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
     raise TypeError(f"unsupported config annotation {tp!r} at {path}")
 
 
+@functools.cache
+def _fields(cls) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
+    """A dataclass's resolved annotations and init fields; resolving them is most of what ``build`` costs
+    (a sweep builds thousands of run specs), and they never change."""
+    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls) if f.init}
+
+
 def build(cls, data: Any, path: str = ""):
     """Construct dataclass ``cls`` from ``data`` (a mapping or an instance), checking everything."""
     if isinstance(data, cls):
@@ -96,8 +104,7 @@ def build(cls, data: Any, path: str = ""):
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(path, f"must be a mapping, got {type(data).__name__} {data!r}")
-    hints = typing.get_type_hints(cls)
-    known = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    hints, known = _fields(cls)
     unknown = sorted(set(map(str, data)) - set(known))
     if unknown:
         raise ConfigError(_join(path, unknown[0]), f"unknown key (known: {', '.join(sorted(known))})")

@@ -18,6 +18,12 @@ Sections (``--only`` picks some, in this order):
   20 s per run, PD-ORS's decision p99 under 100 ms): the run's wall time (instance, simulation, validation,
   summary), its CPU time, decision p50/p99, the schedule digest, and the ratio to the figure before the
   optimisations (``SCALE_BEFORE``, measured on the same machine, docs/PERFORMANCE.md);
+* ``scale-pipeline`` (only with ``--only``; ``scale`` runs it too): the sweep pipeline on a 10,000-run sweep of
+  tiny runs (FIFO, I = 5, T = 5, 4 cluster sizes x 2,500 seeds) through ``pdors sweep run`` in a subprocess on a
+  local Ray with 2 CPUs and MLflow on a SQLite file: end-to-end wall time and its stages as the sweep reports
+  them (Ray's start, runs, recording and compaction, report, MLflow), the Parquet files left, ``pdors sweep
+  status``'s wall time (median) and peak memory (``getrusage`` of its children, in a small intermediary
+  process), and the throughput of 1 against 2 workers on a smaller sweep of the same runs;
 * ``reproduction`` (only with ``--only``): an estimate of the full reproduction (every
   ``configs/fig*.yaml`` and ``configs/thesis*.yaml`` at full size) on 2 Ray workers: each config's tasks of
   its first seed run here one by one (``pipeline.executor.execute``), scaled by the config's task count.
@@ -40,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
-EXTRA_SECTIONS = ("scale", "reproduction")
+EXTRA_SECTIONS = ("scale", "scale-pipeline", "reproduction")
 # Wall seconds of one run at H = I = 1000, T = 80, seed 1, per policy, before the scale work (issue 21), on this
 # 2-core machine while shared with other jobs: the yardstick of the ``scale`` section's ratios (docs/PERFORMANCE.md).
 SCALE_BEFORE = {"pdors": 211.7, "fifo": 52.3, "drf": 100.0, "dorm": 156.6, "oasis": 108.5, "pollux": 116.4,
@@ -61,11 +67,17 @@ class Sizes:
     ray_machines: tuple[int, ...]
     ray_seeds: int
     scale: tuple[int, int, int]              # (H, I, T) of the scale section
+    pipeline_seeds: int                      # seeds per cluster size of the scale-pipeline sweep (x 4 sizes)
+    pipeline_ratio_seeds: int                # ... of its 1- vs 2-worker throughput sweeps
+    pipeline_repeats: int                    # ``sweep status`` timings (median)
 
 
 FULL = Sizes((30, 100, 300, 1000), 100, 80, (100, 100, 80), (1, 2, 3, 4, 5), 60.0, (10, 20, 30, 40), 2,
-             (1000, 1000, 80))
-QUICK = Sizes((30, 100), 40, 40, (30, 40, 40), (1,), 10.0, (10, 20), 3, (200, 200, 40))
+             (1000, 1000, 80), 2500, 500, 5)
+QUICK = Sizes((30, 100), 40, 40, (30, 40, 40), (1,), 10.0, (10, 20), 3, (200, 200, 40), 250, 100, 3)
+# The 10,000-run sweep on the one-file-per-run record, before the pipeline work of issue 21 (2-core machine,
+# shared: load average 4.7-9.4), measured by the same commands (docs/PERFORMANCE.md).
+PIPELINE_BEFORE = {"end_to_end_s": 244.0, "runs_per_s": 115.7, "parquet_files": 20000}
 
 
 def _run(spec: dict) -> tuple[dict, float]:
@@ -180,7 +192,7 @@ def bench_ray(sizes: Sizes) -> list[dict]:
         start = time.time()
         cluster = connect(None, workers)
         connected = time.time()
-        outcomes = [o for _, o in fan_out(tasks, cluster, None)]
+        outcomes = [o for chunk in fan_out(tasks, cluster, None) for _, o in chunk]
         ok = [o for o in outcomes if o.status == "ok"]
         runs = [o.finished_at - o.started_at for o in ok]
         makespan = max(o.finished_at for o in outcomes) - connected
@@ -226,6 +238,68 @@ def bench_reproduction(workers: int = 2) -> list[dict]:
                      "estimate_cpu_min": cpu * scale / workers / 60})
     progress.close()
     return rows
+
+
+PIPELINE_MACHINES = (10, 20, 30, 40)
+# Runs a command and prints its exit status, wall seconds and the peak resident memory (KiB) of its process
+# tree: a small intermediary, so that what Linux carries from the parent into the child's maximum is small.
+PEAK_PROBE = ("import resource, subprocess, sys, time\nt = time.perf_counter()\n"
+              "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+              "print(code, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def _pipeline_sweep(where: Path, name: str, seeds: int, *args: str) -> tuple[float, str]:
+    """``pdors sweep run`` of the scale-pipeline sweep in a subprocess: its wall seconds and output."""
+    import yaml
+
+    config = where / f"{name}.yaml"
+    config.write_text(yaml.safe_dump({"name": name, "instance": {"jobs": 5, "slots": 5}, "policies": {"fifo": {}},
+                                      "grid": {"machines": list(PIPELINE_MACHINES)},
+                                      "seeds": {"start": 1, "count": seeds}, "mlflow": {"experiment": name}}))
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{where / 'mlflow.db'}"}
+    tick = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pdors_cli.main", "sweep", "run", str(config), "--out",
+                           str(where / name), *args], cwd=where, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - tick
+    if done.returncode:
+        raise RuntimeError(f"pipeline sweep failed ({done.returncode}): {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return wall, done.stdout
+
+
+def _after(text: str, prefix: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(prefix))[len(prefix):]
+
+
+def bench_pipeline(sizes: Sizes) -> dict:
+    """The scale-pipeline section (module docstring); everything in a temporary directory."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="pdors-bench-pipeline-") as tmp:
+        where = Path(tmp)
+        wall, text = _pipeline_sweep(where, "scale-pipeline", sizes.pipeline_seeds, "--num-cpus", "2")
+        stages = {k: float(v) for k, v in (part.split() for part in _after(text, "stages (s): ").split(", "))}
+        out = where / "scale-pipeline"
+        files = [p.stat().st_size for p in out.rglob("*.parquet")]   # hidden ones (.tmp-*, .damaged-*) too
+        status = []
+        for _ in range(sizes.pipeline_repeats):
+            probe = subprocess.run([sys.executable, "-c", PEAK_PROBE, sys.executable, "-m", "pdors_cli.main",
+                                    "sweep", "status", "--out", str(out)], capture_output=True, text=True, cwd=where)
+            code, seconds, peak_kib = probe.stdout.split()
+            if int(code):
+                raise RuntimeError(f"sweep status failed ({code}): {probe.stderr[-2000:]}")
+            status.append((float(seconds), int(peak_kib) / 1024))
+        throughput = {}
+        for workers in (1, 2):
+            _, log = _pipeline_sweep(where, f"workers{workers}", sizes.pipeline_ratio_seeds, "--num-cpus",
+                                     str(workers), "mlflow.enabled=false")
+            throughput[workers] = float(_after(log, "ran ").split("(")[1].split()[0])
+    return {"runs": sizes.pipeline_seeds * len(PIPELINE_MACHINES), "end_to_end_s": wall, "stages": stages,
+            "runs_per_s": float(_after(text, "ran ").split("(")[1].split()[0]),
+            "parquet_files": len(files), "parquet_mib": sum(files) / 2**20,
+            "status_s": statistics.median(s for s, _ in status), "status_peak_mib": max(m for _, m in status),
+            "ratio_runs": sizes.pipeline_ratio_seeds * len(PIPELINE_MACHINES), "runs_per_s_1": throughput[1],
+            "runs_per_s_2": throughput[2], "scaling": throughput[2] / throughput[1],
+            "before": PIPELINE_BEFORE if sizes.pipeline_seeds == FULL.pipeline_seeds else None}
 
 
 HWM = "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')))"
@@ -311,6 +385,21 @@ def report(results: dict) -> str:
         out += [f"\n## Scale: one run per policy at H = {top['machines']}, I = {top['jobs']}, T = {top['slots']}",
                 _table(rows, ["policy", "wall_s", "simulate_s", "cpu_s", "p50_ms", "p99_ms", "before_s", "speedup",
                               "admitted", "violations", "digest"])]
+    if r := results.get("scale-pipeline"):
+        stages = ", ".join(f"{k} {v:.1f}" for k, v in r["stages"].items())
+        before = r["before"]
+        out += [f"\n## Scale: a {r['runs']:,}-run sweep of tiny runs (2 workers)",
+                f"end to end {r['end_to_end_s']:.1f} s (target <= 60 s)"
+                + (f", before {before['end_to_end_s']:.0f} s (x{before['end_to_end_s'] / r['end_to_end_s']:.1f})"
+                   if before else "") + f"; stages (s): {stages}",
+                f"runs: {r['runs_per_s']:.0f} runs/s after start-up"
+                + (f" (before {before['runs_per_s']:.0f})" if before else ""),
+                f"Parquet files: {r['parquet_files']} ({r['parquet_mib']:.1f} MiB; target <= 50)"
+                + (f", before {before['parquet_files']:,}" if before else ""),
+                f"`sweep status`: {r['status_s']:.2f} s median, peak {r['status_peak_mib']:.0f} MiB "
+                f"(targets < 2 s, < 1024 MiB)",
+                f"throughput on {r['ratio_runs']:,} runs: 1 worker {r['runs_per_s_1']:.0f} runs/s, 2 workers "
+                f"{r['runs_per_s_2']:.0f} runs/s: x{r['scaling']:.2f} (target >= 1.8; needs two idle cores)"]
     if rows := results.get("memory"):
         out += ["\n## Peak memory of one task (fresh process)", _table(rows, ["task", "peak_rss_mib"])]
     if rows := results.get("reproduction"):
@@ -330,7 +419,8 @@ def run_bench(sections: list[str], sizes: Sizes, seed: int) -> dict:
     steps = {"latency": lambda: bench_latency(sizes, seed), "policies": lambda: bench_policies(sizes, seed),
              "reference": lambda: bench_reference(seed), "opt": lambda: bench_opt(sizes),
              "ray": lambda: bench_ray(sizes), "memory": lambda: bench_memory(sizes, seed),
-             "scale": lambda: bench_scale(sizes, seed), "reproduction": bench_reproduction}
+             "scale": lambda: bench_scale(sizes, seed), "scale-pipeline": lambda: bench_pipeline(sizes),
+             "reproduction": bench_reproduction}
     for name in tqdm(sections, desc="pdors bench", unit="section", file=sys.stderr):
         results[name] = steps[name]()
     results["load_average_end"] = os.getloadavg()
@@ -341,6 +431,8 @@ def cmd_bench(args) -> int:
     from pdors.config import ConfigError
 
     sections = [s.strip() for s in args.only.split(",")] if args.only else list(SECTIONS)
+    if "scale" in sections and "scale-pipeline" not in sections:   # the scale section is both halves
+        sections.insert(sections.index("scale") + 1, "scale-pipeline")
     unknown = [s for s in sections if s not in SECTIONS + EXTRA_SECTIONS]
     if unknown:
         raise ConfigError("--only", f"unknown section {unknown[0]!r} (known: {', '.join(SECTIONS + EXTRA_SECTIONS)})")

@@ -24,8 +24,20 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def parse(argv=None) -> argparse.Namespace:
+    """The arguments; ``KEY=VALUE`` overrides are taken after options too (``sweep run CONFIG --in-process
+    seeds.count=5``): argparse's plain parsing stops collecting a positional list at the first option."""
+    ap = parser()
+    args, extra = ap.parse_known_args(argv)
+    if extra and hasattr(args, "overrides") and not any(e.startswith("-") for e in extra):
+        args.overrides = [*args.overrides, *extra]
+    elif extra:
+        ap.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    args = parse(argv)
     try:
         return args.func(args)
     except (ConfigError, ValueError) as e:

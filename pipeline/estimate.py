@@ -23,8 +23,8 @@ def _seconds_per_cell(root: Path, todo: list[Task]) -> tuple[dict[str, float], l
     """Policy -> median recorded seconds per cell, and how each rate was obtained."""
     rates: dict[str, float] = {}
     how: list[str] = []
-    runs = storage.read(root, "runs").select(["policy", "kind", "status", "wall_s", "machines", "jobs",
-                                              "slots"]).to_pandas()
+    runs = storage.read(root, "runs", columns=["policy", "kind", "status", "wall_s", "machines", "jobs",
+                                               "slots"]).to_pandas()
     runs = runs[(runs["kind"] == "sim") & (runs["status"] == "ok") & runs["wall_s"].notna()]
     for policy, g in runs.groupby("policy"):
         rates[policy] = statistics.median(g["wall_s"] / (g["machines"] * g["jobs"] * g["slots"]))

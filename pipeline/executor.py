@@ -1,21 +1,29 @@
-"""Fan-out: one Ray task per simulation run and per offline-OPT instance.
+"""Fan-out: runs (simulations and offline-OPT instances) in chunks, one Ray task per chunk.
 
+A chunk's size is set as the sweep goes: one run per task until runs have been timed, then as many as take
+about ``CHUNK_SECONDS`` (at most ``MAX_CHUNK``, and never more than the runs left shared by the tasks in
+flight), so that tiny runs do not pay Ray's per-task cost each while progress and the tail stay fine-grained.
 A run that raises is caught inside its task and comes back as a ``failed`` outcome (deterministic: retrying
-would raise again). A task lost to a dead worker or node is retried by Ray (``RETRIES``); one still lost after
-that comes back as ``lost``, which ``--resume`` runs again.
+would raise again); the other runs of its chunk are unaffected. A task lost to a dead worker or node is retried
+by Ray (``RETRIES``); a chunk still lost after that is split and its runs are tried again one per task, so that
+only a run that kills its worker comes back as ``lost`` (which ``--resume`` runs again).
 """
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
 import traceback
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .tasks import Outcome, Task
 
 RETRIES = 3
+CHUNK_SECONDS = 0.5   # run time of one Ray task once runs are timed: Ray's few ms per task become noise
+MAX_CHUNK = 256
 
 
 def execute(task: Task, schedules: bool = False) -> Outcome:
@@ -42,17 +50,29 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
     except Exception as e:   # recorded, and the sweep goes on
         result, status = None, "failed"
         error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
-    node_id = node_ip = None
+    return Outcome(status, error, result, pdors.__version__, *_node(), os.getpid(), started, time.time(), schedule)
+
+
+def _node() -> tuple[str | None, str | None]:
+    """The Ray node id and address of this process (None outside Ray)."""
     try:
         import ray
-
-        if ray.is_initialized():
-            node_id = ray.get_runtime_context().get_node_id()
-            node_ip = ray.util.get_node_ip_address()
     except ImportError:
-        pass
-    return Outcome(status, error, result, pdors.__version__, node_id, node_ip, os.getpid(), started, time.time(),
-                   schedule)
+        return None, None
+    return _ray_node() if ray.is_initialized() else (None, None)
+
+
+@functools.cache
+def _ray_node() -> tuple[str, str]:
+    """Looked up once per worker process: a worker never changes node."""
+    import ray
+
+    return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
+
+
+def execute_chunk(tasks: list[Task], schedules: bool = False) -> list[Outcome]:
+    """The body of every Ray task: ``tasks`` one after another, each outcome its own."""
+    return [execute(task, schedules) for task in tasks]
 
 
 @dataclass(frozen=True)
@@ -98,37 +118,55 @@ def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     return Cluster(address or "local", int(ray.cluster_resources().get("CPU", 1)), len(alive))
 
 
+def chunk_size(seconds_per_run: float | None, left: int, in_flight: int) -> int:
+    """Runs per Ray task: one until runs are timed, then about ``CHUNK_SECONDS`` of them, at most
+    ``MAX_CHUNK`` and at most the runs ``left`` shared by the ``in_flight`` tasks."""
+    if not seconds_per_run:
+        return 1
+    return max(1, min(MAX_CHUNK, left // max(in_flight, 1), int(CHUNK_SECONDS / seconds_per_run)))
+
+
 def fan_out(tasks: list[Task], cluster: Cluster, max_parallel: int | None,
-            schedules: bool = False) -> Iterator[tuple[Task, Outcome]]:
-    """Yield (task, outcome) as tasks finish on the ``connect``-ed cluster, keeping at most ``max_parallel`` in
-    flight (default: twice the cluster's CPUs, enough to keep every CPU busy); ``schedules``: keep each
-    simulation's allocations. Ray is shut down at the end."""
+            schedules: bool = False) -> Iterator[list[tuple[Task, Outcome]]]:
+    """Yield the (task, outcome) pairs of each chunk as it finishes on the ``connect``-ed cluster, keeping at
+    most ``max_parallel`` chunks in flight (default: twice the cluster's CPUs, enough to keep every CPU busy);
+    ``schedules``: keep each simulation's allocations. Ray is shut down at the end."""
     import ray
     from ray.exceptions import RayError
 
     try:
-        remote = ray.remote(max_retries=RETRIES)(execute)
+        remote = ray.remote(max_retries=RETRIES)(execute_chunk)
         limit = max_parallel or 2 * cluster.cpus
-        pending = iter(tasks)
+        pending, alone = deque(tasks), deque()   # alone: runs of a lost chunk, one per task
         in_flight: dict = {}
+        timed = [0.0, 0]   # seconds and count of runs that finished
 
         def submit() -> None:
-            for task in pending:
-                in_flight[remote.remote(task, schedules)] = (task, time.time())
-                if len(in_flight) >= limit:
-                    return
+            while len(in_flight) < limit and (alone or pending):
+                if alone:
+                    chunk = [alone.popleft()]
+                else:
+                    size = chunk_size(timed[0] / timed[1] if timed[1] else None, len(pending), limit)
+                    chunk = [pending.popleft() for _ in range(min(size, len(pending)))]
+                in_flight[remote.remote(chunk, schedules)] = (chunk, time.time())
 
         submit()
         while in_flight:
             done, _ = ray.wait(list(in_flight), num_returns=1)
-            task, submitted = in_flight.pop(done[0])
+            chunk, submitted = in_flight.pop(done[0])
             try:
-                outcome = ray.get(done[0])
+                outcomes = ray.get(done[0])
             except RayError as e:   # retries exhausted: worker/node died, object lost, ...
-                outcome = Outcome("lost", f"{type(e).__name__}: {e}"[:4000], None, None, None, None, None,
-                                  submitted, time.time())
-            yield task, outcome
+                if len(chunk) > 1:
+                    alone.extend(chunk)
+                    submit()
+                    continue
+                outcomes = [Outcome("lost", f"{type(e).__name__}: {e}"[:4000], None, None, None, None, None,
+                                    submitted, time.time())]
+            timed[0] += sum(o.finished_at - o.started_at for o in outcomes)
+            timed[1] += len(outcomes)
             submit()
+            yield list(zip(chunk, outcomes))
     finally:
         ray.shutdown()
 

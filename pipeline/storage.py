@@ -2,25 +2,34 @@
 
 Layout under the output root::
 
-    runs/<run_id>.parquet     one row per run (params, metrics, status, provenance)
-    jobs/<run_id>.parquet     one row per job per run
-    schedules/<run_id>.parquet   with ``schedules: true``: one row per (job, machine, slot) used
-    sweeps/<id>/              manifest.json (the run ids the sweep asked for), config.yaml, summary.{csv,md}, plots/
-    .lock                     one writer per output root
+    runs/<batch>.parquet       one row per run of a batch (params, metrics, status, provenance)
+    jobs/<batch>.parquet       one row per job of each run in the runs file of the same name
+    schedules/<batch>.parquet  with ``schedules: true``: one row per (job, machine, slot) used
+    sweeps/<id>/               manifest.json (the run ids the sweep asked for), config.yaml, summary.{csv,md}, plots/
+    .lock                      one writer per output root
 
 A run is identified by what determines its result (:mod:`pipeline.grid`), not by the sweep that asked for it:
-every sweep under one root shares the run files, so a run is computed once and the folder holds it once; a
-sweep's view is the files its manifest lists. Each file is written under a hidden temp name (``.tmp-*``, which
-readers skip) and moved into place with ``os.replace``, the jobs file before the runs file: a run is recorded
-iff its ``runs`` file exists. Every ``runs`` file has the same schema (:data:`RUNS_SCHEMA`: the parameters of
-every registered policy, null where another policy ran), so plain pandas/DuckDB/Polars reads of the folder work.
+every sweep under one root shares the record, so a run is computed once; a sweep's view is the runs its
+manifest lists. A sweep writes its runs in batches (one file per table per batch), each file under a hidden
+temp name (``.tmp-*``, which readers skip) moved into place with ``os.replace``, the jobs (and schedules) file
+before the runs file of the same name: a run is recorded iff a runs file holds it, and a runs file's jobs are
+in the jobs file of its name. Batch names (``p<stamp>``, a 20-digit stamp) grow with time, so a run held by
+several runs files (recomputed, or a compaction interrupted) counts once: the row of the last file by name wins,
+and only its jobs are read. :meth:`Store.compact` merges the batch files into one file per table (written before
+the merged ones are removed). Files of the earlier one-file-per-run layout (``runs/<run_id>.parquet``) follow
+the same rules, sort before every batch, and are merged by the first compaction. Every ``runs`` file has the
+same schema (:data:`RUNS_SCHEMA`: the parameters of every registered policy, null where another policy ran);
+plain pandas/DuckDB/Polars reads of the folder see every row of every file, including superseded ones (dedupe
+by run_id: docs/PIPELINE.md).
 """
 from __future__ import annotations
 
 import dataclasses
 import fcntl
+import functools
 import json
 import os
+import time
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,8 +37,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -40,6 +49,9 @@ from .columns import (IDENTITY, JOBS_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS
                       SUMMARY_IDENTITY, arrow_type)
 from .schema import OptConfig
 from .tasks import Outcome, Task
+
+if typing.TYPE_CHECKING:
+    import pandas as pd
 
 class SweepError(ValueError):
     """A sweep cannot be started or read as asked (reported as one line, exit status 2)."""
@@ -58,7 +70,10 @@ class Counts:
 
 
 TABLES = ("runs", "jobs", "schedules")
+PARTNERS = ("jobs", "schedules")   # per-run rows kept in the file named as the runs file
 TMP_PREFIX = ".tmp-"
+DAMAGED_PREFIX = ".damaged-"   # a damaged batch set aside: never read, kept for inspection
+BATCH_PREFIX = "p"   # batch names sort after the run ids (hex) of the one-file-per-run layout
 
 def _columns(cls, prefix: str) -> list[tuple[str, pa.DataType]]:
     hints = typing.get_type_hints(cls)
@@ -79,8 +94,21 @@ def _runs_schema() -> pa.Schema:
                       *[(c, pa.string()) for c in JSON_METRICS], *PROVENANCE])
 
 
-RUNS_SCHEMA = _runs_schema()
-SCHEMAS = {"runs": RUNS_SCHEMA, "jobs": JOBS_SCHEMA, "schedules": SCHEDULES_SCHEMA}
+def schema_of(table: str) -> pa.Schema:
+    return runs_schema() if table == "runs" else {"jobs": JOBS_SCHEMA, "schedules": SCHEDULES_SCHEMA}[table]
+
+
+@functools.cache
+def runs_schema() -> pa.Schema:
+    """:func:`_runs_schema`, built on first use: it imports every policy, which ``status`` and ``list`` (four
+    columns read by name) do not need."""
+    return _runs_schema()
+
+
+def __getattr__(name: str):
+    if name == "RUNS_SCHEMA":
+        return runs_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def flatten(tree: dict, prefix: str = "") -> dict:
@@ -148,13 +176,8 @@ def _write_atomic(table: pa.Table, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-@dataclass(frozen=True)
-class Damage:
-    run_id: str
-    problem: str
-
-
-def _run_files(root: Path, table: str) -> list[Path]:
+def _files(root: Path, table: str) -> list[Path]:
+    """A table's files in name order (the order in which a later file's row of a run wins)."""
     return sorted(p for p in (root / table).glob("*.parquet") if not p.name.startswith((".", "_")))
 
 
@@ -166,9 +189,109 @@ def _read(path: Path, columns: list[str]) -> pa.Table | None:
         return None
 
 
-def _read_ids(path: Path) -> list[str] | None:
-    t = _read(path, ["run_id"])
-    return None if t is None else t["run_id"].to_pylist()
+def _rows(path: Path) -> int | None:
+    """A file's row count from its Parquet footer (None if unreadable); no row is read."""
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
+    except (OSError, pa.ArrowException):
+        return None
+
+
+@dataclass(frozen=True)
+class Damage:
+    batch: str                  # the runs file's name, without .parquet
+    run_ids: tuple[str, ...]    # the runs it holds (none known if it is unreadable)
+    problem: str
+
+
+def _partner_problem(root: Path, batch: str, runs: pa.Table) -> str | None:
+    """Whether the jobs file of a runs file holds as many rows as its ok simulations have jobs (footer only)."""
+    sim_ok = [j for k, s, j in zip(runs["kind"].to_pylist(), runs["status"].to_pylist(), runs["jobs"].to_pylist())
+              if k == "sim" and s == "ok"]
+    path = root / "jobs" / f"{batch}.parquet"
+    expected = sum(sim_ok)
+    if not path.exists():
+        return "jobs file missing" if expected else None
+    held = _rows(path)
+    if held is None:
+        return "jobs file unreadable"
+    return None if held == expected else f"jobs file holds {held} rows, expected {expected}"
+
+
+@dataclass(frozen=True)
+class Index:
+    """Where the record under a root stands, read from the runs files' ``run_id``, ``status``, ``kind`` and
+    ``jobs`` columns and the jobs files' footers: the batch holding each recorded run (the last by name) and
+    its status, each intact batch's row count, and the damaged batches (never read)."""
+
+    chosen: dict[str, tuple[str, str]]   # run_id -> (batch, status)
+    rows: dict[str, int]                 # intact batch -> rows in its runs file (superseded ones included)
+    damaged: list[Damage]
+
+    def status(self) -> dict[str, str]:
+        return {run_id: status for run_id, (_, status) in self.chosen.items()}
+
+    def held(self, run_ids=None) -> dict[str, list[str]]:
+        """Batch -> the runs read from it (of ``run_ids``, default all), batches in name order."""
+        wanted = None if run_ids is None else set(run_ids)
+        out: dict[str, list[str]] = {b: [] for b in self.rows}
+        for run_id, (batch, _) in self.chosen.items():
+            if wanted is None or run_id in wanted:
+                out[batch].append(run_id)
+        return {b: ids for b, ids in out.items() if ids}
+
+
+def index(root: str | Path) -> Index:
+    root = Path(root)
+    chosen: dict[str, tuple[str, str]] = {}
+    rows, damaged = {}, []
+    for f in _files(root, "runs"):
+        t = _read(f, ["run_id", "status", "kind", "jobs"])
+        if t is None:
+            damaged.append(Damage(f.stem, (), "runs file unreadable"))
+            continue
+        ids = t["run_id"].to_pylist()
+        problem = _partner_problem(root, f.stem, t)
+        if problem:
+            damaged.append(Damage(f.stem, tuple(ids), problem))
+            continue
+        rows[f.stem] = len(ids)
+        chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"].to_pylist()))
+    return Index(chosen, rows, damaged)
+
+
+MERGE_ROWS = 65_536   # rows per row group of a merged file: few groups, bounded memory
+MERGE_BATCHES = 256   # files per scan and batches per row group: one-row files (the one-file-per-run layout)
+                      # cost about 1 KB per column each in memory
+
+
+def _scan(root: Path, table: str, held: dict[str, list[str]], rows: dict[str, int],
+          columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+    """The rows of ``table`` of the runs ``held`` (batch -> run ids), streamed: batches whose every row is
+    wanted are scanned whole (``MERGE_BATCHES`` files per scan), the others filtered by run id."""
+    schema = schema_of(table)
+    whole, partial = [], []
+    for batch, ids in held.items():
+        path = root / table / f"{batch}.parquet"
+        if path.exists():
+            (whole if len(ids) == rows[batch] else partial).append((path, ids))
+    for k in range(0, len(whole), MERGE_BATCHES):   # a scan's state grows with its files: a bounded number each
+        paths = [p for p, _ in whole[k:k + MERGE_BATCHES]]
+        yield from ds.dataset(paths, format="parquet", schema=schema).to_batches(columns=columns)
+    for path, ids in partial:
+        yield from ds.dataset(path, format="parquet", schema=schema).to_batches(
+            columns=columns, filter=pc.field("run_id").isin(ids))
+
+
+def read(root: str | Path, table: str = "runs", run_ids: list[str] | None = None,
+         columns: list[str] | None = None) -> pa.Table:
+    """Every recorded run under ``root`` (each once, from the last runs file holding it), or those of
+    ``run_ids``; ``table`` ``jobs``/``schedules``: their rows. ``columns``: only these (Parquet column
+    pruning). Files written before a column existed read it as null."""
+    root = Path(root)
+    idx = index(root)
+    schema = schema_of(table) if columns is None else pa.schema([schema_of(table).field(c) for c in columns])
+    return pa.Table.from_batches(list(_scan(root, table, idx.held(run_ids), idx.rows, columns)), schema=schema)
 
 
 class Store:
@@ -177,54 +300,31 @@ class Store:
     def __init__(self, root: str | Path, sweep_id: str | None = None):
         self.root, self.sweep_id = Path(root), sweep_id
         self.meta = self.root / "sweeps" / (sweep_id or "")
+        self._stamp = 0
 
     def part(self, table: str) -> Path:
         return self.root / table
 
-    def path(self, table: str, run_id: str) -> Path:
-        return self.root / table / f"{run_id}.parquet"
+    def index(self) -> Index:
+        return index(self.root)
 
     def recorded(self) -> dict[str, str]:
-        """run_id -> status of every run recorded under the root (any sweep's); a file that cannot be read or
-        holds another run than its name says is not a record (the next run replaces it)."""
-        out = {}
-        for f in _run_files(self.root, "runs"):
-            t = _read(f, ["run_id", "status"])
-            if t is not None and t["run_id"].to_pylist() == [f.stem]:
-                out[f.stem] = t["status"][0].as_py()
-        return out
+        """run_id -> status of every run recorded under the root (any sweep's), damaged batches left out."""
+        return self.index().status()
 
-    def verify(self, run_ids: list[str], jobs: dict[str, int]) -> list[Damage]:
-        """Integrity of the records of ``run_ids`` that have a runs file: each readable and holding the run its
-        name says; each ok simulation's jobs file present, readable, holding that run's ``jobs[run_id]`` rows
-        and nothing else."""
-        out = []
-        for run_id in run_ids:
-            path = self.path("runs", run_id)
-            if not path.exists():
-                continue
-            t = _read(path, ["run_id", "status"])
-            ids = None if t is None else t["run_id"].to_pylist()
-            if ids is None:
-                out.append(Damage(run_id, "runs file unreadable"))
-            elif ids != [run_id]:
-                out.append(Damage(run_id, f"runs file holds run {', '.join(ids) or 'none'}"))
-            elif t["status"][0].as_py() == "ok" and run_id in jobs:
-                path = self.path("jobs", run_id)
-                held = _read_ids(path) if path.exists() else None
-                if not path.exists():
-                    out.append(Damage(run_id, "jobs file missing"))
-                elif held is None:
-                    out.append(Damage(run_id, "jobs file unreadable"))
-                elif set(held) != {run_id} or len(held) != jobs[run_id]:
-                    out.append(Damage(run_id, f"jobs file holds {len(held)} rows of run(s) "
-                                              f"{', '.join(sorted(set(held))) or 'none'}, expected {jobs[run_id]} "
-                                              f"of {run_id}"))
-        return out
+    def _name(self) -> str:
+        """A batch name after every name in the record (a later file's row of a run wins); the record is
+        listed once, after which this writer's own names are the latest."""
+        if not self._stamp:
+            names = [p.name.removeprefix(DAMAGED_PREFIX) for t in TABLES if (self.root / t).is_dir()
+                     for p in (self.root / t).iterdir()]
+            self._stamp = max([0, *(int(n[1:21]) for n in names if n.startswith(BATCH_PREFIX) and n[1:21].isdigit())])
+        self._stamp = max(time.time_ns(), self._stamp + 1)
+        return f"{BATCH_PREFIX}{self._stamp:020d}"
 
     @contextmanager
     def lock(self) -> Iterator[None]:
-        """One writer per output root (sweeps share its run files); the OS drops the lock when the process dies,
+        """One writer per output root (sweeps share its record); the OS drops the lock when the process dies,
         even by SIGKILL."""
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / ".lock", "w") as f:
@@ -237,40 +337,91 @@ class Store:
                     tmp.unlink()
             yield
 
-    def write(self, task: Task, outcome: Outcome, git_commit: str) -> None:
-        jobs = job_rows(task, outcome)
+    def write(self, done: list[tuple[Task, Outcome]], git_commit: str) -> None:
+        """Record a batch of finished runs: its jobs (and schedules) file, then its runs file."""
+        if not done:
+            return
+        name = f"{self._name()}.parquet"
+        jobs = [row for task, outcome in done for row in job_rows(task, outcome)]
         if jobs:
-            _write_atomic(to_table(jobs, JOBS_SCHEMA), self.path("jobs", task.run_id))
-        if outcome.schedule is not None:
-            ident = {"run_id": task.run_id, "policy": task.policy, "seed": task.seed, "point_id": task.point_id}
-            cells = len(outcome.schedule["job"])
-            columns = {**{k: [v] * cells for k, v in ident.items()}, **outcome.schedule}
-            _write_atomic(pa.table(columns, schema=SCHEDULES_SCHEMA), self.path("schedules", task.run_id))
-        _write_atomic(to_table([run_row(task, outcome, git_commit)], RUNS_SCHEMA), self.path("runs", task.run_id))
+            _write_atomic(to_table(jobs, JOBS_SCHEMA), self.root / "jobs" / name)
+        cells = [schedule_table(task, outcome) for task, outcome in done if outcome.schedule is not None]
+        if cells:
+            _write_atomic(pa.concat_tables(cells), self.root / "schedules" / name)
+        _write_atomic(to_table([run_row(t, o, git_commit) for t, o in done], runs_schema()), self.root / "runs" / name)
 
-    def read(self, table: str = "runs") -> pa.Table:
+    def set_aside(self, damaged: list[Damage]) -> None:
+        """Rename damaged batches' files to hidden names: never read again, their runs computed anew."""
+        for d in damaged:
+            for table in TABLES:
+                path = self.root / table / f"{d.batch}.parquet"
+                if path.exists():
+                    os.replace(path, path.with_name(DAMAGED_PREFIX + path.name))
+
+    def compact(self) -> int:
+        """Merge every intact batch into one file per table, holding each recorded run once; returns how many
+        runs files were merged (0: nothing to do). Crash-safe at every step: the merged files are written (jobs
+        and schedules, then runs) before the batches are removed (runs, then the rest), so a crash leaves either
+        the old batches alone, or both with every run held twice (readers take the later, merged row), or
+        jobs/schedules files without a runs file (never read; removed here). Call it under :meth:`lock`."""
+        idx = self.index()
+        merged, held = list(idx.rows), idx.held()
+        if len(merged) > 1 or (merged and idx.rows[merged[0]] > len(held.get(merged[0], []))):
+            name = f"{self._name()}.parquet"
+            for table in (*PARTNERS, "runs"):
+                _merge(_scan(self.root, table, held, idx.rows, None), schema_of(table), self.root / table / name)
+            for table in ("runs", *PARTNERS):
+                for batch in merged:
+                    _remove(self.root / table / f"{batch}.parquet")
+        else:
+            merged = []
+        runs = {p.stem for p in _files(self.root, "runs")}
+        for table in PARTNERS:   # left by a crash between writing a batch's files, or in compaction
+            for orphan in (p for p in _files(self.root, table) if p.stem not in runs):
+                _remove(orphan)
+        return len(merged)
+
+    def read(self, table: str = "runs", columns: list[str] | None = None) -> pa.Table:
         """The sweep's view: the recorded runs its manifest lists, with a ``sweep_id`` column."""
-        ids = manifest_of(self)["run_ids"]
-        t = read(self.root, table, ids)
-        if table == "runs":   # a file holding another run than its name says (status reports it) counts once
-            seen: set = set()
-            t = t.filter(pa.array([not (r in seen or seen.add(r)) for r in t["run_id"].to_pylist()]))
+        t = read(self.root, table, manifest_of(self)["run_ids"], columns)
         return t.append_column("sweep_id", pa.array([self.sweep_id] * len(t), pa.string()))
 
 
-def read(root: str | Path, table: str = "runs", run_ids: list[str] | None = None) -> pa.Table:
-    """Every recorded run under ``root`` (each once), or those of ``run_ids`` that are recorded; files written
-    before a column existed read it as null."""
-    files = _run_files(Path(root), table)
-    if run_ids is not None:
-        wanted = set(run_ids)
-        files = [f for f in files if f.stem in wanted]
+def schedule_table(task: Task, outcome: Outcome) -> pa.Table:
+    ident = {"run_id": task.run_id, "policy": task.policy, "seed": task.seed, "point_id": task.point_id}
+    cells = len(outcome.schedule["job"])
+    return pa.table({**{k: [v] * cells for k, v in ident.items()}, **outcome.schedule}, schema=SCHEDULES_SCHEMA)
+
+
+
+
+def _merge(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> None:
+    """Stream ``batches`` into one file at ``path`` (atomically); no file if there is no row."""
+    tmp = path.with_name(f"{TMP_PREFIX}{os.getpid()}-{path.name}")
+    writer, buffered, pending = None, 0, []
     try:
-        t = ds.dataset(files, format="parquet", schema=SCHEMAS[table]).to_table()
-    except (OSError, pa.ArrowException):   # a damaged file (`pdors sweep status` names it): read the others
-        files = [f for f in files if _read_ids(f) is not None]
-        t = ds.dataset(files, format="parquet", schema=SCHEMAS[table]).to_table()
-    return t
+        for batch in batches:
+            pending.append(batch)
+            buffered += batch.num_rows
+            if buffered >= MERGE_ROWS or len(pending) >= MERGE_BATCHES:
+                writer = writer or pq.ParquetWriter(tmp, schema)
+                writer.write_table(pa.Table.from_batches(pending, schema))
+                pending, buffered = [], 0
+        if buffered or writer is not None:
+            writer = writer or pq.ParquetWriter(tmp, schema)
+            if buffered:
+                writer.write_table(pa.Table.from_batches(pending, schema))
+            writer.close()
+            writer = None
+            os.replace(tmp, path)
+    finally:
+        if writer is not None:
+            writer.close()
+        tmp.unlink(missing_ok=True)
+
+
+def _remove(path: Path) -> None:
+    path.unlink(missing_ok=True)
 
 
 def manifest_of(store: Store) -> dict:
@@ -281,11 +432,16 @@ def manifest_of(store: Store) -> dict:
     return json.loads(path.read_text())
 
 
+def count(manifest: dict, recorded: dict[str, str]) -> Counts:
+    """A sweep's run counts by status, from ``recorded`` (run_id -> status)."""
+    states = [recorded.get(run_id) for run_id in manifest["run_ids"]]
+    return Counts(manifest["tasks"], *(states.count(s) for s in ("ok", "failed", "lost")))
+
+
 def recorded_runs(store: Store, manifest: dict) -> tuple[Counts, pd.DataFrame]:
     """Run counts by status and the recorded runs (a DataFrame) in plan order."""
     runs = store.read("runs").to_pandas()
-    status = runs["status"].value_counts() if len(runs) else {}
     if len(runs):   # plan order (grid, policy, seed), not file order, for tables and plots
         order = {run_id: k for k, run_id in enumerate(manifest["run_ids"])}
         runs = runs.sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
-    return Counts(manifest["tasks"], *(int(status.get(s, 0)) for s in ("ok", "failed", "lost"))), runs
+    return count(manifest, dict(zip(runs["run_id"], runs["status"]))), runs

@@ -25,11 +25,18 @@ from . import grid, schema, sizing
 from .locate import locate, sweeps_under
 from .credentials import one_line
 from .provenance import git_commit, packages
-from .storage import Store, SweepError, manifest_of, recorded_runs
+from .storage import Damage, Index, Store, SweepError, count, manifest_of, recorded_runs
 from .tasks import Plan, Task
 
 # Exit status of ``pdors sweep run`` (docs/PIPELINE.md).
 OK, RUNS_FAILED, BAD_INPUT, MLFLOW_FAILED, DISK_FULL, INTERRUPTED, TERMINATED = 0, 1, 2, 3, 4, 130, 143
+FLUSH_SECONDS = 2.0   # finished runs are recorded (one batch file per table) at least this often
+STAGES = ("ray_start", "runs", "record", "report", "mlflow")   # the seconds printed by ``run`` (``pdors bench``)
+_stages: dict[str, float] = {}
+
+
+def _stage(name: str, seconds: float) -> None:
+    _stages[name] = _stages.get(name, 0.0) + seconds
 
 
 class Terminated(KeyboardInterrupt):
@@ -69,19 +76,13 @@ def _check_memory(plan: Plan, limit_gb: float | None, parallel: int) -> None:
             raise SweepError(f"too large: {why}")
 
 
-def _todo(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task], list]:
+def _todo(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task], list[Damage]]:
     """The plan's tasks no sweep under the root has recorded intact (lost ones, and failed ones with
-    ``retry_failed``, again), and the damaged records found among the plan's runs."""
-    recorded = store.recorded()
-    damaged = store.verify([t.run_id for t in plan.tasks], _jobs_per_run(plan.tasks))
-    for d in damaged:
-        recorded.pop(d.run_id, None)
+    ``retry_failed``, again), and the damaged batches under the root (their runs count as not recorded)."""
+    index = store.index()
+    recorded = index.status()
     redo = {"lost", "failed"} if retry_failed else {"lost"}
-    return [t for t in plan.tasks if recorded.get(t.run_id, "lost") in redo], damaged
-
-
-def _jobs_per_run(tasks: list[Task]) -> dict[str, int]:
-    return {t.run_id: t.spec["jobs"] for t in tasks if t.kind == "sim"}
+    return [t for t in plan.tasks if recorded.get(t.run_id, "lost") in redo], index.damaged
 
 
 @contextmanager
@@ -128,7 +129,7 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
     sims = sum(t.kind == "sim" for t in plan.tasks)
     _say(f"sweep {plan.sweep_id}: {len(plan.tasks)} tasks ({sims} simulations, {len(plan.tasks) - sims} OPT) over "
          f"{', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already recorded, "
-         f"{len(todo)} to run" + (f" ({len(damaged)} damaged records redone)" if damaged else ""))
+         f"{len(todo)} to run" + (f" ({len(damaged)} damaged batches set aside)" if damaged else ""))
     if dry_run:
         from .estimate import describe
 
@@ -138,18 +139,22 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
         raise SweepError(f"sweep {plan.sweep_id} already has results under {root}; pass --resume to continue "
                          "it, or choose another --out")
     cluster = None
+    _stages.clear()
     if todo and not in_process:
         from . import executor
 
         _say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
         started = time.perf_counter()
         cluster = executor.connect(address, num_cpus)   # an unreachable cluster fails here, before any write
+        _stage("ray_start", time.perf_counter() - started)
         _say(f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); started in "
              f"{time.perf_counter() - started:.1f} s")
     try:
         with _sigterm_as_interrupt():
-            return _record_and_publish(store, plan, data, config_path, overrides, todo, cluster, max_parallel,
-                                       again)
+            code = _record_and_publish(store, plan, data, config_path, overrides, todo, damaged, cluster,
+                                       max_parallel)
+        _say("stages (s): " + ", ".join(f"{k} {_stages.get(k, 0.0):.2f}" for k in STAGES))
+        return code
     except KeyboardInterrupt as e:
         _say(f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'}: finished runs are recorded; "
              f"continue with `{again}`")
@@ -168,7 +173,7 @@ def run(config_path: str, out: str | None = None, resume: bool = False, max_para
 
 
 def _record_and_publish(store: Store, plan: Plan, data: dict, config_path: str, overrides: list[str],
-                        todo: list[Task], cluster, max_parallel: int | None, again: str) -> int:
+                        todo: list[Task], damaged: list[Damage], cluster, max_parallel: int | None) -> int:
     commit = git_commit()
     with store.lock():
         manifest_path = store.meta / "manifest.json"
@@ -179,7 +184,13 @@ def _record_and_publish(store: Store, plan: Plan, data: dict, config_path: str, 
         manifest_path.write_text(json.dumps(manifest, indent=1))
         header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
         (store.meta / "config.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False))
+        store.set_aside(damaged)
         _execute(store, todo, cluster, max_parallel, commit, plan.config.schedules)
+        tick = time.perf_counter()
+        merged = store.compact()
+        _stage("record", time.perf_counter() - tick)
+        if merged:
+            _say(f"compacted {merged} batch files into one per table")
     return publish(store, manifest)
 
 
@@ -198,19 +209,32 @@ def _execute(store: Store, todo: list, cluster, max_parallel: int | None, commit
     tally = {"ok": 0, "failed": 0, "lost": 0}
     bar = tqdm(total=len(todo), unit="run", file=sys.stderr, mininterval=0.5 if sys.stderr.isatty() else 10,
                dynamic_ncols=True)
-    started = time.perf_counter()
+    started = flushed = time.perf_counter()
+    writing = 0.0
+    pending: list = []   # finished, not yet recorded: a kill loses at most FLUSH_SECONDS of runs
     try:
-        outcomes = ((t, execute(t, schedules)) for t in todo) if cluster is None else \
+        chunks = ([(t, execute(t, schedules))] for t in todo) if cluster is None else \
             fan_out(todo, cluster, max_parallel, schedules)
-        for task, outcome in outcomes:
-            store.write(task, outcome, commit)
-            tally[outcome.status] += 1
+        for chunk in chunks:
+            pending += chunk
+            for _, outcome in chunk:
+                tally[outcome.status] += 1
             bar.set_postfix(ok=tally["ok"], failed=tally["failed"] + tally["lost"],
                             left=len(todo) - sum(tally.values()), refresh=False)
-            bar.update()
+            bar.update(len(chunk))
+            if time.perf_counter() - flushed >= FLUSH_SECONDS:
+                tick = time.perf_counter()
+                store.write(pending, commit)
+                pending, flushed = [], time.perf_counter()
+                writing += flushed - tick
     finally:
         bar.close()
+        tick = time.perf_counter()
+        store.write(pending, commit)   # also on Ctrl-C and SIGTERM: what finished is recorded
+        writing += time.perf_counter() - tick
     done, seconds = sum(tally.values()), time.perf_counter() - started
+    _stage("runs", seconds - writing)
+    _stage("record", writing)
     _say(f"ran {done} tasks in {seconds:.1f} s after start-up ({done / seconds:.2f} runs/s); "
          f"{tally['failed']} failed, {tally['lost']} lost")
 
@@ -221,6 +245,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     from . import plots, summary, tracking
     from .report import draw_all
 
+    tick = time.perf_counter()
     counts, runs = recorded_runs(store, manifest)
     if runs.empty:
         raise SweepError(f"sweep {store.sweep_id} has no recorded runs under {store.root}")
@@ -244,8 +269,10 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
         _say(f"  error: run {bad.run_id} ({bad.policy}, seed {bad.seed}) has utility {bad.total_utility:.10g}, "
              "more than its instance's OPT allows (beyond the gap): a bug in the model or the validator")
     status = 1 if counts.failed or counts.lost or counts.remaining or len(above) else 0
+    _stage("report", time.perf_counter() - tick)
     if not (manifest["mlflow"] if track is None else track):
         return status
+    tick = time.perf_counter()
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
     artifacts += plots.formats(plot)
     try:
@@ -255,6 +282,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
         _say(f"MLflow logging failed ({one_line(e)}); results are safe "
              f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`")
         return status or 3
+    _stage("mlflow", time.perf_counter() - tick)
     _say(f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {parent} "
          f"with {len(agg)} child runs")
     return status
@@ -270,22 +298,24 @@ def log(target: str | None, out: str | None) -> int:
 
 def status(target: str | None, out: str | None) -> int:
     """``pdors sweep status``: progress and integrity of sweeps (a config, a sweep id, a directory, or the
-    latest sweep); 0 if every record is intact, 1 if some are damaged (with how to repair)."""
+    latest sweep); 0 if every record is intact, 1 if some are damaged (with how to repair). Reads the runs
+    files' run_id, status, kind and jobs columns and the jobs files' footers, never a job row."""
     code = OK
+    indexes: dict[Path, Index] = {}
     for store in locate(target, out):
         manifest = manifest_of(store)
-        counts, runs = recorded_runs(store, manifest)
-        sims = runs[runs["kind"] == "sim"] if len(runs) else runs
-        damaged = store.verify(manifest["run_ids"], dict(zip(sims.get("run_id", []), sims.get("jobs", []))))
+        index = indexes.setdefault(store.root, store.index())
+        counts = count(manifest, index.status())
+        damaged = index.damaged
         _say(f"{store.sweep_id} ({store.root}): {counts.total} tasks, {counts.ok} ok, {counts.failed} failed, "
              f"{counts.lost} lost, {counts.remaining} not run; " +
-             (f"{len(damaged)} damaged" if damaged else "records intact"))
+             (f"{len(damaged)} damaged batches" if damaged else "records intact"))
         again = shlex.join(["pdors", "sweep", "run", str(store.meta / "config.yaml"), "--out", str(store.root),
                             "--resume"])
         for d in damaged[:10]:
-            _say(f"  damaged: run {d.run_id}: {d.problem}")
+            _say(f"  damaged: batch {d.batch} ({len(d.run_ids) or 'unknown'} runs): {d.problem}")
         if damaged:
-            _say(f"  repair: `{again}` recomputes the damaged runs and replaces their files")
+            _say(f"  repair: `{again}` sets the damaged batches aside and recomputes their runs")
             code = RUNS_FAILED
         if counts.failed:
             _say(f"  rerun the failed runs: `{again} --retry-failed`")
@@ -302,7 +332,7 @@ def list_sweeps(out: str | None) -> int:
     recorded: dict[Path, dict] = {}
     for store in stores:
         manifest = manifest_of(store)
-        have = recorded.setdefault(store.root, store.recorded())
+        have = recorded.setdefault(store.root, store.recorded())   # run_id and status columns only
         states = [have.get(r) for r in manifest["run_ids"]]
         _say(f"{manifest.get('created_at', '?'):<25} {store.sweep_id:<32} {len(states):>6} tasks "
              f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('lost'):>4} lost "

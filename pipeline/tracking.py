@@ -40,7 +40,7 @@ EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 SEED_METRICS = ("total_utility", "completed", "admitted", "rejected", "median_training_time", "ratio",
                 "ratio_bound", "violations", "wall_s", "decision_latency_ms.p50")
 HEADLINE_METRICS = ("total_utility", "completed", "ratio")
-BATCH = 100   # params per log_batch (MLflow's limit)
+PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000   # MLflow's limits per log_batch call
 
 
 def tracking_uri() -> str:
@@ -193,9 +193,19 @@ def _child_content(row: pd.Series, point_runs: pd.DataFrame, agg_columns) -> tup
     logged = params(point_params(point_runs["spec"].iloc[0], row["policy"]))
     stats = {k: row[k] for k in agg_columns if k.endswith((".mean", ".std"))}
     values = metrics({"n": row["n"], "failed": row["failed"], **stats}, _last_finish_ms(point_runs))
-    for run in point_runs[point_runs["status"] == "ok"].to_dict("records"):
-        values += metrics({m: run[m] for m in SEED_METRICS if m in run}, _ms(run["finished_at"]), run["seed"])
+    seed_metrics = [m for m in SEED_METRICS if m in point_runs]
+    ok = point_runs.loc[point_runs["status"] == "ok", ["seed", "finished_at", *seed_metrics]]
+    for run in ok.to_dict("records"):
+        values += metrics({m: run[m] for m in seed_metrics}, _ms(run["finished_at"]), run["seed"])
     return logged, values
+
+
+def log_batches(c, run_id: str, logged: list, values: list) -> None:
+    """Params and metrics in as few ``log_batch`` calls as MLflow's limits allow."""
+    for k in range(0, len(logged), PARAMS_PER_BATCH):
+        c.log_batch(run_id, params=logged[k:k + PARAMS_PER_BATCH])
+    for k in range(0, len(values), METRICS_PER_BATCH):
+        c.log_batch(run_id, metrics=values[k:k + METRICS_PER_BATCH])
 
 
 def _log_child(c, exp_id: str, parent: str, sweep_id: str, label: str, row: pd.Series, point_runs: pd.DataFrame,
@@ -209,8 +219,7 @@ def _log_child(c, exp_id: str, parent: str, sweep_id: str, label: str, row: pd.S
     child = existing.info.run_id if existing is not None else c.create_run(
         exp_id, run_name=label[:250],
         tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: row["point_id"]}).info.run_id
-    for k in range(0, max(len(logged), len(values)), BATCH):
-        c.log_batch(child, metrics=values[k:k + BATCH], params=logged[k:k + BATCH])
+    log_batches(c, child, logged, values)
     c.log_text(child, seed_table(point_runs).to_csv(index=False), "seeds.csv")
     c.set_tag(child, CONTENT_TAG, content)
     c.set_terminated(child)

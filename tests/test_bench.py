@@ -59,3 +59,22 @@ def test_ray_throughput_section_on_loopback(netns, env):
         assert r["idle_per_task_ms"] >= 0, r           # never more run time than in-flight capacity
     assert rows[0]["makespan_s"] >= rows[0]["mean_run_s"] * 10       # one at a time
     assert rows[1]["makespan_s"] < rows[1]["mean_run_s"] * 10        # two at a time
+
+
+@pytest.mark.slow
+def test_pipeline_section_on_a_tiny_sweep(netns, env):
+    """The scale-pipeline section end to end on 12 runs (and 8 per worker count): every stage timed, the record
+    compacted to one runs and one jobs file, status measured in its own process."""
+    r = in_netns_python(netns, env, (
+        "import json\n"
+        "from dataclasses import replace\n"
+        "from pdors_cli.bench import QUICK, bench_pipeline\n"
+        "print(json.dumps(bench_pipeline(replace(QUICK, pipeline_seeds=3, pipeline_ratio_seeds=2, "
+        "pipeline_repeats=1))))\n"), timeout=600)
+    from pipeline.sweep import STAGES
+
+    assert r["runs"] == 12 and r["ratio_runs"] == 8 and r["before"] is None
+    assert list(r["stages"]) == list(STAGES) and r["stages"]["ray_start"] > 0 and r["stages"]["mlflow"] > 0
+    assert r["parquet_files"] == 2 and 0 < r["status_s"] and 50 < r["status_peak_mib"] < 1024
+    assert r["runs_per_s_1"] > 0 and r["runs_per_s_2"] > 0
+    assert "a 12-run sweep" in report({"machine": {}, "scale-pipeline": r, "load_average_end": (0, 0, 0)})

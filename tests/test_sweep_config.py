@@ -182,3 +182,25 @@ def test_opt_task_through_the_adapter():
     assert outcome.status == "ok", outcome.error
     row = storage.run_row(task, outcome, "x")
     assert row["policy"] == "opt" and json.loads(json.dumps(row["opt.result"])) == outcome.result
+
+
+def test_overrides_are_taken_after_options_too(tmp_path, capsys):
+    """``sweep run CONFIG --dry-run seeds.count=3``: the overrides after an option count as those before it;
+    an unknown option is still refused."""
+    cfg = write_config(tmp_path / "ok.yaml", {**TINY, "grid": {"machines": [4]}, "seeds": [1]})
+    out = str(tmp_path / "out")
+    assert main(["sweep", "run", str(cfg), "grid.machines=[4,5]", "--dry-run", "--out", out, "seeds=[1,2,3]"]) == 0
+    assert "12 tasks" in capsys.readouterr().out and not (tmp_path / "out").exists()
+    with pytest.raises(SystemExit):
+        main(["sweep", "run", str(cfg), "--dry-run", "--bogus", "seeds=[1]"])
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_chunks_hold_about_half_a_second_of_runs_and_share_the_tail():
+    from pipeline.executor import CHUNK_SECONDS, MAX_CHUNK, chunk_size
+
+    assert chunk_size(None, 10_000, 4) == 1                       # nothing timed yet
+    assert chunk_size(0.01, 10_000, 4) == round(CHUNK_SECONDS / 0.01)
+    assert chunk_size(1e-5, 10**6, 4) == MAX_CHUNK
+    assert chunk_size(0.01, 40, 4) == 10 and chunk_size(0.01, 3, 4) == 1   # the runs left, shared
+    assert chunk_size(2.0, 10_000, 4) == 1                        # slow runs: one per task

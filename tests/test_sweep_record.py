@@ -1,10 +1,11 @@
-"""The sweep record without Ray: run rows, the Parquet files and their schema, the aggregate over seeds, MLflow
-tracking and the plot."""
+"""The sweep record without Ray: run rows, the Parquet batch files and their schema, compaction (and a crash in
+its middle), status's reads, the aggregate over seeds, MLflow tracking and the plot."""
 from __future__ import annotations
 
 import dataclasses
 import json
 import sqlite3
+from pathlib import Path
 
 import pandas as pd
 import pyarrow.dataset as ds
@@ -38,10 +39,17 @@ def test_rows_written_atomically_and_readable(tmp_path):
         (store.part("runs") / ".tmp-1-stale.parquet").write_bytes(b"partial")
     with store.lock():   # a new writer removes a dead writer's temp files
         assert not list(store.part("runs").glob(".tmp-*"))
-        for task in (ok_task, broken, ok_task):   # writing a run again replaces it
-            store.write(task, execute(task), "abc123")
+        for task in (ok_task, broken, ok_task):   # a run written again: the later batch's row counts
+            store.write([(task, execute(task))], "abc123")
     assert store.recorded() == {ok_task.run_id: "ok", broken.run_id: "failed"}
+    runs = storage.read(tmp_path).to_pandas()
+    assert len(runs) == 2 and set(runs["git_commit"]) == {"abc123"}
+    late = runs.set_index("run_id").loc[ok_task.run_id, "finished_at"]
+    with store.lock():
+        assert store.compact() == 3 and store.compact() == 0   # one file per table; then nothing to do
+    assert [len(list(store.part(t).glob("*.parquet"))) for t in ("runs", "jobs")] == [1, 1]
     runs = storage.read(tmp_path).to_pandas().set_index("run_id")
+    assert len(runs) == 2 and runs.loc[ok_task.run_id, "finished_at"] == late
     failed = runs.loc[broken.run_id]
     assert failed["error"].startswith("ConfigError: machines: must be >= 1") and pd.isna(failed["total_utility"])
     good = runs.loc[ok_task.run_id]
@@ -58,8 +66,7 @@ def test_documented_reads_of_a_live_folder(tmp_path):
     one = grid.expand(schema.parse({**TINY, "grid": {"machines": [4]}, "seeds": [1]}))
     two = grid.expand(schema.parse({**TINY, "policies": {"drf": {}}, "grid": {"machines": [4]}, "seeds": [1, 2]}))
     for plan in (one, two):
-        for task in plan.tasks:
-            Store(root, plan.sweep_id).write(task, execute(task), "abc123")
+        Store(root, plan.sweep_id).write([(task, execute(task)) for task in plan.tasks], "abc123")
     (root / "runs" / ".tmp-99-x.parquet").write_bytes(b"partial")   # a write in progress
     (root / "jobs" / ".tmp-99-x.parquet").write_bytes(b"partial")
     n_runs = len(one.tasks) + len(two.tasks)
@@ -72,9 +79,14 @@ def test_documented_reads_of_a_live_folder(tmp_path):
     jobs = duckdb.sql(f"select count(*) from read_parquet('{root}/jobs/[!.]*.parquet')").fetchall()[0][0]
     assert jobs == sum(t.spec["jobs"] for p in (one, two) for t in p.tasks)
     assert len(pd.read_parquet(root / "jobs")) == jobs
+    Store(root, one.sweep_id).write([(one.tasks[0], execute(one.tasks[0]))], "later")   # a run held twice
+    query = (f"select run_id, git_commit from read_parquet('{root}/runs/[!.]*.parquet', filename = true) "
+             "qualify row_number() over (partition by run_id order by filename desc) = 1")   # docs/PIPELINE.md
+    latest = dict(duckdb.sql(query).fetchall())
+    assert len(latest) == n_runs and latest[one.tasks[0].run_id] == "later"
 
 
-def test_status_finds_damaged_records_and_run_repairs_them(tmp_path, capsys, monkeypatch):
+def test_status_finds_damaged_batches_and_run_repairs_them(tmp_path, capsys):
     from pdors_cli.main import main
     from sweep_fixtures import write_config
 
@@ -83,18 +95,98 @@ def test_status_finds_damaged_records_and_run_repairs_them(tmp_path, capsys, mon
     out = tmp_path / "out"
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--in-process"]) == 0
     assert main(["sweep", "status", str(cfg), "--out", str(out)]) == 0
-    assert "records intact" in capsys.readouterr().out
-    runs = sorted((out / "runs").glob("*.parquet"))
-    jobs = out / "jobs" / runs[0].name
-    jobs.write_bytes(jobs.read_bytes()[:100])          # a truncated jobs file
-    runs[2].write_bytes(runs[1].read_bytes())          # a runs file copied over another's name
-    assert main(["sweep", "status", "--out", str(out)]) == 1   # no target: the latest sweep
+    assert "4 ok, 0 failed, 0 lost, 0 not run; records intact" in capsys.readouterr().out
+    [runs] = (out / "runs").glob("*.parquet")
+    jobs = out / "jobs" / runs.name
+    jobs.write_bytes(jobs.read_bytes()[:100])                     # a truncated jobs file
+    (out / "runs" / "p99999999999999999999.parquet").write_bytes(b"not parquet")
+    assert main(["sweep", "status", "--out", str(out)]) == 1      # no target: the latest sweep
     text = capsys.readouterr().out
-    assert f"run {runs[0].stem}: jobs file unreadable" in text and f"run {runs[2].stem}: runs file holds run " \
-        f"{runs[1].stem}" in text and "2 damaged" in text and "repair: `pdors sweep run" in text
+    assert "0 ok, 0 failed, 0 lost, 4 not run; 2 damaged batches" in text and \
+        f"batch {runs.stem} (4 runs): jobs file unreadable" in text and \
+        "batch p99999999999999999999 (unknown runs): runs file unreadable" in text and "repair: `pdors sweep run" in text
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--resume", "--in-process"]) == 0
-    assert "2 already recorded, 2 to run (2 damaged records redone)" in capsys.readouterr().out
+    assert "0 already recorded, 4 to run (2 damaged batches set aside)" in capsys.readouterr().out
     assert main(["sweep", "status", str(cfg), "--out", str(out)]) == 0
+    assert sorted(p.name for p in (out / "runs").glob(".damaged-*")) == [f".damaged-{runs.name}",
+                                                                        ".damaged-p99999999999999999999.parquet"]
+
+
+def test_status_reads_four_run_columns_and_no_job_row(tmp_path, capsys, monkeypatch):
+    """Status and the resume lookup read the runs files' run_id, status, kind and jobs columns and the jobs
+    files' footers only."""
+    import pyarrow.dataset
+    import pyarrow.parquet as pq
+
+    from pdors_cli.main import main
+    from sweep_fixtures import write_config
+
+    cfg = write_config(tmp_path / "tiny.yaml", {**TINY, "grid": {"machines": [4]}, "seeds": [1, 2],
+                                                "mlflow": {"enabled": False}})
+    out = tmp_path / "out"
+    assert main(["sweep", "run", str(cfg), "--out", str(out), "--in-process"]) == 0
+    reads = []
+    real_table, real_dataset = pq.read_table, pyarrow.dataset.dataset
+    monkeypatch.setattr(pq, "read_table", lambda path, columns=None, **kw: (
+        reads.append((str(path), columns)), real_table(path, columns=columns, **kw))[1])
+    monkeypatch.setattr(pyarrow.dataset, "dataset", lambda source, *a, **kw: (
+        reads.append((str(source), "dataset")), real_dataset(source, *a, **kw))[1])
+    capsys.readouterr()
+    assert main(["sweep", "status", "--out", str(out)]) == 0 and "4 ok" in capsys.readouterr().out
+    assert main(["sweep", "run", str(cfg), "--out", str(out), "--resume", "--in-process", "--dry-run"]) == 0
+    assert reads and {(Path(path).parent.name, tuple(columns)) for path, columns in reads} == {
+        ("runs", ("run_id", "status", "kind", "jobs"))}
+
+
+def test_a_crash_anywhere_in_compaction_neither_loses_nor_duplicates_a_run(tmp_path, monkeypatch):
+    """Three batches (one run recorded failed, then again ok): compaction killed before each of its file
+    operations (a rename into place, a removal) leaves a record that reads every run once, with its latest row
+    and its jobs; the next compaction completes it."""
+    import shutil
+
+    plan = grid.expand(schema.parse({**TINY, "grid": {"machines": [4]}, "seeds": [1]}))
+    first, second = plan.tasks
+    failed = dataclasses.replace(first, spec={**first.spec, "machines": 0})
+    source = Store(tmp_path / "source", plan.sweep_id)
+    for done in ([(failed, execute(failed))], [(second, execute(second))], [(first, execute(first))]):
+        source.write([(task, outcome) for task, outcome in done], "abc123")
+    expected = storage.read(source.root).to_pandas().sort_values("run_id").reset_index(drop=True)
+    assert list(expected["status"]) == ["ok", "ok"] and len(storage.read(source.root, "jobs")) == 8
+
+    class Killed(Exception):
+        pass
+
+    real_replace, real_remove = storage.os.replace, storage._remove
+    ops = []
+    for crash_at in range(7):   # 2 files written into place, 3 runs and 2 jobs batches removed
+        root = tmp_path / f"crash{crash_at}"
+        shutil.copytree(source.root, root)
+
+        def op(real):
+            def step(*args):
+                ops.append(args)
+                if len(ops) > crash_at:
+                    raise Killed()
+                return real(*args)
+            return step
+
+        ops.clear()
+        monkeypatch.setattr(storage.os, "replace", op(real_replace))
+        monkeypatch.setattr(storage, "_remove", op(real_remove))
+        store = Store(root, plan.sweep_id)
+        with pytest.raises(Killed), store.lock():
+            store.compact()
+        monkeypatch.undo()
+        got = storage.read(root).to_pandas().sort_values("run_id").reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, expected)
+        assert store.recorded() == {first.run_id: "ok", second.run_id: "ok"} and not store.index().damaged
+        assert len(storage.read(root, "jobs")) == 8
+        with store.lock():
+            store.compact()
+        assert [len(list(store.part(t).glob("*.parquet"))) for t in ("runs", "jobs")] == [1, 1]
+        pd.testing.assert_frame_equal(storage.read(root).to_pandas().sort_values("run_id").reset_index(drop=True),
+                                      expected)
+    assert len(ops) == 7   # the last crash point was the last operation
 
 
 def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
@@ -104,8 +196,7 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)   # the SQLite store's artifacts go to ./mlruns
     plan = grid.expand(schema.parse({**TINY, "grid": {**TINY["grid"], "workload.mix": [[0.1, 0.55, 0.35]]}}))
     store = Store(tmp_path / "out", plan.sweep_id)
-    for task in plan.tasks:
-        store.write(task, execute(task), "abc123")
+    store.write([(task, execute(task)) for task in plan.tasks], "abc123")
     runs = storage.read(store.root).to_pandas()
     agg = summary.aggregate(runs, plan.axes)
     assert len(agg) == 6 and set(agg["n"]) == {2} and "total_utility.std" in agg
@@ -140,3 +231,28 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
     history = client.get_metric_history(child.info.run_id, "total_utility")
     assert sorted(m.step for m in history) == [1, 2]   # one value per seed, step = seed
     assert {a.path for a in client.list_artifacts(child.info.run_id)} == {"seeds.csv"}
+
+
+def test_a_record_of_one_file_per_run_is_read_and_compacted(tmp_path):
+    """The layout before batches (runs/<run_id>.parquet, jobs/<run_id>.parquet) reads as one-run batches, a
+    later batch's row of a run wins over it, and compaction turns it into one file per table."""
+    import pyarrow.parquet as pq
+
+    plan = grid.expand(schema.parse({**TINY, "grid": {"machines": [4]}, "seeds": [1, 2]}))
+    store = Store(tmp_path, plan.sweep_id)
+    done = [(task, execute(task)) for task in plan.tasks]
+    for task, outcome in done:   # as the code before batches wrote them
+        for table, rows, schema_ in (("jobs", storage.job_rows(task, outcome), columns.JOBS_SCHEMA),
+                                     ("runs", [storage.run_row(task, outcome, "old")], storage.RUNS_SCHEMA)):
+            (tmp_path / table).mkdir(exist_ok=True)
+            pq.write_table(storage.to_table(rows, schema_), tmp_path / table / f"{task.run_id}.parquet")
+    store.write(done[:1], "new")
+    assert store.recorded() == {t.run_id: "ok" for t in plan.tasks} and not store.index().damaged
+    runs = storage.read(tmp_path).to_pandas().set_index("run_id")
+    assert len(runs) == 4 and runs.loc[plan.tasks[0].run_id, "git_commit"] == "new"
+    assert (runs["git_commit"] == "old").sum() == 3
+    with store.lock():
+        assert store.compact() == 5
+    assert [len(list(store.part(t).glob("*.parquet"))) for t in ("runs", "jobs")] == [1, 1]
+    pd.testing.assert_frame_equal(storage.read(tmp_path).to_pandas().set_index("run_id").loc[runs.index], runs)
+    assert len(storage.read(tmp_path, "jobs")) == 4 * TINY["instance"]["jobs"]
