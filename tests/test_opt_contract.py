@@ -110,5 +110,8 @@ def test_the_ratio_study_gives_a_ratio_where_opt_is_proven_and_an_interval_where
     row = ratio_study.profile_table(table).iloc[0]
     assert (row["proven"], row["median OPT s"], row["PD-ORS in band (proven)"]) == ("1/2", 151.0, "1/1")
     assert row["PD-ORS worst"] == "[1.500, 2.000]"
+    bins = ratio_study.load_table(table).set_index("offered load")
+    assert bins.loc["[0.5, 0.75)", ["instances", "proven", "in band (proven)", "unproven"]].tolist() == \
+        [2, 1, "1/1", "[1.500, 2.000]"]
     png = ratio_study.plot(table, tmp_path / "ratio.png")
     assert png.exists() and png.with_suffix(".pdf").exists()
