@@ -77,7 +77,8 @@ def test_local_sweep_resume_and_parallelism(netns, env, tmp_path, monkeypatch):
 
 
 def test_sigkill_then_resume_records_every_run_exactly_once(netns, env, tmp_path):
-    cfg = config(tmp_path, "kill", [8, 10], list(range(1, 17)), {"pdors": {}}, jobs=15, slots=8)
+    # runs of ~0.5 s: records are flushed every 2 s, and runs of 0.05 s could all land in the first flush
+    cfg = config(tmp_path, "kill", [8, 10], list(range(1, 17)), {"pdors": {}}, jobs=40, slots=20)
     out = tmp_path / "out"
     proc = start(netns, env, tmp_path, BIN / "pdors", "sweep", "run", cfg, "--out", out, "--max-parallel", "1")
     try:
