@@ -14,7 +14,7 @@ import numpy as np
 
 from .model import Instance
 from .schedule import Schedule
-from .validator import link_rate, outcome, slot_samples, validate
+from .validator import Validation, link_rate, outcome, slot_samples
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,10 @@ class Retiming:
     completed_actual: int
 
 
-def retime(instance: Instance, schedule: Schedule) -> Retiming:
-    """Re-time a feasible ``schedule`` with each (slot, job)'s actual worker:PS ratio; ValueError if the validator
-    finds any violation (the rates of an infeasible schedule mean nothing)."""
-    check = validate(instance, schedule)
+def retime(instance: Instance, schedule: Schedule, check: Validation) -> Retiming:
+    """Re-time a feasible ``schedule`` with each (slot, job)'s actual worker:PS ratio; ``check`` is the validator's
+    judgement of it (a run's own, not computed again). ValueError if it lists any violation (the rates of an
+    infeasible schedule mean nothing)."""
     if check.violations:
         raise ValueError(f"schedule: not feasible ({len(check.violations)} violation(s), first: "
                          f"{check.violations[0].kind})")

@@ -270,6 +270,11 @@ def _after(text: str, prefix: str) -> str:
     return next(line for line in text.splitlines() if line.startswith(prefix))[len(prefix):]
 
 
+def _runs_per_s(text: str) -> float:
+    """From the sweep's ``ran N tasks in S s after start-up (R runs/s); ...`` line."""
+    return float(_after(text, "ran ").split("(")[1].split()[0])
+
+
 def bench_pipeline(sizes: Sizes) -> dict:
     """The scale-pipeline section (module docstring); everything in a temporary directory."""
     import tempfile
@@ -292,9 +297,9 @@ def bench_pipeline(sizes: Sizes) -> dict:
         for workers in (1, 2):
             _, log = _pipeline_sweep(where, f"workers{workers}", sizes.pipeline_ratio_seeds, "--num-cpus",
                                      str(workers), "mlflow.enabled=false")
-            throughput[workers] = float(_after(log, "ran ").split("(")[1].split()[0])
+            throughput[workers] = _runs_per_s(log)
     return {"runs": sizes.pipeline_seeds * len(PIPELINE_MACHINES), "end_to_end_s": wall, "stages": stages,
-            "runs_per_s": float(_after(text, "ran ").split("(")[1].split()[0]),
+            "runs_per_s": _runs_per_s(text),
             "parquet_files": len(files), "parquet_mib": sum(files) / 2**20,
             "status_s": statistics.median(s for s, _ in status), "status_peak_mib": max(m for _, m in status),
             "ratio_runs": sizes.pipeline_ratio_seeds * len(PIPELINE_MACHINES), "runs_per_s_1": throughput[1],

@@ -40,7 +40,8 @@ def run_all(args, policies: list[str], seeds: list[int]) -> list[dict]:
                          "violations": len(s.violations), "wall_s": s.wall_s,
                          "policy_stats": s.policy_stats})
             if args.retime:
-                rows[-1]["retime"] = asdict(retime(result.instance, result.simulation.schedule))
+                rows[-1]["retime"] = asdict(retime(result.instance, result.simulation.schedule,
+                                                        result.validation))
             print(f"{policy} seed {seed}: utility {s.total_utility:.3f}, admitted {s.admitted}, completed "
                   f"{s.completed}, violations {len(s.violations)}, wall {s.wall_s:.2f} s", file=sys.stderr)
     return rows

@@ -18,7 +18,7 @@ several runs files (recomputed, or a compaction interrupted) counts once: the ro
 and only its jobs are read. :meth:`Store.compact` merges the batch files into one file per table (written before
 the merged ones are removed). Files of the earlier one-file-per-run layout (``runs/<run_id>.parquet``) follow
 the same rules, sort before every batch, and are merged by the first compaction. Every ``runs`` file has the
-same schema (:data:`RUNS_SCHEMA`: the parameters of every registered policy, null where another policy ran);
+same schema (:func:`runs_schema`: the parameters of every registered policy, null where another policy ran);
 plain pandas/DuckDB/Polars reads of the folder see every row of every file, including superseded ones (dedupe
 by run_id: docs/PIPELINE.md).
 """
@@ -103,12 +103,6 @@ def runs_schema() -> pa.Schema:
     """:func:`_runs_schema`, built on first use: it imports every policy, which ``status`` and ``list`` (four
     columns read by name) do not need."""
     return _runs_schema()
-
-
-def __getattr__(name: str):
-    if name == "RUNS_SCHEMA":
-        return runs_schema()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def flatten(tree: dict, prefix: str = "") -> dict:
@@ -391,8 +385,6 @@ def schedule_table(task: Task, outcome: Outcome) -> pa.Table:
     ident = {"run_id": task.run_id, "policy": task.policy, "seed": task.seed, "point_id": task.point_id}
     cells = len(outcome.schedule["job"])
     return pa.table({**{k: [v] * cells for k, v in ident.items()}, **outcome.schedule}, schema=SCHEDULES_SCHEMA)
-
-
 
 
 def _merge(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> None:

@@ -55,7 +55,7 @@ def test_rows_written_atomically_and_readable(tmp_path):
     good = runs.loc[ok_task.run_id]
     assert good["git_commit"] == "abc123" and good["pdors.rounding.gain"] == ok_task.spec["params"]["rounding"][
         "gain"] and json.loads(good["spec"]) == ok_task.spec
-    assert all(ds.dataset(f).schema == storage.RUNS_SCHEMA for f in store.part("runs").glob("*.parquet"))
+    assert all(ds.dataset(f).schema == storage.runs_schema() for f in store.part("runs").glob("*.parquet"))
 
 
 def test_documented_reads_of_a_live_folder(tmp_path):
@@ -71,7 +71,7 @@ def test_documented_reads_of_a_live_folder(tmp_path):
     (root / "jobs" / ".tmp-99-x.parquet").write_bytes(b"partial")
     n_runs = len(one.tasks) + len(two.tasks)
     runs = pd.read_parquet(root / "runs")
-    assert list(runs.columns) == storage.RUNS_SCHEMA.names and runs["run_id"].is_unique and len(runs) == n_runs
+    assert list(runs.columns) == storage.runs_schema().names and runs["run_id"].is_unique and len(runs) == n_runs
     assert set(runs["policy"]) == {"pdors", "fifo", "drf"} and runs["pdors.rounding.gain"].notna().sum() == 1
     got = duckdb.sql(f"select count(*), count(distinct run_id), count(\"pdors.rounding.gain\") from read_parquet("
                      f"'{root}/runs/[!.]*.parquet')").fetchall()[0]
@@ -243,7 +243,7 @@ def test_a_record_of_one_file_per_run_is_read_and_compacted(tmp_path):
     done = [(task, execute(task)) for task in plan.tasks]
     for task, outcome in done:   # as the code before batches wrote them
         for table, rows, schema_ in (("jobs", storage.job_rows(task, outcome), columns.JOBS_SCHEMA),
-                                     ("runs", [storage.run_row(task, outcome, "old")], storage.RUNS_SCHEMA)):
+                                     ("runs", [storage.run_row(task, outcome, "old")], storage.runs_schema())):
             (tmp_path / table).mkdir(exist_ok=True)
             pq.write_table(storage.to_table(rows, schema_), tmp_path / table / f"{task.run_id}.parquet")
     store.write(done[:1], "new")

@@ -131,7 +131,7 @@ def test_retime_with_the_actual_ratio_on_a_hand_worked_schedule():
     s.workers[:2, 1, 2], s.servers[:2, 1, 2] = 2, 2
     s.claimed_internal[:2, 1] = True
     s.claimed_completion[:] = [5, 1]
-    r = retime(inst, s)
+    r = retime(inst, s, validate(inst, s))
     u1 = validate(inst, s).utility[1]
     assert (r.running, r.extra_ps, r.extra_ps_jobs, r.below_gamma) == (8, 2, 1, 8)
     assert r.utility_nominal == pytest.approx(10 / (1 + np.exp(5.0)) + u1, rel=1e-12)
@@ -139,8 +139,8 @@ def test_retime_with_the_actual_ratio_on_a_hand_worked_schedule():
     assert (r.completed_nominal, r.completed_actual) == (2, 2)
     s.workers[:, 0, 0], s.servers[:, 0, 1] = 4, 2              # ratio exactly gamma: the two readings agree
     s.claimed_completion[0] = 4                              # 4 / 1.5 per slot: 11 samples in slot 4
-    r = retime(inst, s)
+    r = retime(inst, s, validate(inst, s))
     assert r.below_gamma == 2 and r.utility_actual == r.utility_nominal
     s.servers[:, 0, 1] = 1                                   # too few PSs: no rate to re-time
     with pytest.raises(ValueError, match="not feasible"):
-        retime(inst, s)
+        retime(inst, s, validate(inst, s))

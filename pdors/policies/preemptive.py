@@ -138,7 +138,7 @@ class Preemptive(SlotPolicy):
         a chunk of job j (in progress, or pending at a rate >= j's), and the pending chunks it would run ahead of,
         as sum 1 / D_{j'} and as a count. Each job's own sums are taken first, then added up in dispatch order
         (one bincount over (job, machine) keys and a cumulative sum over jobs: the same additions, in the same
-        order, as a loop of per-job bincounts)."""
+        order, as a loop of per-job bincounts; ``sum(axis=0)`` would switch to pairwise summation when H = 1)."""
         jobs = np.fromiter(self.chunks, dtype=np.int64, count=len(self.chunks))
         if not jobs.size:
             return np.zeros(H), np.zeros(H), np.zeros(H, dtype=np.int64)
