@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup solvers run test bench reproduce clean
+.PHONY: setup solvers run lint test bench reproduce clean
 
 setup: $(STAMP) solvers
 
@@ -24,6 +24,12 @@ solvers:
 run: setup
 	rm -rf results/quickstart
 	$(BIN)/pdors sweep run configs/quickstart.yaml --out results/quickstart
+
+# The quality gate: lint, format and types (pyproject.toml [tool.ruff], [tool.mypy]); zero findings.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -3,6 +3,7 @@
 ``solve(instance)`` -> :class:`OptResult` (Pyomo MILP, validated); ``compare(instance)`` -> OPT and every
 registered policy with OPT / ALG; ``enumerate_opt(instance)`` an independent brute force for tiny instances.
 """
+
 from .compare import Comparison, PolicyRatio, compare
 from .milp import Strengthening
 from .solve import OptResult, solve

@@ -11,6 +11,7 @@ strengthening switched off, HiGHS, plus each variant's LP-relaxation bound.
 ``python -m offline_opt.bench summary FILE...``: the ratio / ablation tables of the docs from those files;
 ``python -m offline_opt.bench solvers FILE...``: the per-seed solver table (one ``ratio`` file per solver).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,15 +57,17 @@ def lp_bound(inst, st: Strengthening) -> float | None:
 def cmd_ratio(args) -> None:
     with open(args.out, "a") as out:
         for seed in parse_seeds(args.seeds):
-            c = compare(instance(seed), args.solver, args.time_limit, seed=seed,
-                        workload=to_dict(small_profile()))
+            c = compare(instance(seed), args.solver, args.time_limit, seed=seed, workload=to_dict(small_profile()))
             row = c.to_dict()
             row["seed"] = seed
             out.write(json.dumps(row) + "\n")
             out.flush()
             o = c.opt
-            print(f"seed {seed}: {args.solver} {o.status} obj {o.objective} bound {o.bound} gap {o.gap} "
-                  f"{o.wall_s:.1f}s; " + ", ".join(f"{p.policy} {p.ratio}" for p in c.policies), flush=True)
+            print(
+                f"seed {seed}: {args.solver} {o.status} obj {o.objective} bound {o.bound} gap {o.gap} "
+                f"{o.wall_s:.1f}s; " + ", ".join(f"{p.policy} {p.ratio}" for p in c.policies),
+                flush=True,
+            )
 
 
 def cmd_rerate(args) -> None:
@@ -73,19 +76,26 @@ def cmd_rerate(args) -> None:
     rows = [json.loads(line) for line in Path(args.file).read_text().splitlines() if line.strip()]
     with open(args.out, "w") as out:
         for row in rows:
-            opt = SimpleNamespace(**{k: row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal",
-                                                                 "mip_gap")})
+            opt = SimpleNamespace(
+                **{k: row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal", "mip_gap")}
+            )
             runs = run_policies(instance(row["seed"]), row["seed"], to_dict(small_profile()))
             row["policies"] = [p.to_dict() for p in rate(opt, runs)]
             out.write(json.dumps(row) + "\n")
-            print(f"seed {row['seed']}: " + ", ".join(f"{p['policy']} {p['ratio']}" for p in row["policies"]),
-                  flush=True)
+            print(
+                f"seed {row['seed']}: " + ", ".join(f"{p['policy']} {p['ratio']}" for p in row["policies"]), flush=True
+            )
 
 
 # Which count variables ``relax`` makes continuous (every binary stays binary); "totals" keeps each external
 # allocation's totals integer (sum_h we, sum_h se) with its per-machine split continuous.
-RELAXED = {"none": (), "all": ("wi", "si", "we", "se"), "external": ("we", "se"), "internal": ("wi", "si"),
-           "totals": ("we", "se")}
+RELAXED = {
+    "none": (),
+    "all": ("wi", "si", "we", "se"),
+    "external": ("we", "se"),
+    "internal": ("wi", "si"),
+    "totals": ("we", "se"),
+}
 
 
 def cmd_relax(args) -> None:
@@ -105,13 +115,17 @@ def cmd_relax(args) -> None:
                 keys = list(m.e.keys())
                 m.we_total = pyo.Var(keys, domain=pyo.NonNegativeIntegers)
                 m.se_total = pyo.Var(keys, domain=pyo.NonNegativeIntegers)
-                m.we_link = pyo.Constraint(keys, rule=lambda m, i, t: m.we_total[i, t] == sum(m.we[i, h, t]
-                                                                                              for h in range(H)))
-                m.se_link = pyo.Constraint(keys, rule=lambda m, i, t: m.se_total[i, t] == sum(m.se[i, h, t]
-                                                                                              for h in range(H)))
+                m.we_link = pyo.Constraint(
+                    keys, rule=lambda m, i, t, H=H: m.we_total[i, t] == sum(m.we[i, h, t] for h in range(H))
+                )
+                m.se_link = pyo.Constraint(
+                    keys, rule=lambda m, i, t, H=H: m.se_total[i, t] == sum(m.se[i, h, t] for h in range(H))
+                )
             r = solve_model(m, "highs", args.time_limit, 1e-6)
-            print(f"seed {seed} relaxed {variant}: {r.status} incumbent {r.objective} bound {r.bound} "
-                  f"{r.wall_s:.1f} s", flush=True)
+            print(
+                f"seed {seed} relaxed {variant}: {r.status} incumbent {r.objective} bound {r.bound} {r.wall_s:.1f} s",
+                flush=True,
+            )
 
 
 def cmd_ablation(args) -> None:
@@ -120,9 +134,19 @@ def cmd_ablation(args) -> None:
             inst = instance(seed)
             for name, st in VARIANTS.items():
                 r = solve(inst, "highs", args.time_limit, 1e-6, st)
-                row = {"seed": seed, "variant": name, "lp_bound": lp_bound(inst, st), "status": r.status,
-                       "proven": r.proven_optimal, "objective": r.objective, "bound": r.bound, "gap": r.gap,
-                       "wall_s": r.wall_s, "variables": r.num_variables, "constraints": r.num_constraints}
+                row = {
+                    "seed": seed,
+                    "variant": name,
+                    "lp_bound": lp_bound(inst, st),
+                    "status": r.status,
+                    "proven": r.proven_optimal,
+                    "objective": r.objective,
+                    "bound": r.bound,
+                    "gap": r.gap,
+                    "wall_s": r.wall_s,
+                    "variables": r.num_variables,
+                    "constraints": r.num_constraints,
+                }
                 out.write(json.dumps(row) + "\n")
                 out.flush()
                 print(row, flush=True)
@@ -141,27 +165,40 @@ def cmd_summary(args) -> None:
                 rs = [r for r in rows if r["variant"] == name]
                 opt = {r["seed"]: r["objective"] for r in rows if r["variant"] == "strong" and r["proven"]}
                 lp_gap = [(r["lp_bound"] - opt[r["seed"]]) / opt[r["seed"]] for r in rs if r["seed"] in opt]
-                print(f"| {name} | {rs[0]['variables']}-{rs[-1]['variables']} | "
-                      f"{sum(r['proven'] for r in rs)}/{len(rs)} | {_median([r['wall_s'] for r in rs]):.1f} | "
-                      f"{max(r['wall_s'] for r in rs):.1f} | "
-                      f"{max((r['gap'] if r['gap'] is not None else float('inf')) for r in rs):.2e} | "
-                      f"{_median(lp_gap):.2%} |")
+                print(
+                    f"| {name} | {rs[0]['variables']}-{rs[-1]['variables']} | "
+                    f"{sum(r['proven'] for r in rs)}/{len(rs)} | {_median([r['wall_s'] for r in rs]):.1f} | "
+                    f"{max(r['wall_s'] for r in rs):.1f} | "
+                    f"{max((r['gap'] if r['gap'] is not None else float('inf')) for r in rs):.2e} | "
+                    f"{_median(lp_gap):.2%} |"
+                )
             continue
         names = [p["policy"] for p in rows[0]["policies"]]
-        print("| seed | status | OPT (validated) | bound | gap | wall s | OPT admits | "
-              + " | ".join(f"{n} ratio" for n in names) + " | PD-ORS theoretical bound |")
+        print(
+            "| seed | status | OPT (validated) | bound | gap | wall s | OPT admits | "
+            + " | ".join(f"{n} ratio" for n in names)
+            + " | PD-ORS theoretical bound |"
+        )
         for r in rows:
             o = r["opt"]
             ratios = {p["policy"]: p["ratio"] for p in r["policies"]}
             pd = next(p for p in r["policies"] if p["policy"] == "pdors")
-            print(f"| {r['seed']} | {o['status']} | {o['objective']:.4f} | {o['bound']:.4f} | {o['gap']:.1e} | "
-                  f"{o['wall_s']:.1f} | {o['admitted']}/{r['size']['jobs']} | " + " | ".join(
-                      (f"{ratios[k]:.3f}" + ("" if p['ratio_kind'] == "opt" else " (upper)"))
-                      if ratios[k] is not None else "n/a" for k, p in zip(ratios, r["policies"]))
-                  + f" | {pd['competitive_bound']:.1f} |")
+            print(
+                f"| {r['seed']} | {o['status']} | {o['objective']:.4f} | {o['bound']:.4f} | {o['gap']:.1e} | "
+                f"{o['wall_s']:.1f} | {o['admitted']}/{r['size']['jobs']} | "
+                + " | ".join(
+                    (f"{ratios[k]:.3f}" + ("" if p["ratio_kind"] == "opt" else " (upper)"))
+                    if ratios[k] is not None
+                    else "n/a"
+                    for k, p in zip(ratios, r["policies"], strict=True)
+                )
+                + f" | {pd['competitive_bound']:.1f} |"
+            )
         proven = [r for r in rows if r["opt"]["proven_optimal"]]
-        print(f"proven {len(proven)}/{len(rows)}; median wall {_median([r['opt']['wall_s'] for r in rows]):.1f} s; "
-              f"max wall {max(r['opt']['wall_s'] for r in rows):.1f} s")
+        print(
+            f"proven {len(proven)}/{len(rows)}; median wall {_median([r['opt']['wall_s'] for r in rows]):.1f} s; "
+            f"max wall {max(r['opt']['wall_s'] for r in rows):.1f} s"
+        )
 
 
 def cmd_solvers(args) -> None:
@@ -176,16 +213,24 @@ def cmd_solvers(args) -> None:
         cells = []
         for n in names:
             o = runs[n].get(seed)
-            cells += ["-", "-", "-"] if o is None else [
-                o["status"] + ("" if o["proven_optimal"] else " (not proven)"), f"{o['wall_s']:.1f}",
-                "n/a" if o["gap"] is None else f"{o['gap']:.1e}"]
+            cells += (
+                ["-", "-", "-"]
+                if o is None
+                else [
+                    o["status"] + ("" if o["proven_optimal"] else " (not proven)"),
+                    f"{o['wall_s']:.1f}",
+                    "n/a" if o["gap"] is None else f"{o['gap']:.1e}",
+                ]
+            )
         print(f"| {seed} | " + " | ".join(cells) + " |")
     for n in names:
         os_ = list(runs[n].values())
-        print(f"{n}: proven {sum(o['proven_optimal'] for o in os_)}/{len(os_)}, median wall "
-              f"{_median([o['wall_s'] for o in os_]):.1f} s, median wall of proven "
-              f"{_median([o['wall_s'] for o in os_ if o['proven_optimal']]) or 0:.1f} s, no solution "
-              f"{sum(o['objective'] is None for o in os_)}")
+        print(
+            f"{n}: proven {sum(o['proven_optimal'] for o in os_)}/{len(os_)}, median wall "
+            f"{_median([o['wall_s'] for o in os_]):.1f} s, median wall of proven "
+            f"{_median([o['wall_s'] for o in os_ if o['proven_optimal']]) or 0:.1f} s, no solution "
+            f"{sum(o['objective'] is None for o in os_)}"
+        )
 
 
 def main(argv=None) -> None:

@@ -1,8 +1,10 @@
 """Per-job constants of the offline DMLRS that every formulation shares: rates, per-machine count bounds and
 the slots in which a job can possibly complete.
 
-All bounds are implied by the model of the paper's Section III (eqs. 1-5; docs/MODEL.md); none cuts off a feasible schedule.
+All bounds are implied by the model of the paper's Section III (eqs. 1-5; docs/MODEL.md); none cuts off a feasible
+schedule.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -63,7 +65,10 @@ def job_bounds(instance: Instance) -> list[JobBounds]:
     for i in range(instance.num_jobs):
         F, g = int(jobs.batch[i]), int(jobs.gamma[i])
         alpha, beta = jobs.worker_demand[i], jobs.ps_demand[i]
-        ps_for = lambda n: -(-n // g) * beta  # noqa: E731  the ceil(n / gamma) PSs of n workers (eq. 2)
+
+        def ps_for(n: int, g: int = g, beta: float = beta) -> float:
+            return -(-n // g) * beta  # the ceil(n / gamma) PSs of n workers (eq. 2)
+
         w_int = tuple(_max_count(F, alpha, cap[h], ps_for) for h in range(H))
         w_mac = tuple(_max_count(F, alpha, cap[h]) for h in range(H))
         s_mac = tuple(_max_count(-(-F // g), beta, cap[h]) for h in range(H))
@@ -72,8 +77,23 @@ def job_bounds(instance: Instance) -> list[JobBounds]:
         max_samples = max(rate_int[i] * max(w_int), rate_ext[i] * w_ext)
         a, V = int(jobs.arrival[i]), float(jobs.workload[i])
         completion = tuple(k for k in range(a, T) if (k - a + 1) * max_samples >= V * (1.0 - EPS))
-        out.append(JobBounds(i, a, V, F, g, float(rate_int[i]), float(rate_ext[i]), w_int, w_mac, s_mac,
-                             w_ext, float(max_samples), completion))
+        out.append(
+            JobBounds(
+                i,
+                a,
+                V,
+                F,
+                g,
+                float(rate_int[i]),
+                float(rate_ext[i]),
+                w_int,
+                w_mac,
+                s_mac,
+                w_ext,
+                float(max_samples),
+                completion,
+            )
+        )
     return out
 
 

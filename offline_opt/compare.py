@@ -10,6 +10,7 @@ OPT is exact only to its gap target (``OptResult.ceiling``): ALG above a proven 
 ``ratio_kind = "error"``, a bug in the model or the validator, which every command fails on
 (:attr:`Comparison.errors`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,9 +31,9 @@ class PolicyRatio:
     completed: int
     violations: int
     ratio: float | None
-    ratio_kind: str          # "opt" | "upper" | "none" | "error" (ALG above what OPT allows)
+    ratio_kind: str  # "opt" | "upper" | "none" | "error" (ALG above what OPT allows)
     ratio_note: str = ""
-    competitive_bound: float | None = None   # PD-ORS's 6 G_delta / delta max_r(1, ln U^r / L)
+    competitive_bound: float | None = None  # PD-ORS's 6 G_delta / delta max_r(1, ln U^r / L)
     wall_s: float = 0.0
 
     def to_dict(self) -> dict:
@@ -55,18 +56,26 @@ class Comparison:
         return [f"{p.policy}: {p.ratio_note}" for p in self.policies if p.ratio_kind == "error"]
 
     def to_dict(self) -> dict:
-        return {"instance": self.instance_meta, "size": self.size, "opt": self.opt.to_dict(),
-                "policies": [p.to_dict() for p in self.policies]}
+        return {
+            "instance": self.instance_meta,
+            "size": self.size,
+            "opt": self.opt.to_dict(),
+            "policies": [p.to_dict() for p in self.policies],
+        }
 
 
-def judge(utility: float, objective: float | None, bound: float | None, proven: bool, mip_gap: float,
-          status: str) -> tuple[float | None, str, str]:
+def judge(
+    utility: float, objective: float | None, bound: float | None, proven: bool, mip_gap: float, status: str
+) -> tuple[float | None, str, str]:
     """(ratio, ratio_kind, ratio_note) of ALG = ``utility`` against an OPT result given by its fields."""
     top = ceiling(objective, bound, proven, mip_gap)
     if top is not None and utility > top:
         what = f"OPT {objective:.10g} (gap target {mip_gap:g})" if proven else f"the bound {bound:.10g}"
-        return None, "error", (f"ALG {utility:.10g} exceeds {what} by more than the gap allows: a bug in the "
-                               "model or the validator")
+        return (
+            None,
+            "error",
+            (f"ALG {utility:.10g} exceeds {what} by more than the gap allows: a bug in the model or the validator"),
+        )
     value, kind = (objective, "opt") if proven else (bound, "upper")
     if value is None:
         return None, "none", f"OPT unknown (status {status})"
@@ -81,14 +90,25 @@ def _ratio(opt: OptResult, utility: float) -> tuple[float | None, str, str]:
     return judge(utility, opt.objective, opt.bound, opt.proven_optimal, opt.mip_gap, opt.status)
 
 
-def run_policies(instance: Instance, seed: int = 0, workload: dict | None = None, params: dict | None = None,
-                 policies: tuple[str, ...] | None = None) -> dict:
+def run_policies(
+    instance: Instance,
+    seed: int = 0,
+    workload: dict | None = None,
+    params: dict | None = None,
+    policies: tuple[str, ...] | None = None,
+) -> dict:
     """Each of ``policies`` (default: all registered) on ``instance``: name -> ``pdors.run.RunResult``."""
     runs = {}
     for name in policies or POLICIES:
-        spec = {"policy": name, "machines": instance.num_machines, "jobs": instance.num_jobs,
-                "slots": instance.slots, "seed": seed, "workload": workload or {},
-                "params": (params or {}).get(name) or {}}
+        spec = {
+            "policy": name,
+            "machines": instance.num_machines,
+            "jobs": instance.num_jobs,
+            "slots": instance.slots,
+            "seed": seed,
+            "workload": workload or {},
+            "params": (params or {}).get(name) or {},
+        }
         runs[name] = run(spec, instance)
     return runs
 
@@ -103,15 +123,34 @@ def rate(opt, runs: dict) -> list[PolicyRatio]:
         ratio, kind, note = _ratio(opt, utility)
         if not r.validation.ok:
             ratio, kind, note = None, "none", f"policy schedule has {len(r.validation.violations)} violation(s)"
-        out.append(PolicyRatio(name, utility, s.admitted, s.completed, len(s.violations),
-                               ratio, kind, note, s.policy_stats.get("competitive_bound"), s.wall_s))
+        out.append(
+            PolicyRatio(
+                name,
+                utility,
+                s.admitted,
+                s.completed,
+                len(s.violations),
+                ratio,
+                kind,
+                note,
+                s.policy_stats.get("competitive_bound"),
+                s.wall_s,
+            )
+        )
     return out
 
 
-def compare(instance: Instance, solver: str = "highs", time_limit: float = 300.0, mip_gap: float = DEFAULT_GAP,
-            seed: int = 0, workload: dict | None = None, params: dict | None = None,
-            policies: tuple[str, ...] | None = None, strengthening: Strengthening = Strengthening()
-            ) -> Comparison:
+def compare(
+    instance: Instance,
+    solver: str = "highs",
+    time_limit: float = 300.0,
+    mip_gap: float = DEFAULT_GAP,
+    seed: int = 0,
+    workload: dict | None = None,
+    params: dict | None = None,
+    policies: tuple[str, ...] | None = None,
+    strengthening: Strengthening = Strengthening(),
+) -> Comparison:
     """Run ``policies`` (default: all registered) and OPT on ``instance``. ``params`` maps a policy name to
     its parameters; ``seed`` drives the policies' randomness; ``workload`` is recorded in each run spec."""
     runs = run_policies(instance, seed, workload, params, policies)
@@ -119,7 +158,10 @@ def compare(instance: Instance, solver: str = "highs", time_limit: float = 300.0
     best = max(valid, key=lambda r: r.validation.total_utility, default=None)
     incumbent = (best.simulation.schedule, best.validation.completion) if best is not None else None
     opt = solve(instance, solver, time_limit, mip_gap, strengthening, incumbent)
-    out = Comparison(dict(instance.meta), {"machines": instance.num_machines, "jobs": instance.num_jobs,
-                                           "slots": instance.slots}, opt)
+    out = Comparison(
+        dict(instance.meta),
+        {"machines": instance.num_machines, "jobs": instance.num_jobs, "slots": instance.slots},
+        opt,
+    )
     out.policies = rate(opt, runs)
     return out

@@ -14,6 +14,7 @@ searches all combinations. Two exact reductions keep the lists short:
 A job completes in the first slot where cumulative samples >= V_i (1 - 1e-12), the validator's slack for a
 plan summing to exactly V_i in floating point (docs/MODEL.md, completion).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,9 +30,9 @@ RTOL = 1e-12
 @dataclass
 class Enumerated:
     value: float
-    completion: list[int]          # per job, -1 if it does not complete
-    slot_options: list[int]        # Pareto-maximal per-slot sample vectors, per slot
-    states: int                    # Pareto states kept over the whole search
+    completion: list[int]  # per job, -1 if it does not complete
+    slot_options: list[int]  # Pareto-maximal per-slot sample vectors, per slot
+    states: int  # Pareto states kept over the whole search
 
 
 def _splits(total: int, parts: int):
@@ -64,8 +65,11 @@ def _job_placements(instance: Instance, i: int) -> list[tuple[float, np.ndarray]
     # drop a placement when another yields at least as many samples with no more of any resource anywhere
     keep = []
     for a, (sa, ua) in enumerate(out):
-        if not any(sb >= sa and np.all(ub <= ua) and (sb > sa or np.any(ub < ua) or b < a)
-                   for b, (sb, ub) in enumerate(out) if b != a):
+        if not any(
+            sb >= sa and np.all(ub <= ua) and (sb > sa or np.any(ub < ua) or b < a)
+            for b, (sb, ub) in enumerate(out)
+            if b != a
+        ):
             keep.append((sa, ua))
     return keep
 

@@ -7,21 +7,22 @@ forked from a ``forkserver`` (single-threaded, so forking is safe even from a Ra
 threads) that has the solver stack imported once, so a call costs milliseconds, not an interpreter start.
 ``fn``, its arguments and its result must pickle; an exception in the child is re-raised in the caller.
 """
+
 from __future__ import annotations
 
 import multiprocessing
 import os
 import signal
 
-TIMED_OUT = object()   # the result of a call the deadline cut off
-_PRELOAD = ["offline_opt.solve"]   # imported once in the fork server: pyomo, highspy, the model
+TIMED_OUT = object()  # the result of a call the deadline cut off
+_PRELOAD = ["offline_opt.solve"]  # imported once in the fork server: pyomo, highspy, the model
 
 
 def _child(conn, fn, args) -> None:
     os.setpgrp()
     try:
         conn.send((True, fn(*args)))
-    except BaseException as e:   # noqa: BLE001  handed to the parent, which re-raises it
+    except BaseException as e:
         conn.send((False, e))
     finally:
         conn.close()
@@ -40,7 +41,7 @@ def call_with_deadline(fn, args: tuple, seconds: float):
             return TIMED_OUT
         try:
             ok, value = receive.recv()
-        except EOFError:   # the child died without answering (killed, out of memory, a crash in C)
+        except EOFError:  # the child died without answering (killed, out of memory, a crash in C)
             process.join(5)
             raise RuntimeError(f"solver process exited with code {process.exitcode} without a result") from None
     finally:
@@ -55,7 +56,7 @@ def _kill_group(process) -> None:
     """SIGKILL the child's process group (the child and its solver subprocesses), then reap the child."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):   # already gone (or not yet its own group: kill it alone)
+    except (ProcessLookupError, PermissionError):  # already gone (or not yet its own group: kill it alone)
         if process.is_alive():
             process.kill()
     process.join()

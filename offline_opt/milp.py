@@ -27,6 +27,7 @@ formulation):
   placements across slots): machines are numbered in order of first use by internal jobs,
   z[i,h,t] <= sum_{i'<i} z[i',h-1,t]. (Ordering machines by load instead was slower: docs/OFFLINE_OPT.md.)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ class Strengthening:
     symmetry: bool = True
 
     @classmethod
-    def naive(cls) -> "Strengthening":
+    def naive(cls) -> Strengthening:
         return cls(False, False, False, False)
 
 
@@ -58,7 +59,7 @@ class Built:
 
     model: pyo.ConcreteModel
     bounds: list[JobBounds]
-    slots: dict[int, list[int]]       # job -> slots it may use
+    slots: dict[int, list[int]]  # job -> slots it may use
     completion: dict[int, list[int]]  # job -> candidate completion slots
     strengthening: Strengthening
 
@@ -82,8 +83,16 @@ def build(instance: Instance, st: Strengthening = Strengthening()) -> Built:
             b = jb[i]
             if not st.tight_bounds:
                 return (0, F[i])
-            return (0, {"wi": b.w_internal[h], "si": -(-b.w_internal[h] // gamma[i]),
-                        "we": b.w_machine[h], "se": b.s_machine[h]}[kind])
+            return (
+                0,
+                {
+                    "wi": b.w_internal[h],
+                    "si": -(-b.w_internal[h] // gamma[i]),
+                    "we": b.w_machine[h],
+                    "se": b.s_machine[h],
+                }[kind],
+            )
+
         return bound
 
     m = pyo.ConcreteModel("dmlrs")
@@ -118,20 +127,25 @@ def build(instance: Instance, st: Strengthening = Strengthening()) -> Built:
             return sum(m.c[i, k] for k in comp[i] if k >= t)
         return 1
 
-    m.admit = pyo.Constraint(range(I), rule=lambda m, i: sum(m.c[i, k] for k in comp[i]) <= 1
-                             if comp[i] else pyo.Constraint.Skip)
+    m.admit = pyo.Constraint(
+        range(I), rule=lambda m, i: sum(m.c[i, k] for k in comp[i]) <= 1 if comp[i] else pyo.Constraint.Skip
+    )
     m.one_mode = pyo.Constraint(IT, rule=lambda m, i, t: mode(i, t) <= active(i, t))
     # Internal: 1 <= wi <= bound when z = 1, else 0; si = ceil(wi / gamma) (eq. 2).
     m.int_lo = pyo.Constraint(IHT, rule=lambda m, i, h, t: m.wi[i, h, t] >= m.z[i, h, t])
     m.int_hi = pyo.Constraint(IHT, rule=lambda m, i, h, t: m.wi[i, h, t] <= m.wi[i, h, t].ub * m.z[i, h, t])
     m.int_ps_lo = pyo.Constraint(IHT, rule=lambda m, i, h, t: gamma[i] * m.si[i, h, t] >= m.wi[i, h, t])
-    m.int_ps_hi = pyo.Constraint(IHT, rule=lambda m, i, h, t:
-                                 gamma[i] * m.si[i, h, t] <= m.wi[i, h, t] + (gamma[i] - 1) * m.z[i, h, t])
+    m.int_ps_hi = pyo.Constraint(
+        IHT, rule=lambda m, i, h, t: gamma[i] * m.si[i, h, t] <= m.wi[i, h, t] + (gamma[i] - 1) * m.z[i, h, t]
+    )
     if st.perspective:
         IHTR = [(i, h, t, r) for i, h, t in IHT for r in range(R) if alpha[i, r] + beta[i, r] > 0]
-        m.int_fit = pyo.Constraint(IHTR, rule=lambda m, i, h, t, r:
-                                   alpha[i, r] * m.wi[i, h, t] + beta[i, r] * m.si[i, h, t]
-                                   <= cap[h, r] * m.z[i, h, t])
+        m.int_fit = pyo.Constraint(
+            IHTR,
+            rule=lambda m, i, h, t, r: (
+                alpha[i, r] * m.wi[i, h, t] + beta[i, r] * m.si[i, h, t] <= cap[h, r] * m.z[i, h, t]
+            ),
+        )
     if external:
         w_ext = {i: (min(F[i], jb[i].w_external) if st.tight_bounds else F[i]) for i in range(I)}
         m.ext_w = pyo.Constraint(IHT, rule=lambda m, i, h, t: m.we[i, h, t] <= m.we[i, h, t].ub * m.e[i, t])
@@ -139,12 +153,14 @@ def build(instance: Instance, st: Strengthening = Strengthening()) -> Built:
         m.ext_lo = pyo.Constraint(IT, rule=lambda m, i, t: WE(i, t) >= m.e[i, t])
         m.ext_hi = pyo.Constraint(IT, rule=lambda m, i, t: WE(i, t) <= w_ext[i] * m.e[i, t])
         m.ext_ps_lo = pyo.Constraint(IT, rule=lambda m, i, t: gamma[i] * SE(i, t) >= WE(i, t))
-        m.ext_ps_hi = pyo.Constraint(IT, rule=lambda m, i, t:
-                                     gamma[i] * SE(i, t) <= WE(i, t) + (gamma[i] - 1) * m.e[i, t])
+        m.ext_ps_hi = pyo.Constraint(
+            IT, rule=lambda m, i, t: gamma[i] * SE(i, t) <= WE(i, t) + (gamma[i] - 1) * m.e[i, t]
+        )
         # Fact 1: an external allocation has hosts on >= 2 machines.
-        m.ext_spread = pyo.Constraint(IHT, rule=lambda m, i, h, t:
-                                      m.we[i, h, t] + m.se[i, h, t] <= WE(i, t) + SE(i, t) - m.e[i, t])
-    m.cap = pyo.Constraint(IT, rule=lambda m, i, t: WI(i, t) + WE(i, t) <= F[i])   # eq. (4)
+        m.ext_spread = pyo.Constraint(
+            IHT, rule=lambda m, i, h, t: m.we[i, h, t] + m.se[i, h, t] <= WE(i, t) + SE(i, t) - m.e[i, t]
+        )
+    m.cap = pyo.Constraint(IT, rule=lambda m, i, t: WI(i, t) + WE(i, t) <= F[i])  # eq. (4)
 
     by_slot = {t: [i for i in range(I) if t in slots[i]] for t in range(T)}
     THR = [(t, h, r) for t in range(T) if by_slot[t] for h in range(H) for r in range(R)]
@@ -154,27 +170,37 @@ def build(instance: Instance, st: Strengthening = Strengthening()) -> Built:
         s = m.si[i, h, t] + (m.se[i, h, t] if external else 0)
         return alpha[i, r] * w + beta[i, r] * s
 
-    m.capacity = pyo.Constraint(THR, rule=lambda m, t, h, r:                         # eq. (5)
-                                sum(usage(i, h, t, r) for i in by_slot[t]) <= cap[h, r])
+    m.capacity = pyo.Constraint(
+        THR,
+        rule=lambda m, t, h, r: (  # eq. (5)
+            sum(usage(i, h, t, r) for i in by_slot[t]) <= cap[h, r]
+        ),
+    )
 
     if st.disaggregate:
         ITK = [(i, t, k) for i, k in IK for t in slots[i] if t <= k]
-        m.S = pyo.Var(ITK, domain=pyo.NonNegativeReals,
-                      bounds=lambda m, i, t, k: (0, jb[i].max_samples))
-        m.attribute = pyo.Constraint(IT, rule=lambda m, i, t:
-                                     sum(m.S[i, t, k] for k in comp[i] if k >= t) == samples(i, t))
+        m.S = pyo.Var(ITK, domain=pyo.NonNegativeReals, bounds=lambda m, i, t, k: (0, jb[i].max_samples))
+        m.attribute = pyo.Constraint(
+            IT, rule=lambda m, i, t: sum(m.S[i, t, k] for k in comp[i] if k >= t) == samples(i, t)
+        )
         m.serve = pyo.Constraint(ITK, rule=lambda m, i, t, k: m.S[i, t, k] <= m.S[i, t, k].ub * m.c[i, k])
-        m.done = pyo.Constraint(IK, rule=lambda m, i, k:
-                                sum(m.S[i, t, k] for t in slots[i] if t <= k) >= jb[i].workload * m.c[i, k])
+        m.done = pyo.Constraint(
+            IK, rule=lambda m, i, k: sum(m.S[i, t, k] for t in slots[i] if t <= k) >= jb[i].workload * m.c[i, k]
+        )
     else:
-        m.done = pyo.Constraint(IT, rule=lambda m, i, t:
-                                sum(samples(i, u) for u in slots[i] if u <= t)
-                                >= jb[i].workload * sum(m.c[i, k] for k in comp[i] if k <= t))
+        m.done = pyo.Constraint(
+            IT,
+            rule=lambda m, i, t: (
+                sum(samples(i, u) for u in slots[i] if u <= t)
+                >= jb[i].workload * sum(m.c[i, k] for k in comp[i] if k <= t)
+            ),
+        )
 
     if st.symmetry and identical_machines(instance) and H >= 2:
         IHT1 = [(i, h, t) for i, h, t in IHT if h >= 1]
-        m.sym = pyo.Constraint(IHT1, rule=lambda m, i, h, t:
-                               m.z[i, h, t] <= sum(m.z[j, h - 1, t] for j in by_slot[t] if j < i))
+        m.sym = pyo.Constraint(
+            IHT1, rule=lambda m, i, h, t: m.z[i, h, t] <= sum(m.z[j, h - 1, t] for j in by_slot[t] if j < i)
+        )
 
     utility = {(i, k): float(jobs.utility_of(i, k - jb[i].arrival)) for i, k in IK}
     m.obj = pyo.Objective(expr=sum(utility[i, k] * m.c[i, k] for i, k in IK), sense=pyo.maximize)
@@ -183,7 +209,7 @@ def build(instance: Instance, st: Strengthening = Strengthening()) -> Built:
 
 def _value(var) -> int:
     v = var.value
-    return 0 if v is None else int(round(v))
+    return 0 if v is None else round(v)
 
 
 def schedule_of(built: Built, instance: Instance) -> Schedule:

@@ -14,6 +14,7 @@ can run. Measured on seeds 1-20 with ``python -m offline_opt.bench ratio`` (docs
 (``capacity_factor`` 4, a few workers per machine) and batch sizes F in [1, 8] keep the number of feasible
 per-slot allocations small enough to list, while jobs still need 1-3 slots of a machine.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -29,7 +30,7 @@ class InstanceSize(NamedTuple):
     slots: int
 
 
-SMALL_SIZE = InstanceSize(machines=4, jobs=10, slots=10)   # the paper's Fig. 10 size
+SMALL_SIZE = InstanceSize(machines=4, jobs=10, slots=10)  # the paper's Fig. 10 size
 
 
 def small_profile() -> WorkloadConfig:

@@ -12,7 +12,8 @@ are consistent. Anything else is reported with its status and gap, never as OPT.
 The solver runs in a child process (:mod:`.guard`) killed at ``wall_limit`` (default ``time_limit`` plus
 ``GRACE`` plus twice the time this process took to build the model, which the child builds again and hands
 to the solver: at H = 100, I = 50, T = 20, `workload_scale` 0.1, building takes 28 s of CPU and minutes of wall
-time on a loaded machine, and a fixed slack killed every such solve before it could report its bound): HiGHS does not always honour its own time limit, and a fresh process also keeps HiGHS's
+time on a loaded machine, and a fixed slack killed every such solve before it could report its bound): HiGHS does not
+always honour its own time limit, and a fresh process also keeps HiGHS's
 process-wide thread scheduler, which a policy's LPs may already have started with other settings, out of the
 solve (highspy 1.16 refuses ``threads=1`` then). A killed solve is ``time_limit`` with no result.
 
@@ -21,6 +22,7 @@ Tolerance contract: a proven OPT ``o`` with gap target ``g`` says only that the 
 most any feasible schedule can earn by this result; a policy between ``o`` and the ceiling equals OPT within
 the gap, above it is an error (``offline_opt.compare``).
 """
+
 from __future__ import annotations
 
 import time
@@ -37,9 +39,9 @@ from .guard import TIMED_OUT, call_with_deadline
 from .milp import Strengthening, build, schedule_of, warm_start
 from .solvers import SolverRun, solve_model
 
-AGREE_TOL = 1e-6      # relative: |validated - MILP objective| <= AGREE_TOL * max(1, |objective|)
+AGREE_TOL = 1e-6  # relative: |validated - MILP objective| <= AGREE_TOL * max(1, |objective|)
 DEFAULT_GAP = 1e-6
-GRACE = (30.0, 0.1)   # the wall-clock guard's slack over the solver's time limit: 30 s + 10%
+GRACE = (30.0, 0.1)  # the wall-clock guard's slack over the solver's time limit: 30 s + 10%
 
 
 def limit_problems(time_limit: float, mip_gap: float) -> list[str]:
@@ -81,7 +83,7 @@ class OptResult:
     formulation: dict = field(default_factory=dict)
     num_variables: int = 0
     num_constraints: int = 0
-    message: str = ""          # the solver's termination condition, or why the guard stopped it
+    message: str = ""  # the solver's termination condition, or why the guard stopped it
 
     def ceiling(self) -> float | None:
         """The most utility a feasible schedule can have, as far as this result proves (None: unknown): a
@@ -117,8 +119,9 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     return max(0.0, bound - objective) / max(abs(bound), 1e-10)
 
 
-def _solve_built(instance: Instance, strengthening: Strengthening, solver: str, time_limit: float,
-                 mip_gap: float, incumbent) -> tuple[SolverRun, bool, dict[str, float] | None]:
+def _solve_built(
+    instance: Instance, strengthening: Strengthening, solver: str, time_limit: float, mip_gap: float, incumbent
+) -> tuple[SolverRun, bool, dict[str, float] | None]:
     """The child process's part: build, warm-start (CBC), solve; the run, whether the start was used, and
     every variable's value (None without a solution) for the caller's copy of the same model."""
     built = build(instance, strengthening)
@@ -128,9 +131,15 @@ def _solve_built(instance: Instance, strengthening: Strengthening, solver: str, 
     return run, warm, values
 
 
-def solve(instance: Instance, solver: str = "highs", time_limit: float = 300.0, mip_gap: float = DEFAULT_GAP,
-          strengthening: Strengthening = Strengthening(), incumbent: tuple[Schedule, np.ndarray] | None = None,
-          wall_limit: float | None = None) -> OptResult:
+def solve(
+    instance: Instance,
+    solver: str = "highs",
+    time_limit: float = 300.0,
+    mip_gap: float = DEFAULT_GAP,
+    strengthening: Strengthening = Strengthening(),
+    incumbent: tuple[Schedule, np.ndarray] | None = None,
+    wall_limit: float | None = None,
+) -> OptResult:
     """Solve offline DMLRS on ``instance``.
 
     ``incumbent``: a validated feasible schedule and its completion slots (e.g. the best online policy's),
@@ -151,21 +160,41 @@ def solve(instance: Instance, solver: str = "highs", time_limit: float = 300.0, 
     else:
         wall = default_wall_limit(time_limit, build_s) if wall_limit is None else wall_limit
         start = time.perf_counter()
-        answer = call_with_deadline(_solve_built, (instance, strengthening, solver, time_limit, mip_gap,
-                                                   incumbent), wall)
+        answer = call_with_deadline(
+            _solve_built, (instance, strengthening, solver, time_limit, mip_gap, incumbent), wall
+        )
         if answer is TIMED_OUT:
-            run = SolverRun(solver, "time_limit", False, None, None, time.perf_counter() - start,
-                            f"killed by the wall-clock guard after {wall:g} s: time limit, no result")
+            run = SolverRun(
+                solver,
+                "time_limit",
+                False,
+                None,
+                None,
+                time.perf_counter() - start,
+                f"killed by the wall-clock guard after {wall:g} s: time limit, no result",
+            )
         else:
             run, warm, values = answer
             for v in built.model.component_data_objects(pyo.Var) if values is not None else ():
                 v.set_value(values[v.name], skip_validation=True)
-    result = OptResult(None, run.objective, run.bound, None, run.status, False, solver, run.wall_s, time_limit,
-                       mip_gap, formulation=asdict(strengthening) | {"warm_start": warm},
-                       num_variables=built.model.nvariables(), num_constraints=built.model.nconstraints(),
-                       message=run.message)
+    result = OptResult(
+        None,
+        run.objective,
+        run.bound,
+        None,
+        run.status,
+        False,
+        solver,
+        run.wall_s,
+        time_limit,
+        mip_gap,
+        formulation=asdict(strengthening) | {"warm_start": warm},
+        num_variables=built.model.nvariables(),
+        num_constraints=built.model.nconstraints(),
+        message=run.message,
+    )
     if run.status == "infeasible":
-        result.status = "error"   # DMLRS always has the empty schedule: infeasible means a model bug
+        result.status = "error"  # DMLRS always has the empty schedule: infeasible means a model bug
     if not run.has_solution:
         return result
     schedule = schedule_of(built, instance)
@@ -180,6 +209,5 @@ def solve(instance: Instance, solver: str = "highs", time_limit: float = 300.0, 
     consistent = run.objective - tol <= result.objective <= (run.bound if run.bound is not None else np.inf) + tol
     if check.violations or not consistent:
         result.status = "invalid"
-    result.proven_optimal = (result.status == "optimal" and result.gap is not None
-                             and result.gap <= mip_gap + 1e-9)
+    result.proven_optimal = result.status == "optimal" and result.gap is not None and result.gap <= mip_gap + 1e-9
     return result

@@ -5,6 +5,7 @@ dataclass's fields, converts values by their annotations and raises :class:`Conf
 field path and the reason for the first problem. Each dataclass may define ``check(self) -> list[str]``
 for value constraints; messages there are ``"field: reason"`` relative to the dataclass.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,7 +37,7 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         if value is None and type(None) in args:
             return None
         options = [a for a in args if a is not type(None)]
-        if len(options) == 1:   # ``X | None``: X's own error, at the field inside X that is wrong
+        if len(options) == 1:  # ``X | None``: X's own error, at the field inside X that is wrong
             return _convert(options[0], value, path)
         errors = []
         for arg in options:
@@ -57,7 +58,7 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         if origin is tuple and args and args[-1] is not Ellipsis:
             if len(value) != len(args):
                 raise ConfigError(path, f"must have {len(args)} entries, got {len(value)}")
-            return tuple(_convert(a, v, _join(path, k)) for k, (a, v) in enumerate(zip(args, value)))
+            return tuple(_convert(a, v, _join(path, k)) for k, (a, v) in enumerate(zip(args, value, strict=True)))
         item = args[0] if args else Any
         out = [_convert(item, v, _join(path, k)) for k, v in enumerate(value)]
         return tuple(out) if origin is tuple else out

@@ -5,6 +5,7 @@ whatever the machine's cores and load. HiGHS's thread scheduler is process-wide 
 every instance in the process must ask for the same thread count (offline_opt's solves ask for 1 too), or HiGHS
 refuses to run.
 """
+
 from __future__ import annotations
 
 import highspy
@@ -23,8 +24,9 @@ def new_highs() -> highspy._Highs:
     return highs
 
 
-def highs_lp(cost: np.ndarray, num_row: int, csc: tuple, row_lower, row_upper, col_upper=None,
-             integer: bool = False) -> highspy.HighsLp:
+def highs_lp(
+    cost: np.ndarray, num_row: int, csc: tuple, row_lower, row_upper, col_upper=None, integer: bool = False
+) -> highspy.HighsLp:
     """min ``cost`` x over ``0 <= x <= col_upper`` (default unbounded) with ``row_lower <= A x <= row_upper``;
     ``csc`` = A column-wise as (start, index, value); ``integer``: every column integral."""
     n = len(cost)

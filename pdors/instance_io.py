@@ -1,4 +1,5 @@
 """Instances to and from JSON. Floats are written with ``repr`` precision, so a round trip is exact."""
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,13 @@ def from_dict(data: dict) -> Instance:
     except (TypeError, ValueError) as e:
         raise ValueError(f"jobs: {e}") from None
     ps_bandwidth = data.get("ps_bandwidth")
-    return Instance(jobs, cluster, int(data["slots"]), dict(data.get("meta", {})),
-                    None if ps_bandwidth is None else np.asarray(ps_bandwidth, dtype=float))
+    return Instance(
+        jobs,
+        cluster,
+        int(data["slots"]),
+        dict(data.get("meta", {})),
+        None if ps_bandwidth is None else np.asarray(ps_bandwidth, dtype=float),
+    )
 
 
 def save(instance: Instance, path: str | Path) -> None:

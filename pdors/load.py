@@ -5,6 +5,7 @@ counted in resource-slots: processing ``V_i = E_i K_i`` samples at ``p`` slots p
 worker-slots (eq. 1), and each worker-slot needs ``alpha_i^r`` plus at least ``beta_i^r / gamma_i`` for its
 share of the parameter servers (eq. 2: ``s >= ceil(w / gamma) >= w / gamma``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,8 +47,10 @@ def offered_load(instance: Instance) -> dict[str, float]:
     """
     jobs, capacity = instance.jobs, instance.cluster.capacity.sum(axis=0) * instance.slots
     rates = (jobs.tau, jobs.time_per_sample(True), jobs.time_per_sample(False))
-    return {name: float(_shares(_demand(instance, p), capacity).max(axis=1).sum())
-            for name, p in zip(LOAD_VARIANTS, rates)}
+    return {
+        name: float(_shares(_demand(instance, p), capacity).max(axis=1).sum())
+        for name, p in zip(LOAD_VARIANTS, rates, strict=True)
+    }
 
 
 def max_samples_per_slot(instance: Instance) -> np.ndarray:
@@ -59,8 +62,8 @@ def max_samples_per_slot(instance: Instance) -> np.ndarray:
     which only lets more workers fit.
     """
     jobs, cap = instance.jobs, instance.cluster.capacity
-    unit = _per_worker(instance)                                                      # I x R
-    fit_int = np.floor(_fit(cap[None, :, :], unit[:, None, :]).max(axis=1) * (1 + SLACK))   # best machine
+    unit = _per_worker(instance)  # I x R
+    fit_int = np.floor(_fit(cap[None, :, :], unit[:, None, :]).max(axis=1) * (1 + SLACK))  # best machine
     fit_ext = np.floor(_fit(cap.sum(axis=0), unit) * (1 + SLACK)) if instance.num_machines >= 2 else 0.0
     workers_int = np.minimum(jobs.batch, fit_int)
     workers_ext = np.minimum(jobs.batch, fit_ext)
@@ -94,8 +97,7 @@ def fluid_completable(instance: Instance) -> int:
     processing = _shares(_demand(instance, fastest), instance.cluster.capacity.sum(axis=0)) * (1 - SLACK)
     deadline = (instance.slots - jobs.arrival).astype(float)
     candidates = np.flatnonzero(alone_completable(instance))
-    return min(_most_on_time(processing[candidates, r], deadline[candidates])
-               for r in range(processing.shape[1]))
+    return min(_most_on_time(processing[candidates, r], deadline[candidates]) for r in range(processing.shape[1]))
 
 
 def _most_on_time(processing: np.ndarray, deadline: np.ndarray) -> int:

@@ -7,6 +7,7 @@ instance without copying it.
 Units: one slot is one hour; ``tau`` is slots per sample; gradient size ``g`` is MB; link rates are MB per
 slot; resources are counts (gpu, cpu) or GB (mem, storage).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -89,7 +90,7 @@ class Jobs:
         d = np.asarray(duration, float)
         return self.theta1[job] / (1.0 + portable_math.exp(self.theta2[job] * (d - self.theta3[job])))
 
-    def subset(self, index) -> "Jobs":
+    def subset(self, index) -> Jobs:
         return Jobs(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
 
@@ -155,8 +156,9 @@ def instance_problems(inst: Instance) -> list[str]:
             out.append(f"jobs.{f.name}: shape {a.shape}, expected {want}")
         elif not np.all(np.isfinite(a)):
             out.append(f"jobs.{f.name}: must be finite")
-    if inst.ps_bandwidth is not None and (inst.ps_bandwidth.shape != (n,)
-                                          or not np.all(np.isfinite(inst.ps_bandwidth) & (inst.ps_bandwidth > 0))):
+    if inst.ps_bandwidth is not None and (
+        inst.ps_bandwidth.shape != (n,) or not np.all(np.isfinite(inst.ps_bandwidth) & (inst.ps_bandwidth > 0))
+    ):
         out.append(f"ps_bandwidth: must hold {n} finite values > 0")
     if out:
         return out

@@ -12,25 +12,37 @@ whatever the CPU and SIMD kernel; so do its reductions, whose order depends only
   (Sun Microsystems, e_exp.c and e_log.c, error < 1 ulp) written with correctly rounded operations only.
 * ``math.exp``/``math.log``: glibc selects FMA or SSE2 variants by CPU; the same functions serve scalars.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-_LN2_HI = 6.93147180369123816490e-01     # ln 2 split so that k * _LN2_HI is exact for |k| < 2^20
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 split so that k * _LN2_HI is exact for |k| < 2^20
 _LN2_LO = 1.90821492927058770002e-10
-_INV_LN2 = 1.44269504088896338700e+00
-_EXP_P = (1.66666666666666019037e-01, -2.77777777770155933842e-03, 6.61375632143793436117e-05,
-          -1.65339022054652515390e-06, 4.13813679705723846039e-08)
-_LOG_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
-           2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
-           1.479819860511658591e-01)
+_INV_LN2 = 1.44269504088896338700e00
+_EXP_P = (
+    1.66666666666666019037e-01,
+    -2.77777777770155933842e-03,
+    6.61375632143793436117e-05,
+    -1.65339022054652515390e-06,
+    4.13813679705723846039e-08,
+)
+_LOG_LG = (
+    6.666666666666735130e-01,
+    3.999999999940941908e-01,
+    2.857142874366239149e-01,
+    2.222219843214978396e-01,
+    1.818357216161805012e-01,
+    1.531383769920937332e-01,
+    1.479819860511658591e-01,
+)
 _SQRT_HALF = 0.70710678118654752440
 
 
 def exp(x):
     """e^x, elementwise (fdlibm's e_exp.c); inf above ~709.78, 0 below ~-745.13. Scalars give a float."""
     x = np.asarray(x, dtype=np.float64)
-    xc = np.clip(x, -746.0, 710.0)                  # beyond: 0 or inf either way; keeps k a small integer
+    xc = np.clip(x, -746.0, 710.0)  # beyond: 0 or inf either way; keeps k a small integer
     k = np.rint(xc * _INV_LN2)
     hi = xc - k * _LN2_HI
     lo = k * _LN2_LO
@@ -38,7 +50,7 @@ def exp(x):
     t = r * r
     p1, p2, p3, p4, p5 = _EXP_P
     c = r - t * (p1 + t * (p2 + t * (p3 + t * (p4 + t * p5))))
-    y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)     # e^r in [0.7, 1.42]
+    y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)  # e^r in [0.7, 1.42]
     out = _scale(y, np.where(np.isnan(k), 0, k).astype(np.int64))
     out = np.where(np.isnan(x), x, out)
     return float(out) if out.ndim == 0 else out
@@ -47,9 +59,9 @@ def exp(x):
 def log(x):
     """Natural logarithm, elementwise (fdlibm's e_log.c): -inf at 0, nan below. Scalars give a float."""
     x = np.asarray(x, dtype=np.float64)
-    m, e = np.frexp(np.where(np.isfinite(x) & (x > 0), x, 1.0))     # exact: x = m 2^e, m in [0.5, 1)
+    m, e = np.frexp(np.where(np.isfinite(x) & (x > 0), x, 1.0))  # exact: x = m 2^e, m in [0.5, 1)
     low = m < _SQRT_HALF
-    m = np.where(low, m * 2.0, m)                                   # m in [sqrt(1/2), sqrt(2))
+    m = np.where(low, m * 2.0, m)  # m in [sqrt(1/2), sqrt(2))
     k = (e - low).astype(np.float64)
     f = m - 1.0
     s = f / (2.0 + f)

@@ -2,6 +2,7 @@
 
 This is the unit of work of every command: ``pdors simulate`` runs one, a sweep fans out many.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,15 +38,17 @@ class RunSpec:
         if self.policy not in POLICIES:
             out.append(f"policy: unknown policy {self.policy!r} (known: {', '.join(POLICIES)})")
         elif self.workload.profile == "thesis" and self.policy not in THESIS_POLICIES:
-            out.append(f"policy: {self.policy} does not keep the thesis's PS rules (3.4)-(3.5); with "
-                       f"workload.profile thesis use {' or '.join(THESIS_POLICIES)}")
+            out.append(
+                f"policy: {self.policy} does not keep the thesis's PS rules (3.4)-(3.5); with "
+                f"workload.profile thesis use {' or '.join(THESIS_POLICIES)}"
+            )
         for name in ("machines", "jobs", "slots"):
             if getattr(self, name) < 1:
                 out.append(f"{name}: must be >= 1, got {getattr(self, name)}")
         if self.seed < 0:
             out.append(f"seed: must be >= 0, got {self.seed}")
         if not out:
-            policy_config(self.policy, self.params)   # raises ConfigError naming params.<field>
+            policy_config(self.policy, self.params)  # raises ConfigError naming params.<field>
         return out
 
 
@@ -93,8 +96,10 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         median_training_time=float(np.median(training)),
         offered_load=offered_load(instance),
         fluid_completable=fluid_completable(instance),
-        utilisation={r: float(u / c) if c > 0 else 0.0
-                     for r, u, c in zip(instance.cluster.resources, used, capacity)},
+        utilisation={
+            r: float(u / c) if c > 0 else 0.0
+            for r, u, c in zip(instance.cluster.resources, used, capacity, strict=True)
+        },
         violations=[v.as_dict() for v in check.violations],
         decision_latency_ms=Latency(
             p50=float(np.percentile(latency_ms, 50)) if latency_ms.size else 0.0,

@@ -2,6 +2,7 @@
 summaries. Every total comes from the validator. Storage derives its metric columns from these fields
 (``pipeline.columns``), so a metric added here gets a typed column there.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -42,20 +43,20 @@ class RunSummary:
     num_jobs: int
     slots: int
     total_utility: float
-    schedule_digest: str                   # hash of the realised allocations: equal runs, equal digest
+    schedule_digest: str  # hash of the realised allocations: equal runs, equal digest
     admitted: int
     completed: int
     rejected: int
-    median_training_time: float            # slots; an incomplete job counts as T (paper Fig. 9)
-    offered_load: dict[str, float]         # demand / capacity over the horizon (pdors.load.LOAD_VARIANTS)
-    fluid_completable: int                 # an upper bound on the jobs any schedule completes (pdors.load)
-    utilisation: dict[str, float]          # resource -> used / (capacity x T)
-    violations: list[dict[str, Any]]       # the validator's findings, ``Violation.as_dict()``
+    median_training_time: float  # slots; an incomplete job counts as T (paper Fig. 9)
+    offered_load: dict[str, float]  # demand / capacity over the horizon (pdors.load.LOAD_VARIANTS)
+    fluid_completable: int  # an upper bound on the jobs any schedule completes (pdors.load)
+    utilisation: dict[str, float]  # resource -> used / (capacity x T)
+    violations: list[dict[str, Any]]  # the validator's findings, ``Violation.as_dict()``
     decision_latency_ms: Latency
     policy_stats: dict[str, Any]
     wall_s: float
     code_version: str
-    spec: dict[str, Any]                   # the resolved RunSpec: ``run(spec)`` reproduces the run
+    spec: dict[str, Any]  # the resolved RunSpec: ``run(spec)`` reproduces the run
     jobs: list[JobOutcome] = field(default_factory=list)
 
     def to_dict(self) -> dict:

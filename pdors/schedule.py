@@ -1,6 +1,7 @@
 """Realised allocations of a run: integer workers and PSs per (slot, job, machine), plus the claims a
 simulator makes about them (locality and restarts per slot, completion slot per job) for the validator to
 check."""
+
 from __future__ import annotations
 
 import hashlib
@@ -32,7 +33,7 @@ class Schedule:
     restart_loss: float = 0.0
 
     @classmethod
-    def empty(cls, instance: Instance, restart_loss: float = 0.0) -> "Schedule":
+    def empty(cls, instance: Instance, restart_loss: float = 0.0) -> Schedule:
         shape = (instance.slots, instance.num_jobs, instance.num_machines)
         return cls(
             workers=np.zeros(shape, dtype=np.int32),
@@ -49,7 +50,7 @@ class Schedule:
         digests mean identical schedules."""
         h = hashlib.blake2b(digest_size=16)
         for a in (self.workers, self.servers, self.admitted[None]):
-            for part in a:    # slot by slot: the same bytes as the whole array as int64, without a copy of it
+            for part in a:  # slot by slot: the same bytes as the whole array as int64, without a copy of it
                 h.update(np.ascontiguousarray(part, dtype="<i8"))
         return h.hexdigest()
 
@@ -57,8 +58,10 @@ class Schedule:
         """JSON-friendly form: one entry per non-zero (slot, job, machine) cell."""
         t, i, h = np.nonzero(self.workers | self.servers)
         return {
-            "cells": [[int(a), int(b), int(c), int(self.workers[a, b, c]), int(self.servers[a, b, c])]
-                      for a, b, c in zip(t, i, h)],
+            "cells": [
+                [int(a), int(b), int(c), int(self.workers[a, b, c]), int(self.servers[a, b, c])]
+                for a, b, c in zip(t, i, h, strict=True)
+            ],
             "admitted": self.admitted.astype(int).tolist(),
             "restart_loss": self.restart_loss,
         }

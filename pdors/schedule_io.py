@@ -7,6 +7,7 @@ simulator's claim that job i ran at the internal rate in slot t, Fact 1; the val
 holds what rows cannot: the shape (T, I, H), x_i (``admitted``), the claimed completion slots and the restart
 loss.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,15 @@ import pyarrow.parquet as pq
 
 from .schedule import Schedule
 
-COLUMNS = (("job", pa.int64()), ("machine", pa.int64()), ("slot", pa.int64()), ("workers", pa.int64()),
-           ("servers", pa.int64()), ("internal", pa.bool_()), ("restart", pa.bool_()))
+COLUMNS = (
+    ("job", pa.int64()),
+    ("machine", pa.int64()),
+    ("slot", pa.int64()),
+    ("workers", pa.int64()),
+    ("servers", pa.int64()),
+    ("internal", pa.bool_()),
+    ("restart", pa.bool_()),
+)
 SCHEMA = pa.schema(list(COLUMNS))
 METADATA_KEY = b"pdors.schedule"
 
@@ -29,18 +37,30 @@ def rows(schedule: Schedule) -> dict[str, np.ndarray]:
     t, i, h = np.nonzero((schedule.workers > 0) | (schedule.servers > 0))
     order = np.lexsort((t, h, i))
     t, i, h = t[order], i[order], h[order]
-    return {"job": i, "machine": h, "slot": t, "workers": schedule.workers[t, i, h],
-            "servers": schedule.servers[t, i, h], "internal": schedule.claimed_internal[t, i],
-            "restart": schedule.claimed_restart[t, i]}
+    return {
+        "job": i,
+        "machine": h,
+        "slot": t,
+        "workers": schedule.workers[t, i, h],
+        "servers": schedule.servers[t, i, h],
+        "internal": schedule.claimed_internal[t, i],
+        "restart": schedule.claimed_restart[t, i],
+    }
 
 
 def to_table(schedule: Schedule) -> pa.Table:
-    meta = {"slots": int(schedule.workers.shape[0]), "jobs": int(schedule.workers.shape[1]),
-            "machines": int(schedule.workers.shape[2]), "admitted": schedule.admitted.astype(bool).tolist(),
-            "claimed_completion": schedule.claimed_completion.astype(int).tolist(),
-            "restart_loss": float(schedule.restart_loss)}
-    table = pa.table({name: pa.array(values, type) for (name, type), values in zip(COLUMNS, rows(schedule).values())},
-                     schema=SCHEMA)
+    meta = {
+        "slots": int(schedule.workers.shape[0]),
+        "jobs": int(schedule.workers.shape[1]),
+        "machines": int(schedule.workers.shape[2]),
+        "admitted": schedule.admitted.astype(bool).tolist(),
+        "claimed_completion": schedule.claimed_completion.astype(int).tolist(),
+        "restart_loss": float(schedule.restart_loss),
+    }
+    table = pa.table(
+        {name: pa.array(values, type) for (name, type), values in zip(COLUMNS, rows(schedule).values(), strict=True)},
+        schema=SCHEMA,
+    )
     return table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})
 
 
@@ -49,10 +69,14 @@ def from_table(table: pa.Table) -> Schedule:
     meta = json.loads((table.schema.metadata or {})[METADATA_KEY])
     shape = (meta["slots"], meta["jobs"], meta["machines"])
     out = Schedule(
-        workers=np.zeros(shape, dtype=np.int32), servers=np.zeros(shape, dtype=np.int32),
-        admitted=np.array(meta["admitted"], dtype=bool), claimed_internal=np.zeros(shape[:2], dtype=bool),
+        workers=np.zeros(shape, dtype=np.int32),
+        servers=np.zeros(shape, dtype=np.int32),
+        admitted=np.array(meta["admitted"], dtype=bool),
+        claimed_internal=np.zeros(shape[:2], dtype=bool),
         claimed_completion=np.array(meta["claimed_completion"], dtype=np.int64),
-        claimed_restart=np.zeros(shape[:2], dtype=bool), restart_loss=meta["restart_loss"])
+        claimed_restart=np.zeros(shape[:2], dtype=bool),
+        restart_loss=meta["restart_loss"],
+    )
     c = {name: table[name].to_numpy() for name, _ in COLUMNS}
     out.workers[c["slot"], c["job"], c["machine"]] = c["workers"]
     out.servers[c["slot"], c["job"], c["machine"]] = c["servers"]

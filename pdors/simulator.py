@@ -7,6 +7,7 @@ policy's ``restart_loss`` fraction in a slot where a job that ran before changes
 workload is done completes; a plan's later slots are released. The simulator's own bookkeeping becomes the
 schedule's claims, which the validator checks independently.
 """
+
 from __future__ import annotations
 
 import time
@@ -15,15 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .model import Instance
-from .portable_math import dot
 from .policies.base import PlanningPolicy, Policy, SlotAllocation, SlotPolicy, SlotView
+from .portable_math import dot
 from .schedule import Schedule
 
 
 @dataclass
 class SimulationResult:
     schedule: Schedule
-    decision_seconds: np.ndarray   # one entry per decision (per job for planners, per slot otherwise)
+    decision_seconds: np.ndarray  # one entry per decision (per job for planners, per slot otherwise)
     wall_seconds: float
     stats: dict
 
@@ -41,13 +42,14 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
     reserved = np.zeros((T, instance.num_machines, len(instance.cluster.resources)))
     remaining = jobs.workload.copy()
     completed = np.full(instance.num_jobs, -1, dtype=np.int64)
-    ran = np.zeros(instance.num_jobs, dtype=bool)     # had workers in some earlier slot
+    ran = np.zeros(instance.num_jobs, dtype=bool)  # had workers in some earlier slot
     latencies: list[float] = []
     policy.reset(instance, seed)
 
     def view(t: int) -> SlotView:
-        return SlotView(t, instance, _read_only(reserved), _read_only(remaining),
-                        _read_only(sched.admitted), _read_only(completed))
+        return SlotView(
+            t, instance, _read_only(reserved), _read_only(remaining), _read_only(sched.admitted), _read_only(completed)
+        )
 
     for t in range(T):
         if isinstance(policy, PlanningPolicy):
@@ -55,7 +57,7 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
                 tick = time.perf_counter()
                 plan = policy.plan(int(i), view(t))
                 latencies.append(time.perf_counter() - tick)
-                if plan is not None:    # job i's cells are all zero until now: only its busy slots are written
+                if plan is not None:  # job i's cells are all zero until now: only its busy slots are written
                     sched.admitted[i] = True
                     busy = np.flatnonzero(plan.workers.any(axis=1) | plan.servers.any(axis=1))
                     sched.workers[busy, i, :] = plan.workers[busy]
@@ -80,8 +82,15 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
     return SimulationResult(sched, np.array(latencies), time.perf_counter() - start, policy.summary())
 
 
-def _reserve(reserved: np.ndarray, instance: Instance, i: int, workers: np.ndarray, servers: np.ndarray,
-             slots: slice, sign: float = 1.0) -> None:
+def _reserve(
+    reserved: np.ndarray,
+    instance: Instance,
+    i: int,
+    workers: np.ndarray,
+    servers: np.ndarray,
+    slots: slice,
+    sign: float = 1.0,
+) -> None:
     """Add (``sign`` -1: take back) the resources job i uses by ``workers``, ``servers`` [T', H] to
     ``reserved[slots]``. Only the slots where it has tasks are touched: elsewhere the usage is exactly 0.0,
     and adding it would change no bit."""

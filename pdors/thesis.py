@@ -1,7 +1,8 @@
 """The thesis's variant of the model (``workload: {profile: thesis}``; docs/MODEL.md, "The thesis profile").
 
 The thesis (M. Yu, "Toward efficient online scheduling for large-scale distributed machine learning system",
-MS thesis, Iowa State University, 2019) models Async-SGD: each worker trains mini-batches one after another, a mini-batch taking
+MS thesis, Iowa State University, 2019) models Async-SGD: each worker trains mini-batches one after another, a
+mini-batch taking
 tau_i + 2 g_i / b seconds with b = b_i^(i) iff all of the job's workers and PSs share one machine (Fact 1),
 else b_i^(e) (eq. 3.1); its PSs must carry the workers' traffic, sum_h w_ih b <= B_i sum_p s_ip (eq. 3.4),
 and there are no more PSs than workers (eq. 3.5). Section 4.1 gives the distributions drawn here.
@@ -12,13 +13,14 @@ the ratio gamma_i are both K_i, so that the paper's per-sample time tau + 2 g ga
 tau + 2 g / b, F_i caps the workers at K_i (eq. 3.2), and ceil(w / gamma) = 1 PS is implied by (3.4). The
 PS bandwidth B_i is :attr:`pdors.model.Instance.ps_bandwidth`; where it is set, (3.4) and (3.5) hold.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from .model import RESOURCES, Instance
 
-SLOT_SECONDS = 60.0          # [choice] one slot is one minute (docs/MODEL.md)
+SLOT_SECONDS = 60.0  # [choice] one slot is one minute (docs/MODEL.md)
 MBPS_TO_MB_PER_SLOT = SLOT_SECONDS / 8.0
 
 # Section 4.1, drawn uniformly: E_i, M_i, K_i (integers), g_i (MB), tau_i (s per mini-batch),
@@ -50,14 +52,22 @@ def job_arrays(epochs, minibatches, chunks, grad_mb, tau_s, bw_external_mbps, ba
     than arrival, demands, utility and class: a sample is a mini-batch, F_i = gamma_i = K_i (module doc),
     rates in MB per slot, b^(i) = ``bandwidth_ratio`` x b^(e)."""
     bw_ext = np.asarray(bw_external_mbps, dtype=np.float64) * MBPS_TO_MB_PER_SLOT
-    return dict(epochs=epochs, samples=np.asarray(chunks) * np.asarray(minibatches), grad_mb=grad_mb,
-                tau=np.asarray(tau_s) / SLOT_SECONDS, gamma=chunks, batch=chunks,
-                bw_internal=bw_ext * bandwidth_ratio, bw_external=bw_ext)
+    return dict(
+        epochs=epochs,
+        samples=np.asarray(chunks) * np.asarray(minibatches),
+        grad_mb=grad_mb,
+        tau=np.asarray(tau_s) / SLOT_SECONDS,
+        gamma=chunks,
+        batch=chunks,
+        bw_internal=bw_ext * bandwidth_ratio,
+        bw_external=bw_ext,
+    )
 
 
 def draw_jobs(rng: np.random.Generator, jobs: int, bandwidth_ratio: float) -> tuple[dict, np.ndarray]:
     """Section 4.1's job parameters as :class:`~pdors.model.Jobs` arrays (all but arrival, utility and
     class), and B_i in MB per slot."""
+
     def ints(bounds):
         return rng.integers(bounds[0], bounds[1] + 1, size=jobs)
 

@@ -17,6 +17,7 @@ submission lands in slot 0, the last in slot T-1].
 A trace that cannot be read as its format is rejected with :class:`TraceError` naming the file, the line or
 entry, and the reason, before any instance is drawn.
 """
+
 from __future__ import annotations
 
 import csv
@@ -24,7 +25,7 @@ import gzip
 import io
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,11 +34,19 @@ import numpy as np
 from .model import CRITICAL, INSENSITIVE, SENSITIVE
 
 FORMATS = ("google", "philly")
-GOOGLE_COLUMNS = ("timestamp_us", "missing_info", "job_id", "event_type", "user", "scheduling_class",
-                  "job_name", "logical_job_name")
+GOOGLE_COLUMNS = (
+    "timestamp_us",
+    "missing_info",
+    "job_id",
+    "event_type",
+    "user",
+    "scheduling_class",
+    "job_name",
+    "logical_job_name",
+)
 GOOGLE_SUBMIT = 0
-GOOGLE_NO_TIME = (0, 2**63 - 1)          # "before the trace window" / "after it" (the trace's schema)
-GOOGLE_CLASS_TO_SENSITIVITY = np.array([INSENSITIVE, SENSITIVE, SENSITIVE, CRITICAL])   # paper Section V
+GOOGLE_NO_TIME = (0, 2**63 - 1)  # "before the trace window" / "after it" (the trace's schema)
+GOOGLE_CLASS_TO_SENSITIVITY = np.array([INSENSITIVE, SENSITIVE, SENSITIVE, CRITICAL])  # paper Section V
 PHILLY_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 PHILLY_FILE = "cluster_job_log"
 NO_CLASS = -1
@@ -100,7 +109,7 @@ def _google_files(path: Path) -> list[Path]:
 def load_google(path: str | Path) -> Trace:
     """SUBMIT events of Google 2011 ``job_events``: one file, or a directory of ``part-*.csv.gz`` files."""
     path = Path(path)
-    seen: dict[int, tuple[int, int]] = {}   # job id -> (timestamp, scheduling class) of its first SUBMIT
+    seen: dict[int, tuple[int, int]] = {}  # job id -> (timestamp, scheduling class) of its first SUBMIT
     dropped = 0
     for file in _google_files(path):
         try:
@@ -108,9 +117,11 @@ def load_google(path: str | Path) -> Trace:
                 for line_no, row in enumerate(csv.reader(f), 1):
                     where = f"{file} line {line_no}"
                     if len(row) != len(GOOGLE_COLUMNS):
-                        raise TraceError(f"{where}: expected {len(GOOGLE_COLUMNS)} columns "
-                                         f"({', '.join(GOOGLE_COLUMNS)}), got {len(row)}; is this a "
-                                         f"Google 2011 job_events file?")
+                        raise TraceError(
+                            f"{where}: expected {len(GOOGLE_COLUMNS)} columns "
+                            f"({', '.join(GOOGLE_COLUMNS)}), got {len(row)}; is this a "
+                            f"Google 2011 job_events file?"
+                        )
                     if _int(row[3], "event_type", where) != GOOGLE_SUBMIT:
                         continue
                     ts = _int(row[0], "timestamp_us", where)
@@ -127,8 +138,10 @@ def load_google(path: str | Path) -> Trace:
                 raise TraceError(f"{file}: no such file") from None
             raise TraceError(f"{file}: unreadable ({type(e).__name__}: {e})") from None
     if not seen:
-        raise TraceError(f"{path}: no SUBMIT event (event_type 0) with a timestamp"
-                         + (f" ({dropped} outside the trace window)" if dropped else ""))
+        raise TraceError(
+            f"{path}: no SUBMIT event (event_type 0) with a timestamp"
+            + (f" ({dropped} outside the trace window)" if dropped else "")
+        )
     ts, cls = np.array(list(seen.values()), dtype=np.int64).T
     order = np.argsort(ts, kind="stable")
     return Trace(str(path), "google", ts[order] / 1e6, GOOGLE_CLASS_TO_SENSITIVITY[cls[order]])
@@ -145,8 +158,10 @@ def load_philly(path: str | Path) -> Trace:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise TraceError(f"{file}: not a Philly cluster_job_log (invalid JSON: {e})") from None
     if not isinstance(data, list) or not data:
-        raise TraceError(f"{file}: a Philly cluster_job_log is a non-empty JSON list of jobs, "
-                         f"got {type(data).__name__}{' (empty)' if data == [] else ''}")
+        raise TraceError(
+            f"{file}: a Philly cluster_job_log is a non-empty JSON list of jobs, "
+            f"got {type(data).__name__}{' (empty)' if data == [] else ''}"
+        )
     times = []
     for k, job in enumerate(data):
         where = f"{file} entry {k}"
@@ -155,10 +170,11 @@ def load_philly(path: str | Path) -> Trace:
         where += f" (jobid {job.get('jobid', '?')})"
         try:
             stamp = datetime.strptime(str(job["submitted_time"]), PHILLY_TIME_FORMAT)
-            times.append(stamp.replace(tzinfo=timezone.utc).timestamp())   # naive times: no local-DST shifts
+            times.append(stamp.replace(tzinfo=UTC).timestamp())  # naive times: no local-DST shifts
         except ValueError:
-            raise TraceError(f"{where}: submitted_time must look like 2017-10-03 14:05:00, got "
-                             f"{job['submitted_time']!r}") from None
+            raise TraceError(
+                f"{where}: submitted_time must look like 2017-10-03 14:05:00, got {job['submitted_time']!r}"
+            ) from None
     submit = np.sort(np.array(times, dtype=float), kind="stable")
     return Trace(str(path), "philly", submit, np.full(len(submit), NO_CLASS, dtype=np.int64))
 
@@ -185,8 +201,8 @@ def snippet(trace: Trace, jobs: int, slots: int, start: int) -> Snippet:
     if jobs > len(trace):
         raise TraceError(f"{trace.source}: {len(trace)} submissions, fewer than the {jobs} jobs asked for")
     start %= len(trace) - jobs + 1
-    t = trace.submit_s[start:start + jobs]
+    t = trace.submit_s[start : start + jobs]
     span = t[-1] - t[0]
     scaled = np.zeros(jobs) if span <= 0 else np.floor((t - t[0]) / span * slots)
     arrival = np.minimum(scaled, slots - 1).astype(np.int64)
-    return Snippet(start, arrival, trace.sensitivity[start:start + jobs].copy())
+    return Snippet(start, arrival, trace.sensitivity[start : start + jobs].copy())

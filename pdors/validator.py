@@ -10,6 +10,7 @@ completion slots, and utilities. Reported utility always comes from here.
 Under the thesis's model (``instance.ps_bandwidth`` set) two more rules of the thesis (docs/MODEL.md): the
 PSs carry their workers' traffic, w b <= B_i s with b the rate of the placement (3.4), and s <= w (3.5).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,7 +25,8 @@ from .schedule import Schedule
 # to V_i (1 - 1e-15 * slots) in floating point; a real shortfall is at least one sample.
 WORKLOAD_RTOL = 1e-12
 CAPACITY_ATOL = 1e-9
-PS_BANDWIDTH_RTOL = 1e-9   # (3.4) compares products of reals: w b vs s B
+PS_BANDWIDTH_RTOL = 1e-9  # (3.4) compares products of reals: w b vs s B
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -35,19 +37,18 @@ class Violation:
     machine: int | None = None
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "slot": self.slot, "job": self.job, "machine": self.machine,
-                "detail": self.detail}
+        return {"kind": self.kind, "slot": self.slot, "job": self.job, "machine": self.machine, "detail": self.detail}
 
 
 @dataclass
 class Validation:
     violations: list[Violation]
-    samples: np.ndarray        # [T, I] samples processed per slot
-    internal: np.ndarray       # [T, I] allocation is internal (Fact 1)
-    restarts: np.ndarray       # [T, I] placement changed after the job had run (costs restart_loss)
-    completion: np.ndarray     # [I] first slot with cumulative samples >= V_i, -1 if never
-    utility: np.ndarray        # [I] u_i(completion - a_i) for admitted complete jobs, else 0
-    usage: np.ndarray          # [T, H, R] resources in use
+    samples: np.ndarray  # [T, I] samples processed per slot
+    internal: np.ndarray  # [T, I] allocation is internal (Fact 1)
+    restarts: np.ndarray  # [T, I] placement changed after the job had run (costs restart_loss)
+    completion: np.ndarray  # [I] first slot with cumulative samples >= V_i, -1 if never
+    utility: np.ndarray  # [I] u_i(completion - a_i) for admitted complete jobs, else 0
+    usage: np.ndarray  # [T, H, R] resources in use
     total_utility: float = field(init=False)
 
     def __post_init__(self) -> None:
@@ -78,9 +79,9 @@ def _usage(w: np.ndarray, s: np.ndarray, alpha: np.ndarray, beta: np.ndarray) ->
 def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validation:
     """Check ``schedule`` against ``instance``; at most ``limit`` violations of each kind are listed."""
     jobs, cap = instance.jobs, instance.cluster.capacity
-    w, s = schedule.workers, schedule.servers    # int32: every count and sum below is exact without a copy
+    w, s = schedule.workers, schedule.servers  # int32: every count and sum below is exact without a copy
     T, I, H = w.shape
-    if (T, I, H) != (instance.slots, instance.num_jobs, instance.num_machines) or s.shape != w.shape:
+    if (instance.slots, instance.num_jobs, instance.num_machines) != (T, I, H) or s.shape != w.shape:
         raise ValueError(f"schedule shape {w.shape} does not match instance {(instance.slots, I, H)}")
     loss = schedule.restart_loss
     if not 0.0 <= loss < 1.0:
@@ -91,28 +92,50 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         for idx in _cells(mask)[:limit]:
             out.append(describe(kind, *idx))
 
-    if min(w.min(initial=0), s.min(initial=0)) < 0:     # the full mask only when there is something to list
-        report("negative", (w < 0) | (s < 0),
-               lambda k, t, i, h: Violation(k, f"negative count w={w[t, i, h]} s={s[t, i, h]}", t, i, h))
+    if min(w.min(initial=0), s.min(initial=0)) < 0:  # the full mask only when there is something to list
+        report(
+            "negative",
+            (w < 0) | (s < 0),
+            lambda k, t, i, h: Violation(k, f"negative count w={w[t, i, h]} s={s[t, i, h]}", t, i, h),
+        )
     usage = _usage(w, s, jobs.worker_demand, jobs.ps_demand)
     over = usage > cap[None, :, :] + CAPACITY_ATOL
-    report("capacity", over.any(axis=2),
-           lambda k, t, h: Violation(k, f"usage {usage[t, h].tolist()} exceeds capacity {cap[h].tolist()}",
-                                     t, None, h))
+    report(
+        "capacity",
+        over.any(axis=2),
+        lambda k, t, h: Violation(k, f"usage {usage[t, h].tolist()} exceeds capacity {cap[h].tolist()}", t, None, h),
+    )
     wsum, ssum = w.sum(axis=2), s.sum(axis=2)
-    report("cap", wsum > jobs.batch[None, :],
-           lambda k, t, i: Violation(k, f"{wsum[t, i]} workers exceed F_i = {jobs.batch[i]}", t, i))
+    report(
+        "cap",
+        wsum > jobs.batch[None, :],
+        lambda k, t, i: Violation(k, f"{wsum[t, i]} workers exceed F_i = {jobs.batch[i]}", t, i),
+    )
     need_ps = -(-wsum // jobs.gamma[None, :])
     bad_ratio = (ssum < need_ps) | ((ssum > 0) & (wsum == 0))
-    report("ratio", bad_ratio, lambda k, t, i: Violation(
-        k, f"{ssum[t, i]} PSs for {wsum[t, i]} workers at gamma {jobs.gamma[i]} (need >= {need_ps[t, i]}, "
-           f"and none without workers)", t, i))
+    report(
+        "ratio",
+        bad_ratio,
+        lambda k, t, i: Violation(
+            k,
+            f"{ssum[t, i]} PSs for {wsum[t, i]} workers at gamma {jobs.gamma[i]} (need >= {need_ps[t, i]}, "
+            f"and none without workers)",
+            t,
+            i,
+        ),
+    )
     busy = (wsum > 0) | (ssum > 0)
     early = busy & (np.arange(T)[:, None] < jobs.arrival[None, :])
-    report("before_arrival", early,
-           lambda k, t, i: Violation(k, f"allocated in slot {t} before arrival {jobs.arrival[i]}", t, i))
-    report("not_admitted", busy & ~schedule.admitted[None, :],
-           lambda k, t, i: Violation(k, "resources allocated to a job that was not admitted", t, i))
+    report(
+        "before_arrival",
+        early,
+        lambda k, t, i: Violation(k, f"allocated in slot {t} before arrival {jobs.arrival[i]}", t, i),
+    )
+    report(
+        "not_admitted",
+        busy & ~schedule.admitted[None, :],
+        lambda k, t, i: Violation(k, "resources allocated to a job that was not admitted", t, i),
+    )
 
     # Fact 1: internal iff all workers and PSs of the job sit on one single machine. Locality and restarts
     # matter only where the job has workers: computed for those (slot, job) cells.
@@ -123,15 +146,34 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     bw = link_rate(instance, internal)
     if instance.ps_bandwidth is not None:
         traffic, carried = wsum * bw, ssum * instance.ps_bandwidth[None, :]
-        report("ps_bandwidth", traffic > carried * (1.0 + PS_BANDWIDTH_RTOL), lambda k, t, i: Violation(
-            k, f"{wsum[t, i]} workers at rate {bw[t, i]:.6g} exceed what {ssum[t, i]} PSs carry at "
-               f"B_i = {instance.ps_bandwidth[i]:.6g} (3.4)", t, i))
-        report("ps_over_workers", ssum > wsum, lambda k, t, i: Violation(
-            k, f"{ssum[t, i]} PSs for {wsum[t, i]} workers (3.5)", t, i))
+        report(
+            "ps_bandwidth",
+            traffic > carried * (1.0 + PS_BANDWIDTH_RTOL),
+            lambda k, t, i: Violation(
+                k,
+                f"{wsum[t, i]} workers at rate {bw[t, i]:.6g} exceed what {ssum[t, i]} PSs carry at "
+                f"B_i = {instance.ps_bandwidth[i]:.6g} (3.4)",
+                t,
+                i,
+            ),
+        )
+        report(
+            "ps_over_workers",
+            ssum > wsum,
+            lambda k, t, i: Violation(k, f"{ssum[t, i]} PSs for {wsum[t, i]} workers (3.5)", t, i),
+        )
     claimed = schedule.claimed_internal & (wsum > 0)
-    report("locality", claimed != internal, lambda k, t, i: Violation(
-        k, f"claimed {'internal' if claimed[t, i] else 'external'} rate, allocation is "
-           f"{'internal' if internal[t, i] else 'external'}", t, i))
+    report(
+        "locality",
+        claimed != internal,
+        lambda k, t, i: Violation(
+            k,
+            f"claimed {'internal' if claimed[t, i] else 'external'} rate, allocation is "
+            f"{'internal' if internal[t, i] else 'external'}",
+            t,
+            i,
+        ),
+    )
 
     # Restart: workers now, workers in some earlier slot, and any per-machine count differs from slot t - 1.
     ran_before = np.zeros_like(busy)
@@ -141,17 +183,31 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     lt, li = run_t[later], run_i[later]
     moved[lt, li] = ((w[lt, li] != w[lt - 1, li]) | (s[lt, li] != s[lt - 1, li])).any(axis=1)
     restarts = (wsum > 0) & ran_before & moved
-    if loss > 0:    # with a free restart the claim changes no sample, so it is not checked
-        report("restart", schedule.claimed_restart != restarts, lambda k, t, i: Violation(
-            k, f"claimed {'a' if schedule.claimed_restart[t, i] else 'no'} restart, placement "
-               f"{'changed' if restarts[t, i] else 'did not change'} after the job had run", t, i))
+    if loss > 0:  # with a free restart the claim changes no sample, so it is not checked
+        report(
+            "restart",
+            schedule.claimed_restart != restarts,
+            lambda k, t, i: Violation(
+                k,
+                f"claimed {'a' if schedule.claimed_restart[t, i] else 'no'} restart, placement "
+                f"{'changed' if restarts[t, i] else 'did not change'} after the job had run",
+                t,
+                i,
+            ),
+        )
     samples = slot_samples(instance, wsum, bw, restarts, loss, jobs.gamma[None, :])
     completion, utility = outcome(instance, samples, schedule.admitted)
     for i in np.flatnonzero(schedule.claimed_completion != completion)[:limit]:
         c = int(schedule.claimed_completion[i])
-        out.append(Violation("completion", f"claimed completion slot {c}, recomputed "
-                             f"{int(completion[i])} ({samples[:, i].sum():.6g} of {jobs.workload[i]:.6g} samples)",
-                             c if c >= 0 else None, int(i)))
+        out.append(
+            Violation(
+                "completion",
+                f"claimed completion slot {c}, recomputed "
+                f"{int(completion[i])} ({samples[:, i].sum():.6g} of {jobs.workload[i]:.6g} samples)",
+                c if c >= 0 else None,
+                int(i),
+            )
+        )
     return Validation(out, samples, internal, restarts, completion, utility, usage)
 
 
@@ -160,8 +216,9 @@ def link_rate(instance: Instance, internal: np.ndarray) -> np.ndarray:
     return np.where(internal, instance.jobs.bw_internal[None, :], instance.jobs.bw_external[None, :])
 
 
-def slot_samples(instance: Instance, wsum: np.ndarray, rate: np.ndarray, restarts: np.ndarray, loss: float,
-                 ratio: np.ndarray) -> np.ndarray:
+def slot_samples(
+    instance: Instance, wsum: np.ndarray, rate: np.ndarray, restarts: np.ndarray, loss: float, ratio: np.ndarray
+) -> np.ndarray:
     """[T, I] samples processed per slot, eqs. (1)-(3): ``sum_h w / (tau + 2 g ratio / (b F))``, less ``loss`` of
     them in a restart slot. ``ratio`` is the worker:PS ratio the rate assumes: the model's is the nominal gamma_i
     (docs/MODEL.md, "Three readings" (b)); :mod:`pdors.retime` passes the actual ``sum w / sum s``."""

@@ -3,6 +3,7 @@
 Every draw comes from one ``numpy.random.Generator(PCG64(seed))`` in a fixed order, so the same config and
 seed give bit-identical instances in any process. Jobs are numbered in arrival order (ties by draw order).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -56,11 +57,10 @@ class TraceConfig:
 
 
 # The fields ``profile: thesis`` replaces by the thesis's Section 4.1 (pdors.thesis); they must keep defaults.
-PAPER_ONLY = ("epochs", "samples", "grad_mb", "tau", "gamma", "batch", "bw_external_mbps", "worker_demand",
-              "ps_demand")
+PAPER_ONLY = ("epochs", "samples", "grad_mb", "tau", "gamma", "batch", "bw_external_mbps", "worker_demand", "ps_demand")
 
 
-PAPER_SCALE = 0.1   # the calibrated default of the paper's profile (docs/MODEL.md, "Calibration")
+PAPER_SCALE = 0.1  # the calibrated default of the paper's profile (docs/MODEL.md, "Calibration")
 
 
 @dataclass(frozen=True)
@@ -106,11 +106,24 @@ class WorkloadConfig:
         out = []
         if self.profile == "thesis":
             default = WorkloadConfig()
-            out += [f"{name}: not used with profile thesis (its Section 4.1 ranges apply)"
-                    for name in PAPER_ONLY if getattr(self, name) != getattr(default, name)]
-        for name, lo in (("epochs", 1), ("samples", 1), ("grad_mb", 0), ("tau", 1e-12), ("gamma", 1),
-                         ("batch", 1), ("bw_external_mbps", 1e-9), ("theta1", 0), ("theta2_sensitive", 0),
-                         ("theta2_critical", 0), ("theta3", 0)):
+            out += [
+                f"{name}: not used with profile thesis (its Section 4.1 ranges apply)"
+                for name in PAPER_ONLY
+                if getattr(self, name) != getattr(default, name)
+            ]
+        for name, lo in (
+            ("epochs", 1),
+            ("samples", 1),
+            ("grad_mb", 0),
+            ("tau", 1e-12),
+            ("gamma", 1),
+            ("batch", 1),
+            ("bw_external_mbps", 1e-9),
+            ("theta1", 0),
+            ("theta2_sensitive", 0),
+            ("theta2_critical", 0),
+            ("theta3", 0),
+        ):
             out += range_problem(name, getattr(self, name), lo)
         if self.bandwidth_ratio <= 0:
             out.append(f"bandwidth_ratio: must be > 0, got {self.bandwidth_ratio}")
@@ -130,8 +143,9 @@ class WorkloadConfig:
         from .traces import TraceError, load
 
         if not self.trace.path:
-            return ["trace.path: required with arrivals: trace (a Google job_events directory or a Philly "
-                    "cluster_job_log)"]
+            return [
+                "trace.path: required with arrivals: trace (a Google job_events directory or a Philly cluster_job_log)"
+            ]
         try:
             load(self.trace.path, self.trace.format)
         except TraceError as e:
@@ -150,15 +164,19 @@ def arrival_weights(slots: int, pattern: str) -> np.ndarray:
     slots from 1 as the paper does (so 0-based slot 0 is odd) [choice]. ``trace`` draws (and then discards)
     alternating arrivals, so every other parameter equals the synthetic instance of the same seed.
     """
-    if pattern == "uniform":
-        w = np.ones(slots)
-    else:
-        w = np.where(np.arange(slots) % 2 == 0, 1.0 / 3.0, 2.0 / 3.0)
+    w = np.ones(slots) if pattern == "uniform" else np.where(np.arange(slots) % 2 == 0, 1.0 / 3.0, 2.0 / 3.0)
     return w / w.sum()
 
 
-def generate(config: WorkloadConfig, machines: int, jobs: int, slots: int, seed: int,
-             arrivals: np.ndarray | None = None, sensitivity: np.ndarray | None = None) -> Instance:
+def generate(
+    config: WorkloadConfig,
+    machines: int,
+    jobs: int,
+    slots: int,
+    seed: int,
+    arrivals: np.ndarray | None = None,
+    sensitivity: np.ndarray | None = None,
+) -> Instance:
     """Draw an instance. ``arrivals`` replaces the synthetic arrival slots and ``sensitivity`` the classes
     drawn from ``mix`` (theta2 is then drawn for the given class); with ``config.arrivals == "trace"`` both
     come from the trace snippet of this seed unless given. The draws are the same either way."""
@@ -201,9 +219,18 @@ def generate(config: WorkloadConfig, machines: int, jobs: int, slots: int, seed:
         wd, pd = c.worker_demand.bounds(), c.ps_demand.bounds()
         worker = rng.integers(wd[:, 0], wd[:, 1] + 1, size=(jobs, len(RESOURCES)))
         ps = rng.integers(pd[:, 0], pd[:, 1] + 1, size=(jobs, len(RESOURCES)))
-        arrays = dict(epochs=epochs, samples=samples, grad_mb=grad, tau=tau, gamma=gamma, batch=batch,
-                      bw_internal=bw_ext * c.bandwidth_ratio, bw_external=bw_ext, worker_demand=worker,
-                      ps_demand=ps)
+        arrays = dict(
+            epochs=epochs,
+            samples=samples,
+            grad_mb=grad,
+            tau=tau,
+            gamma=gamma,
+            batch=batch,
+            bw_internal=bw_ext * c.bandwidth_ratio,
+            bw_external=bw_ext,
+            worker_demand=worker,
+            ps_demand=ps,
+        )
     arrays["samples"] = np.maximum(1, np.round(arrays["samples"] * c.scale())).astype(np.int64)
     theta1, theta3 = reals(c.theta1), reals(c.theta3)
     cls = rng.choice(3, size=jobs, p=np.array(c.mix) / sum(c.mix))
@@ -216,8 +243,9 @@ def generate(config: WorkloadConfig, machines: int, jobs: int, slots: int, seed:
         [np.zeros(jobs), reals(c.theta2_sensitive), reals(c.theta2_critical)],
     )
     order = np.argsort(arrival, kind="stable")
-    job_arrays = Jobs(arrival=arrival, **arrays, theta1=theta1, theta2=theta2, theta3=theta3,
-                      sensitivity=cls).subset(order)
+    job_arrays = Jobs(arrival=arrival, **arrays, theta1=theta1, theta2=theta2, theta3=theta3, sensitivity=cls).subset(
+        order
+    )
     cluster = Cluster(capacity=np.tile(capacity, (machines, 1)))
     if ps_bandwidth is not None:
         ps_bandwidth = ps_bandwidth[order]

@@ -10,7 +10,8 @@ Sections (``--only`` picks some, in this order):
 * ``opt``: offline-optimum solve time per solver on the small-instance profile (``offline_opt.bench.instance``,
   ``offline_opt.solve``);
 * ``ray``: sweep throughput (runs/s) on a local Ray with 1 and 2 CPUs (``pdors sweep run --num-cpus``) on the
-  same quickstart grid of >= 50 runs through ``pipeline.executor.fan_out``; their ratio; the run-time ratio (two runs competing for the cores); and the idle capacity per task (scheduling,
+  same quickstart grid of >= 50 runs through ``pipeline.executor.fan_out``; their ratio; the run-time ratio (two runs
+  competing for the cores); and the idle capacity per task (scheduling,
   dispatch, collection) against the median run time;
 * ``memory``: peak resident memory of one paper-scale task per policy, each alone in a fresh process
   (its VmHWM), next to a process that only imports ``pdors.run``;
@@ -31,6 +32,7 @@ Sections (``--only`` picks some, in this order):
 Timings depend on what else runs on the machine: every run also reports its CPU time, the load average is
 recorded, and ratios are taken within one bench run. ``--quick`` shrinks every size (about 2 minutes).
 """
+
 from __future__ import annotations
 
 import json
@@ -49,8 +51,15 @@ SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
 EXTRA_SECTIONS = ("scale", "scale-pipeline", "reproduction")
 # Wall seconds of one run at H = I = 1000, T = 80, seed 1, per policy, before the scale work (issue 21), on this
 # 2-core machine while shared with other jobs: the yardstick of the ``scale`` section's ratios (docs/PERFORMANCE.md).
-SCALE_BEFORE = {"pdors": 211.7, "fifo": 52.3, "drf": 100.0, "dorm": 156.6, "oasis": 108.5, "pollux": 116.4,
-                "preemptive": 43.3}
+SCALE_BEFORE = {
+    "pdors": 211.7,
+    "fifo": 52.3,
+    "drf": 100.0,
+    "dorm": 156.6,
+    "oasis": 108.5,
+    "pollux": 116.4,
+    "preemptive": 43.3,
+}
 REPRODUCTION = ("fig*.yaml", "thesis*.yaml")
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 QUICKSTART = CONFIGS / "quickstart.yaml"
@@ -61,19 +70,31 @@ class Sizes:
     latency_machines: tuple[int, ...]
     jobs: int
     slots: int
-    paper: tuple[int, int, int]              # (H, I, T) of the per-policy runs and the memory probes
+    paper: tuple[int, int, int]  # (H, I, T) of the per-policy runs and the memory probes
     opt_seeds: tuple[int, ...]
     opt_time_limit: float
     ray_machines: tuple[int, ...]
     ray_seeds: int
-    scale: tuple[int, int, int]              # (H, I, T) of the scale section
-    pipeline_seeds: int                      # seeds per cluster size of the scale-pipeline sweep (x 4 sizes)
-    pipeline_ratio_seeds: int                # ... of its 1- vs 2-worker throughput sweeps
-    pipeline_repeats: int                    # ``sweep status`` timings (median)
+    scale: tuple[int, int, int]  # (H, I, T) of the scale section
+    pipeline_seeds: int  # seeds per cluster size of the scale-pipeline sweep (x 4 sizes)
+    pipeline_ratio_seeds: int  # ... of its 1- vs 2-worker throughput sweeps
+    pipeline_repeats: int  # ``sweep status`` timings (median)
 
 
-FULL = Sizes((30, 100, 300, 1000), 100, 80, (100, 100, 80), (1, 2, 3, 4, 5), 60.0, (10, 20, 30, 40), 2,
-             (1000, 1000, 80), 2500, 500, 5)
+FULL = Sizes(
+    (30, 100, 300, 1000),
+    100,
+    80,
+    (100, 100, 80),
+    (1, 2, 3, 4, 5),
+    60.0,
+    (10, 20, 30, 40),
+    2,
+    (1000, 1000, 80),
+    2500,
+    500,
+    5,
+)
 QUICK = Sizes((30, 100), 40, 40, (30, 40, 40), (1,), 10.0, (10, 20), 3, (200, 200, 40), 250, 100, 3)
 # The 10,000-run sweep on the one-file-per-run record, before the pipeline work of issue 21 (2-core machine,
 # shared: load average 4.7-9.4), measured by the same commands (docs/PERFORMANCE.md).
@@ -94,9 +115,20 @@ def bench_latency(sizes: Sizes, seed: int) -> list[dict]:
     for machines in sizes.latency_machines:
         s, cpu = _run(dict(policy="pdors", machines=machines, jobs=sizes.jobs, slots=sizes.slots, seed=seed))
         lat = s.decision_latency_ms
-        rows.append({"machines": machines, "jobs": sizes.jobs, "slots": sizes.slots, "p50_ms": lat.p50,
-                     "p99_ms": lat.p99, "wall_s": s.wall_s, "cpu_s": cpu, "total_utility": s.total_utility,
-                     "admitted": s.admitted, "violations": len(s.violations)})
+        rows.append(
+            {
+                "machines": machines,
+                "jobs": sizes.jobs,
+                "slots": sizes.slots,
+                "p50_ms": lat.p50,
+                "p99_ms": lat.p99,
+                "wall_s": s.wall_s,
+                "cpu_s": cpu,
+                "total_utility": s.total_utility,
+                "admitted": s.admitted,
+                "violations": len(s.violations),
+            }
+        )
     return rows
 
 
@@ -107,8 +139,16 @@ def bench_policies(sizes: Sizes, seed: int) -> list[dict]:
     rows = []
     for policy in POLICIES:
         s, cpu = _run(dict(policy=policy, machines=machines, jobs=jobs, slots=slots, seed=seed))
-        rows.append({"policy": policy, "wall_s": s.wall_s, "cpu_s": cpu, "total_utility": s.total_utility,
-                     "admitted": s.admitted, "violations": len(s.violations)})
+        rows.append(
+            {
+                "policy": policy,
+                "wall_s": s.wall_s,
+                "cpu_s": cpu,
+                "total_utility": s.total_utility,
+                "admitted": s.admitted,
+                "violations": len(s.violations),
+            }
+        )
     return rows
 
 
@@ -124,11 +164,25 @@ def bench_scale(sizes: Sizes, seed: int) -> list[dict]:
         s, cpu = _run(dict(policy=policy, machines=machines, jobs=jobs, slots=slots, seed=seed))
         wall = time.perf_counter() - tick
         before = SCALE_BEFORE.get(policy) if (sizes.scale, seed) == ((1000, 1000, 80), 1) else None
-        rows.append({"policy": policy, "machines": machines, "jobs": jobs, "slots": slots, "wall_s": wall,
-                     "simulate_s": s.wall_s, "cpu_s": cpu, "p50_ms": s.decision_latency_ms.p50,
-                     "p99_ms": s.decision_latency_ms.p99, "before_s": before,
-                     "speedup": before / wall if before else None, "total_utility": s.total_utility,
-                     "admitted": s.admitted, "violations": len(s.violations), "digest": s.schedule_digest})
+        rows.append(
+            {
+                "policy": policy,
+                "machines": machines,
+                "jobs": jobs,
+                "slots": slots,
+                "wall_s": wall,
+                "simulate_s": s.wall_s,
+                "cpu_s": cpu,
+                "p50_ms": s.decision_latency_ms.p50,
+                "p99_ms": s.decision_latency_ms.p99,
+                "before_s": before,
+                "speedup": before / wall if before else None,
+                "total_utility": s.total_utility,
+                "admitted": s.admitted,
+                "violations": len(s.violations),
+                "digest": s.schedule_digest,
+            }
+        )
     return rows
 
 
@@ -138,7 +192,7 @@ def bench_reference(seed: int) -> dict:
     from pdors.simulator import simulate
     from pdors.workload import WorkloadConfig, generate
 
-    out = {"machines": 6, "jobs": 10, "slots": 6, "workload_levels": 10}    # small enough for the reference
+    out = {"machines": 6, "jobs": 10, "slots": 6, "workload_levels": 10}  # small enough for the reference
     inst = generate(WorkloadConfig(workload_scale=0.05), out["machines"], out["jobs"], out["slots"], seed)
     config = Config(workload_levels=out["workload_levels"])
     schedules = []
@@ -146,8 +200,9 @@ def bench_reference(seed: int) -> dict:
         sim = simulate(inst, policy, seed)
         out[f"{name}_s"] = sim.wall_seconds
         schedules.append(sim.schedule)
-    out["same_decisions"] = all(np.array_equal(getattr(schedules[0], k), getattr(schedules[1], k))
-                                for k in ("admitted", "workers", "servers"))
+    out["same_decisions"] = all(
+        np.array_equal(getattr(schedules[0], k), getattr(schedules[1], k)) for k in ("admitted", "workers", "servers")
+    )
     out["speedup"] = out["reference_s"] / out["fast_s"]
     return out
 
@@ -161,8 +216,16 @@ def bench_opt(sizes: Sizes) -> list[dict]:
     for solver in SOLVERS:
         for seed in sizes.opt_seeds:
             r = solve(instance(seed), solver, sizes.opt_time_limit)
-            rows.append({"solver": solver, "seed": seed, "status": r.status, "proven": r.proven_optimal,
-                         "wall_s": r.wall_s, "gap": r.gap})
+            rows.append(
+                {
+                    "solver": solver,
+                    "seed": seed,
+                    "status": r.status,
+                    "proven": r.proven_optimal,
+                    "wall_s": r.wall_s,
+                    "gap": r.gap,
+                }
+            )
     return rows
 
 
@@ -197,11 +260,21 @@ def bench_ray(sizes: Sizes) -> list[dict]:
         runs = [o.finished_at - o.started_at for o in ok]
         makespan = max(o.finished_at for o in outcomes) - connected
         idle = (makespan * workers - sum(runs)) / len(outcomes)
-        rows.append({"workers": workers, "runs": len(tasks), "failed": len(outcomes) - len(ok),
-                     "ray_start_s": connected - start, "makespan_s": makespan, "runs_per_s": len(tasks) / makespan,
-                     "mean_run_s": statistics.fmean(runs), "median_run_s": statistics.median(runs),
-                     "idle_per_task_ms": 1e3 * idle, "overhead_share": idle / statistics.median(runs),
-                     "worker_pids": len({o.worker_pid for o in ok})})
+        rows.append(
+            {
+                "workers": workers,
+                "runs": len(tasks),
+                "failed": len(outcomes) - len(ok),
+                "ray_start_s": connected - start,
+                "makespan_s": makespan,
+                "runs_per_s": len(tasks) / makespan,
+                "mean_run_s": statistics.fmean(runs),
+                "median_run_s": statistics.median(runs),
+                "idle_per_task_ms": 1e3 * idle,
+                "overhead_share": idle / statistics.median(runs),
+                "worker_pids": len({o.worker_pid for o in ok}),
+            }
+        )
     return rows
 
 
@@ -219,8 +292,9 @@ def bench_reproduction(workers: int = 2) -> list[dict]:
         tasks = grid.expand(schema.load(path)).tasks
         first = min(t.seed for t in tasks)
         plans[path.name] = (len(tasks), [t for t in tasks if t.seed == first])
-    progress = tqdm(total=sum(len(sample) for _, sample in plans.values()), desc="reproduction sample",
-                    unit="run", file=sys.stderr)
+    progress = tqdm(
+        total=sum(len(sample) for _, sample in plans.values()), desc="reproduction sample", unit="run", file=sys.stderr
+    )
     rows = []
     for name, (total, sample) in plans.items():
         walls, cpu, failed = [], 0.0, 0
@@ -232,10 +306,19 @@ def bench_reproduction(workers: int = 2) -> list[dict]:
             failed += outcome.status != "ok"
             progress.update()
         scale = total / len(sample)
-        rows.append({"config": name, "tasks": total, "sampled": len(sample), "failed": failed,
-                     "sample_wall_s": sum(walls), "sample_cpu_s": cpu, "slowest_task_s": max(walls),
-                     "estimate_wall_min": sum(walls) * scale / workers / 60,
-                     "estimate_cpu_min": cpu * scale / workers / 60})
+        rows.append(
+            {
+                "config": name,
+                "tasks": total,
+                "sampled": len(sample),
+                "failed": failed,
+                "sample_wall_s": sum(walls),
+                "sample_cpu_s": cpu,
+                "slowest_task_s": max(walls),
+                "estimate_wall_min": sum(walls) * scale / workers / 60,
+                "estimate_cpu_min": cpu * scale / workers / 60,
+            }
+        )
     progress.close()
     return rows
 
@@ -243,9 +326,11 @@ def bench_reproduction(workers: int = 2) -> list[dict]:
 PIPELINE_MACHINES = (10, 20, 30, 40)
 # Runs a command and prints its exit status, wall seconds and the peak resident memory (KiB) of its process
 # tree: a small intermediary, so that what Linux carries from the parent into the child's maximum is small.
-PEAK_PROBE = ("import resource, subprocess, sys, time\nt = time.perf_counter()\n"
-              "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
-              "print(code, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+PEAK_PROBE = (
+    "import resource, subprocess, sys, time\nt = time.perf_counter()\n"
+    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+    "print(code, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
 
 
 def _pipeline_sweep(where: Path, name: str, seeds: int, *args: str) -> tuple[float, str]:
@@ -253,13 +338,27 @@ def _pipeline_sweep(where: Path, name: str, seeds: int, *args: str) -> tuple[flo
     import yaml
 
     config = where / f"{name}.yaml"
-    config.write_text(yaml.safe_dump({"name": name, "instance": {"jobs": 5, "slots": 5}, "policies": {"fifo": {}},
-                                      "grid": {"machines": list(PIPELINE_MACHINES)},
-                                      "seeds": {"start": 1, "count": seeds}, "mlflow": {"experiment": name}}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "instance": {"jobs": 5, "slots": 5},
+                "policies": {"fifo": {}},
+                "grid": {"machines": list(PIPELINE_MACHINES)},
+                "seeds": {"start": 1, "count": seeds},
+                "mlflow": {"experiment": name},
+            }
+        )
+    )
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{where / 'mlflow.db'}"}
     tick = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pdors_cli.main", "sweep", "run", str(config), "--out",
-                           str(where / name), *args], cwd=where, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pdors_cli.main", "sweep", "run", str(config), "--out", str(where / name), *args],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - tick
     if done.returncode:
         raise RuntimeError(f"pipeline sweep failed ({done.returncode}): {done.stdout[-2000:]}{done.stderr[-2000:]}")
@@ -267,7 +366,7 @@ def _pipeline_sweep(where: Path, name: str, seeds: int, *args: str) -> tuple[flo
 
 
 def _after(text: str, prefix: str) -> str:
-    return next(line for line in text.splitlines() if line.startswith(prefix))[len(prefix):]
+    return next(line for line in text.splitlines() if line.startswith(prefix))[len(prefix) :]
 
 
 def _runs_per_s(text: str) -> float:
@@ -284,27 +383,56 @@ def bench_pipeline(sizes: Sizes) -> dict:
         wall, text = _pipeline_sweep(where, "scale-pipeline", sizes.pipeline_seeds, "--num-cpus", "2")
         stages = {k: float(v) for k, v in (part.split() for part in _after(text, "stages (s): ").split(", "))}
         out = where / "scale-pipeline"
-        files = [p.stat().st_size for p in out.rglob("*.parquet")]   # hidden ones (.tmp-*, .damaged-*) too
+        files = [p.stat().st_size for p in out.rglob("*.parquet")]  # hidden ones (.tmp-*, .damaged-*) too
         status = []
         for _ in range(sizes.pipeline_repeats):
-            probe = subprocess.run([sys.executable, "-c", PEAK_PROBE, sys.executable, "-m", "pdors_cli.main",
-                                    "sweep", "status", "--out", str(out)], capture_output=True, text=True, cwd=where)
+            probe = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    PEAK_PROBE,
+                    sys.executable,
+                    "-m",
+                    "pdors_cli.main",
+                    "sweep",
+                    "status",
+                    "--out",
+                    str(out),
+                ],
+                capture_output=True,
+                text=True,
+                cwd=where,
+            )
             code, seconds, peak_kib = probe.stdout.split()
             if int(code):
                 raise RuntimeError(f"sweep status failed ({code}): {probe.stderr[-2000:]}")
             status.append((float(seconds), int(peak_kib) / 1024))
         throughput = {}
         for workers in (1, 2):
-            _, log = _pipeline_sweep(where, f"workers{workers}", sizes.pipeline_ratio_seeds, "--num-cpus",
-                                     str(workers), "mlflow.enabled=false")
+            _, log = _pipeline_sweep(
+                where,
+                f"workers{workers}",
+                sizes.pipeline_ratio_seeds,
+                "--num-cpus",
+                str(workers),
+                "mlflow.enabled=false",
+            )
             throughput[workers] = _runs_per_s(log)
-    return {"runs": sizes.pipeline_seeds * len(PIPELINE_MACHINES), "end_to_end_s": wall, "stages": stages,
-            "runs_per_s": _runs_per_s(text),
-            "parquet_files": len(files), "parquet_mib": sum(files) / 2**20,
-            "status_s": statistics.median(s for s, _ in status), "status_peak_mib": max(m for _, m in status),
-            "ratio_runs": sizes.pipeline_ratio_seeds * len(PIPELINE_MACHINES), "runs_per_s_1": throughput[1],
-            "runs_per_s_2": throughput[2], "scaling": throughput[2] / throughput[1],
-            "before": PIPELINE_BEFORE if sizes.pipeline_seeds == FULL.pipeline_seeds else None}
+    return {
+        "runs": sizes.pipeline_seeds * len(PIPELINE_MACHINES),
+        "end_to_end_s": wall,
+        "stages": stages,
+        "runs_per_s": _runs_per_s(text),
+        "parquet_files": len(files),
+        "parquet_mib": sum(files) / 2**20,
+        "status_s": statistics.median(s for s, _ in status),
+        "status_peak_mib": max(m for _, m in status),
+        "ratio_runs": sizes.pipeline_ratio_seeds * len(PIPELINE_MACHINES),
+        "runs_per_s_1": throughput[1],
+        "runs_per_s_2": throughput[2],
+        "scaling": throughput[2] / throughput[1],
+        "before": PIPELINE_BEFORE if sizes.pipeline_seeds == FULL.pipeline_seeds else None,
+    }
 
 
 HWM = "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')))"
@@ -317,7 +445,7 @@ def _peak_rss_mib(code: str, *args: str) -> float:
     done = subprocess.run([sys.executable, "-c", f"{code}\n{HWM}", *args], capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"memory probe failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
-    return int(done.stdout.split()[-1]) / 1024.0                      # kB
+    return int(done.stdout.split()[-1]) / 1024.0  # kB
 
 
 def bench_memory(sizes: Sizes, seed: int) -> list[dict]:
@@ -327,17 +455,29 @@ def bench_memory(sizes: Sizes, seed: int) -> list[dict]:
     rows = [{"task": "import pdors.run only", "peak_rss_mib": _peak_rss_mib("import pdors.run")}]
     for policy in POLICIES:
         spec = json.dumps(dict(policy=policy, machines=machines, jobs=jobs, slots=slots, seed=seed))
-        rows.append({"task": policy, "peak_rss_mib": _peak_rss_mib(
-            "import json, sys; from pdors.run import run; run(json.loads(sys.argv[1]))", spec)})
+        rows.append(
+            {
+                "task": policy,
+                "peak_rss_mib": _peak_rss_mib(
+                    "import json, sys; from pdors.run import run; run(json.loads(sys.argv[1]))", spec
+                ),
+            }
+        )
     return rows
 
 
 def machine() -> dict:
     from importlib.metadata import version
 
-    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-            "numpy": np.__version__, "highspy": version("highspy"), "ray": version("ray"),
-            "load_average_start": os.getloadavg()}
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "numpy": np.__version__,
+        "highspy": version("highspy"),
+        "ray": version("ray"),
+        "load_average_start": os.getloadavg(),
+    }
 
 
 def _table(rows: list[dict], keys: list[str]) -> str:
@@ -346,73 +486,143 @@ def _table(rows: list[dict], keys: list[str]) -> str:
             return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
         return str(v)
 
-    return "\n".join([f"| {' | '.join(keys)} |", "|" + " --- |" * len(keys)]
-                     + [f"| {' | '.join(cell(r.get(k)) for k in keys)} |" for r in rows])
+    return "\n".join(
+        [f"| {' | '.join(keys)} |", "|" + " --- |" * len(keys)]
+        + [f"| {' | '.join(cell(r.get(k)) for k in keys)} |" for r in rows]
+    )
 
 
 def report(results: dict) -> str:
     """The results as Markdown: one table per section, with the ratios the targets are stated in."""
     out = [f"machine: {results['machine']}"]
     if rows := results.get("latency"):
-        out += ["\n## PD-ORS decision latency", _table(rows, ["machines", "jobs", "slots", "p50_ms", "p99_ms",
-                                                            "wall_s", "cpu_s", "admitted", "violations"])]
+        out += [
+            "\n## PD-ORS decision latency",
+            _table(
+                rows, ["machines", "jobs", "slots", "p50_ms", "p99_ms", "wall_s", "cpu_s", "admitted", "violations"]
+            ),
+        ]
         by_h = {r["machines"]: r for r in rows}
         if 100 in by_h and max(by_h) > 100:
             top = by_h[max(by_h)]
-            out.append(f"growth H=100 -> H={top['machines']}: p50 x{top['p50_ms'] / by_h[100]['p50_ms']:.2f}, "
-                       f"p99 x{top['p99_ms'] / by_h[100]['p99_ms']:.2f}, "
-                       f"run CPU x{top['cpu_s'] / by_h[100]['cpu_s']:.2f} "
-                       f"(H x{top['machines'] / 100:g})")
+            out.append(
+                f"growth H=100 -> H={top['machines']}: p50 x{top['p50_ms'] / by_h[100]['p50_ms']:.2f}, "
+                f"p99 x{top['p99_ms'] / by_h[100]['p99_ms']:.2f}, "
+                f"run CPU x{top['cpu_s'] / by_h[100]['cpu_s']:.2f} "
+                f"(H x{top['machines'] / 100:g})"
+            )
     if rows := results.get("policies"):
-        out += ["\n## One run per policy", _table(rows, ["policy", "wall_s", "cpu_s", "total_utility", "admitted",
-                                                        "violations"])]
+        out += [
+            "\n## One run per policy",
+            _table(rows, ["policy", "wall_s", "cpu_s", "total_utility", "admitted", "violations"]),
+        ]
     if r := results.get("reference"):
-        out += ["\n## Fast path vs reference (Algorithms 2-4 as written)",
-                f"H={r['machines']} I={r['jobs']} T={r['slots']} Q={r['workload_levels']}: fast {r['fast_s']:.2f} s, "
-                f"reference {r['reference_s']:.2f} s, x{r['speedup']:.0f}; same decisions: {r['same_decisions']}"]
+        out += [
+            "\n## Fast path vs reference (Algorithms 2-4 as written)",
+            f"H={r['machines']} I={r['jobs']} T={r['slots']} Q={r['workload_levels']}: fast {r['fast_s']:.2f} s, "
+            f"reference {r['reference_s']:.2f} s, x{r['speedup']:.0f}; same decisions: {r['same_decisions']}",
+        ]
     if rows := results.get("opt"):
-        out += ["\n## Offline optimum, small profile", _table(rows, ["solver", "seed", "status", "proven", "wall_s",
-                                                                     "gap"])]
+        out += [
+            "\n## Offline optimum, small profile",
+            _table(rows, ["solver", "seed", "status", "proven", "wall_s", "gap"]),
+        ]
         for solver in dict.fromkeys(r["solver"] for r in rows):
             mine = [r for r in rows if r["solver"] == solver]
-            out.append(f"{solver}: proven {sum(r['proven'] for r in mine)}/{len(mine)}, median wall "
-                       f"{statistics.median(r['wall_s'] for r in mine):.1f} s")
+            out.append(
+                f"{solver}: proven {sum(r['proven'] for r in mine)}/{len(mine)}, median wall "
+                f"{statistics.median(r['wall_s'] for r in mine):.1f} s"
+            )
     if rows := results.get("ray"):
-        out += ["\n## Sweep throughput on Ray", _table(rows, ["workers", "runs", "failed", "ray_start_s", "makespan_s",
-                                                             "runs_per_s", "mean_run_s", "median_run_s",
-                                                             "idle_per_task_ms", "overhead_share", "worker_pids"])]
+        out += [
+            "\n## Sweep throughput on Ray",
+            _table(
+                rows,
+                [
+                    "workers",
+                    "runs",
+                    "failed",
+                    "ray_start_s",
+                    "makespan_s",
+                    "runs_per_s",
+                    "mean_run_s",
+                    "median_run_s",
+                    "idle_per_task_ms",
+                    "overhead_share",
+                    "worker_pids",
+                ],
+            ),
+        ]
         if len(rows) == 2:
             one, two = rows
-            out.append(f"2 vs 1 workers: throughput x{two['runs_per_s'] / one['runs_per_s']:.2f}, mean run time "
-                       f"x{two['mean_run_s'] / one['mean_run_s']:.2f} (runs competing for the cores)")
+            out.append(
+                f"2 vs 1 workers: throughput x{two['runs_per_s'] / one['runs_per_s']:.2f}, mean run time "
+                f"x{two['mean_run_s'] / one['mean_run_s']:.2f} (runs competing for the cores)"
+            )
     if rows := results.get("scale"):
         top = rows[0]
-        out += [f"\n## Scale: one run per policy at H = {top['machines']}, I = {top['jobs']}, T = {top['slots']}",
-                _table(rows, ["policy", "wall_s", "simulate_s", "cpu_s", "p50_ms", "p99_ms", "before_s", "speedup",
-                              "admitted", "violations", "digest"])]
+        out += [
+            f"\n## Scale: one run per policy at H = {top['machines']}, I = {top['jobs']}, T = {top['slots']}",
+            _table(
+                rows,
+                [
+                    "policy",
+                    "wall_s",
+                    "simulate_s",
+                    "cpu_s",
+                    "p50_ms",
+                    "p99_ms",
+                    "before_s",
+                    "speedup",
+                    "admitted",
+                    "violations",
+                    "digest",
+                ],
+            ),
+        ]
     if r := results.get("scale-pipeline"):
         stages = ", ".join(f"{k} {v:.1f}" for k, v in r["stages"].items())
         before = r["before"]
-        out += [f"\n## Scale: a {r['runs']:,}-run sweep of tiny runs (2 workers)",
-                f"end to end {r['end_to_end_s']:.1f} s (target <= 60 s)"
-                + (f", before {before['end_to_end_s']:.0f} s (x{before['end_to_end_s'] / r['end_to_end_s']:.1f})"
-                   if before else "") + f"; stages (s): {stages}",
-                f"runs: {r['runs_per_s']:.0f} runs/s after start-up"
-                + (f" (before {before['runs_per_s']:.0f})" if before else ""),
-                f"Parquet files: {r['parquet_files']} ({r['parquet_mib']:.1f} MiB; target <= 50)"
-                + (f", before {before['parquet_files']:,}" if before else ""),
-                f"`sweep status`: {r['status_s']:.2f} s median, peak {r['status_peak_mib']:.0f} MiB "
-                f"(targets < 2 s, < 1024 MiB)",
-                f"throughput on {r['ratio_runs']:,} runs: 1 worker {r['runs_per_s_1']:.0f} runs/s, 2 workers "
-                f"{r['runs_per_s_2']:.0f} runs/s: x{r['scaling']:.2f} (target >= 1.8; needs two idle cores)"]
+        out += [
+            f"\n## Scale: a {r['runs']:,}-run sweep of tiny runs (2 workers)",
+            f"end to end {r['end_to_end_s']:.1f} s (target <= 60 s)"
+            + (
+                f", before {before['end_to_end_s']:.0f} s (x{before['end_to_end_s'] / r['end_to_end_s']:.1f})"
+                if before
+                else ""
+            )
+            + f"; stages (s): {stages}",
+            f"runs: {r['runs_per_s']:.0f} runs/s after start-up"
+            + (f" (before {before['runs_per_s']:.0f})" if before else ""),
+            f"Parquet files: {r['parquet_files']} ({r['parquet_mib']:.1f} MiB; target <= 50)"
+            + (f", before {before['parquet_files']:,}" if before else ""),
+            f"`sweep status`: {r['status_s']:.2f} s median, peak {r['status_peak_mib']:.0f} MiB "
+            f"(targets < 2 s, < 1024 MiB)",
+            f"throughput on {r['ratio_runs']:,} runs: 1 worker {r['runs_per_s_1']:.0f} runs/s, 2 workers "
+            f"{r['runs_per_s_2']:.0f} runs/s: x{r['scaling']:.2f} (target >= 1.8; needs two idle cores)",
+        ]
     if rows := results.get("memory"):
         out += ["\n## Peak memory of one task (fresh process)", _table(rows, ["task", "peak_rss_mib"])]
     if rows := results.get("reproduction"):
-        out += ["\n## Full reproduction on 2 workers, estimated from one seed per config",
-                _table(rows, ["config", "tasks", "sampled", "failed", "sample_wall_s", "sample_cpu_s", "slowest_task_s",
-                              "estimate_wall_min", "estimate_cpu_min"]),
-                f"total: {sum(r['estimate_wall_min'] for r in rows):.1f} min wall, "
-                f"{sum(r['estimate_cpu_min'] for r in rows):.1f} min CPU (perfect packing on 2 workers)"]
+        out += [
+            "\n## Full reproduction on 2 workers, estimated from one seed per config",
+            _table(
+                rows,
+                [
+                    "config",
+                    "tasks",
+                    "sampled",
+                    "failed",
+                    "sample_wall_s",
+                    "sample_cpu_s",
+                    "slowest_task_s",
+                    "estimate_wall_min",
+                    "estimate_cpu_min",
+                ],
+            ),
+            f"total: {sum(r['estimate_wall_min'] for r in rows):.1f} min wall, "
+            f"{sum(r['estimate_cpu_min'] for r in rows):.1f} min CPU (perfect packing on 2 workers)",
+        ]
     out.append(f"\nload average at the end: {results['load_average_end']}")
     return "\n".join(out)
 
@@ -421,11 +631,17 @@ def run_bench(sections: list[str], sizes: Sizes, seed: int) -> dict:
     from tqdm import tqdm
 
     results: dict = {"machine": machine(), "sizes": asdict(sizes), "seed": seed}
-    steps = {"latency": lambda: bench_latency(sizes, seed), "policies": lambda: bench_policies(sizes, seed),
-             "reference": lambda: bench_reference(seed), "opt": lambda: bench_opt(sizes),
-             "ray": lambda: bench_ray(sizes), "memory": lambda: bench_memory(sizes, seed),
-             "scale": lambda: bench_scale(sizes, seed), "scale-pipeline": lambda: bench_pipeline(sizes),
-             "reproduction": bench_reproduction}
+    steps = {
+        "latency": lambda: bench_latency(sizes, seed),
+        "policies": lambda: bench_policies(sizes, seed),
+        "reference": lambda: bench_reference(seed),
+        "opt": lambda: bench_opt(sizes),
+        "ray": lambda: bench_ray(sizes),
+        "memory": lambda: bench_memory(sizes, seed),
+        "scale": lambda: bench_scale(sizes, seed),
+        "scale-pipeline": lambda: bench_pipeline(sizes),
+        "reproduction": bench_reproduction,
+    }
     for name in tqdm(sections, desc="pdors bench", unit="section", file=sys.stderr):
         results[name] = steps[name]()
     results["load_average_end"] = os.getloadavg()
@@ -436,7 +652,7 @@ def cmd_bench(args) -> int:
     from pdors.config import ConfigError
 
     sections = [s.strip() for s in args.only.split(",")] if args.only else list(SECTIONS)
-    if "scale" in sections and "scale-pipeline" not in sections:   # the scale section is both halves
+    if "scale" in sections and "scale-pipeline" not in sections:  # the scale section is both halves
         sections.insert(sections.index("scale") + 1, "scale-pipeline")
     unknown = [s for s in sections if s not in SECTIONS + EXTRA_SECTIONS]
     if unknown:
@@ -451,11 +667,16 @@ def cmd_bench(args) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("bench", help="measure decision latency, run times per policy, OPT solve times, "
-                                            "Ray sweep throughput and peak memory; print tables")
+    p = subparsers.add_parser(
+        "bench",
+        help="measure decision latency, run times per policy, OPT solve times, "
+        "Ray sweep throughput and peak memory; print tables",
+    )
     p.add_argument("--quick", action="store_true", help="small sizes: about 2 minutes instead of about 13")
-    p.add_argument("--only", help=f"comma-separated sections (default: {','.join(SECTIONS)}; also "
-                                  f"{','.join(EXTRA_SECTIONS)}, about 15 min)")
+    p.add_argument(
+        "--only",
+        help=f"comma-separated sections (default: {','.join(SECTIONS)}; also {','.join(EXTRA_SECTIONS)}, about 15 min)",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", help="write every figure here")
     p.set_defaults(func=cmd_bench)

@@ -4,6 +4,7 @@ Every policy of a seed runs on the one instance generated for that seed, and eve
 validator (through ``run``). Progress goes to stderr; the table to stdout. ``--retime`` adds a second table:
 every schedule re-timed with the actual worker:PS ratio (:mod:`pdors.retime`; docs/MODEL.md, "Three readings" (b)).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,10 @@ def run_all(args, policies: list[str], seeds: list[int]) -> list[dict]:
     ``args.retime``, also the schedule re-timed with the actual worker:PS ratio, under ``retime``)."""
     from dataclasses import asdict
 
-    from .run_spec import run_spec_from_args
     from pdors.retime import retime
     from pdors.run import run
+
+    from .run_spec import run_spec_from_args
 
     rows = []
     for seed in seeds:
@@ -35,15 +37,25 @@ def run_all(args, policies: list[str], seeds: list[int]) -> list[dict]:
             result = run(spec, instance)
             instance = result.instance
             s = result.summary
-            rows.append({"policy": policy, "seed": seed, "total_utility": s.total_utility,
-                         "admitted": s.admitted, "completed": s.completed,
-                         "violations": len(s.violations), "wall_s": s.wall_s,
-                         "policy_stats": s.policy_stats})
+            rows.append(
+                {
+                    "policy": policy,
+                    "seed": seed,
+                    "total_utility": s.total_utility,
+                    "admitted": s.admitted,
+                    "completed": s.completed,
+                    "violations": len(s.violations),
+                    "wall_s": s.wall_s,
+                    "policy_stats": s.policy_stats,
+                }
+            )
             if args.retime:
-                rows[-1]["retime"] = asdict(retime(result.instance, result.simulation.schedule,
-                                                        result.validation))
-            print(f"{policy} seed {seed}: utility {s.total_utility:.3f}, admitted {s.admitted}, completed "
-                  f"{s.completed}, violations {len(s.violations)}, wall {s.wall_s:.2f} s", file=sys.stderr)
+                rows[-1]["retime"] = asdict(retime(result.instance, result.simulation.schedule, result.validation))
+            print(
+                f"{policy} seed {seed}: utility {s.total_utility:.3f}, admitted {s.admitted}, completed "
+                f"{s.completed}, violations {len(s.violations)}, wall {s.wall_s:.2f} s",
+                file=sys.stderr,
+            )
     return rows
 
 
@@ -53,22 +65,35 @@ def aggregate(rows: list[dict], policies: list[str]) -> list[dict]:
     for policy in policies:
         mine = [r for r in rows if r["policy"] == policy]
         u = np.array([r["total_utility"] for r in mine])
-        out.append({"policy": policy, "seeds": len(mine), "mean": float(u.mean()),
-                    "std": float(u.std(ddof=1)) if len(u) > 1 else 0.0, "min": float(u.min()), "max": float(u.max()),
-                    "admitted": float(np.mean([r["admitted"] for r in mine])),
-                    "completed": float(np.mean([r["completed"] for r in mine])),
-                    "violations": int(sum(r["violations"] for r in mine)),
-                    "wall_s": float(np.mean([r["wall_s"] for r in mine]))})
+        out.append(
+            {
+                "policy": policy,
+                "seeds": len(mine),
+                "mean": float(u.mean()),
+                "std": float(u.std(ddof=1)) if len(u) > 1 else 0.0,
+                "min": float(u.min()),
+                "max": float(u.max()),
+                "admitted": float(np.mean([r["admitted"] for r in mine])),
+                "completed": float(np.mean([r["completed"] for r in mine])),
+                "violations": int(sum(r["violations"] for r in mine)),
+                "wall_s": float(np.mean([r["wall_s"] for r in mine])),
+            }
+        )
     return out
 
 
 def markdown(table: list[dict]) -> str:
-    lines = ["| policy | seeds | total utility mean | std | min | max | admitted (mean) | completed (mean) "
-             "| violations | wall s (mean) |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| policy | seeds | total utility mean | std | min | max | admitted (mean) | completed (mean) "
+        "| violations | wall s (mean) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for t in table:
-        lines.append(f"| {t['policy']} | {t['seeds']} | {t['mean']:.1f} | {t['std']:.1f} | {t['min']:.1f} "
-                     f"| {t['max']:.1f} | {t['admitted']:.1f} | {t['completed']:.1f} | {t['violations']} "
-                     f"| {t['wall_s']:.2f} |")
+        lines.append(
+            f"| {t['policy']} | {t['seeds']} | {t['mean']:.1f} | {t['std']:.1f} | {t['min']:.1f} "
+            f"| {t['max']:.1f} | {t['admitted']:.1f} | {t['completed']:.1f} | {t['violations']} "
+            f"| {t['wall_s']:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -76,18 +101,23 @@ def retime_markdown(rows: list[dict], policies: list[str]) -> str:
     """Per policy, over its seeds: (slot, job) pairs with workers, those with more PSs than ceil(w / gamma) (and
     their jobs), those whose actual ratio is below gamma, and the mean utility and completions as run (nominal
     gamma) and re-timed with the actual ratio."""
-    lines = ["| policy | running (slot, job) pairs | more PSs than ceil(w / gamma): pairs · jobs "
-             "| sum w / sum s < gamma: pairs | utility, nominal gamma (as run) | re-timed with the actual ratio "
-             "| completed: as run · re-timed |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| policy | running (slot, job) pairs | more PSs than ceil(w / gamma): pairs · jobs "
+        "| sum w / sum s < gamma: pairs | utility, nominal gamma (as run) | re-timed with the actual ratio "
+        "| completed: as run · re-timed |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for policy in policies:
         mine = [r["retime"] for r in rows if r["policy"] == policy]
         total = {k: sum(m[k] for m in mine) for k in mine[0]}
         nominal, actual = total["utility_nominal"] / len(mine), total["utility_actual"] / len(mine)
         change = f"{100 * (actual / nominal - 1):+.1f} %" if nominal > 0 else "-"
         below = f"{total['below_gamma']} ({total['below_gamma'] / total['running']:.0%})" if total["running"] else "0"
-        lines.append(f"| {policy} | {total['running']} | {total['extra_ps']} · {total['extra_ps_jobs']} | {below} "
-                     f"| {nominal:.1f} | {actual:.1f} ({change}) "
-                     f"| {total['completed_nominal'] / len(mine):.1f} · {total['completed_actual'] / len(mine):.1f} |")
+        lines.append(
+            f"| {policy} | {total['running']} | {total['extra_ps']} · {total['extra_ps_jobs']} | {below} "
+            f"| {nominal:.1f} | {actual:.1f} ({change}) "
+            f"| {total['completed_nominal'] / len(mine):.1f} · {total['completed_actual'] / len(mine):.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -97,14 +127,14 @@ def cmd_compare(args) -> int:
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     unknown = [p for p in policies if p not in POLICIES]
     if unknown or not policies:
-        raise ConfigError("--policies", f"unknown policy {unknown[0] if unknown else '(none)'} "
-                                        f"(known: {', '.join(POLICIES)})")
+        raise ConfigError(
+            "--policies", f"unknown policy {unknown[0] if unknown else '(none)'} (known: {', '.join(POLICIES)})"
+        )
     rows = run_all(args, policies, parse_seeds(args.seeds))
     table = aggregate(rows, policies)
     print(markdown(table))
     if args.retime:
-        print("\nRe-timed with the actual worker:PS ratio (counts summed over seeds; utilities, completions: "
-              "means):\n")
+        print("\nRe-timed with the actual worker:PS ratio (counts summed over seeds; utilities, completions: means):\n")
         print(retime_markdown(rows, policies))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -113,8 +143,9 @@ def cmd_compare(args) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("compare", help="run several policies over seeds on the same instances; "
-                                              "print a Markdown table of total utility")
+    p = subparsers.add_parser(
+        "compare", help="run several policies over seeds on the same instances; print a Markdown table of total utility"
+    )
     p.add_argument("--policies", default="fifo,drf,dorm,oasis,pdors", help="comma-separated policy names")
     p.add_argument("--machines", type=int, default=100, help="H, machines")
     p.add_argument("--jobs", type=int, default=50, help="I, jobs")
@@ -122,8 +153,11 @@ def register(subparsers) -> None:
     p.add_argument("--seeds", default="1-5", help="seeds: ranges and lists, e.g. 1-5 or 1,3,8")
     p.add_argument("--config", help="YAML with optional 'workload' and 'policies.<name>' sections")
     p.add_argument("--json", help="write the table and every run's totals here")
-    p.add_argument("--retime", action="store_true",
-                   help="also re-time every schedule with the actual worker:PS ratio instead of the nominal gamma "
-                        "(docs/MODEL.md, \"Three readings\" (b)) and print a table of the effect per policy")
+    p.add_argument(
+        "--retime",
+        action="store_true",
+        help="also re-time every schedule with the actual worker:PS ratio instead of the nominal gamma "
+        '(docs/MODEL.md, "Three readings" (b)) and print a table of the effect per policy',
+    )
     add_memory_arg(p)
     p.set_defaults(func=cmd_compare)

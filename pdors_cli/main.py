@@ -1,4 +1,5 @@
 """The ``pdors`` command line. Each subcommand is a thin shell over a library function."""
+
 from __future__ import annotations
 
 import argparse
@@ -43,7 +44,7 @@ def main(argv=None) -> int:
     except (ConfigError, ValueError) as e:
         print(f"pdors {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:   # a path given
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:  # a path given
         print(f"pdors {args.command}: error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
 

@@ -1,4 +1,5 @@
 """A run spec from command-line arguments: the shared options of ``pdors simulate`` and ``pdors compare``."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,8 +38,13 @@ def run_spec_from_args(args) -> dict:
     if why is not None:
         raise ValueError(f"too large: {why}")
     return {
-        "policy": args.policy, "machines": args.machines, "jobs": args.jobs, "slots": args.slots,
-        "seed": args.seed, "workload": file.get("workload") or {}, "params": policies.get(args.policy) or {},
+        "policy": args.policy,
+        "machines": args.machines,
+        "jobs": args.jobs,
+        "slots": args.slots,
+        "seed": args.seed,
+        "workload": file.get("workload") or {},
+        "params": policies.get(args.policy) or {},
     }
 
 
@@ -53,5 +59,9 @@ def add_run_args(p, policy_default="pdors") -> None:
 
 
 def add_memory_arg(p) -> None:
-    p.add_argument("--max-run-memory", type=float, metavar="GB",
-                   help=f"refuse a run estimated to need more (default: {DEFAULT_RUN_GB:g} GB)")
+    p.add_argument(
+        "--max-run-memory",
+        type=float,
+        metavar="GB",
+        help=f"refuse a run estimated to need more (default: {DEFAULT_RUN_GB:g} GB)",
+    )

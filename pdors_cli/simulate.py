@@ -1,4 +1,5 @@
 """``pdors simulate``: one policy on one instance, its schedule validated, the summary printed (and saved)."""
+
 from __future__ import annotations
 
 import json
@@ -24,16 +25,19 @@ def cmd_simulate(args) -> int:
     if args.schedule:
         write_schedule(args.schedule, result.simulation.schedule)
     lat = s.decision_latency_ms
-    print(f"{s.policy}: H={s.machines} I={s.num_jobs} T={s.slots} seed={s.seed}\n"
-          f"  total utility {s.total_utility:.3f}; admitted {s.admitted}, completed {s.completed}, "
-          f"rejected {s.rejected}; median training time {s.median_training_time:g} slots\n"
-          f"  utilisation " + ", ".join(f"{k} {v:.1%}" for k, v in s.utilisation.items()) + "\n"
-          f"  offered load " + ", ".join(f"{k} {v:.3g}" for k, v in s.offered_load.items())
-          + f"; at most {s.fluid_completable} jobs can complete (fluid bound)\n"
-          f"  decision latency p50 {lat.p50:.1f} ms, p99 {lat.p99:.1f} ms; wall {s.wall_s:.2f} s\n"
-          f"  validator: {len(s.violations)} violation(s)"
-          + (f"; JSON written to {args.json}" if args.json else "")
-          + (f"; schedule written to {args.schedule}" if args.schedule else ""))
+    print(
+        f"{s.policy}: H={s.machines} I={s.num_jobs} T={s.slots} seed={s.seed}\n"
+        f"  total utility {s.total_utility:.3f}; admitted {s.admitted}, completed {s.completed}, "
+        f"rejected {s.rejected}; median training time {s.median_training_time:g} slots\n"
+        f"  utilisation " + ", ".join(f"{k} {v:.1%}" for k, v in s.utilisation.items()) + "\n"
+        "  offered load "
+        + ", ".join(f"{k} {v:.3g}" for k, v in s.offered_load.items())
+        + f"; at most {s.fluid_completable} jobs can complete (fluid bound)\n"
+        f"  decision latency p50 {lat.p50:.1f} ms, p99 {lat.p99:.1f} ms; wall {s.wall_s:.2f} s\n"
+        f"  validator: {len(s.violations)} violation(s)"
+        + (f"; JSON written to {args.json}" if args.json else "")
+        + (f"; schedule written to {args.schedule}" if args.schedule else "")
+    )
     for v in s.violations[:10]:
         print(f"    {v['kind']}: {v['detail']} (slot {v['slot']}, job {v['job']}, machine {v['machine']})")
     return 1 if s.violations else 0
@@ -44,6 +48,9 @@ def register(subparsers) -> None:
     add_run_args(p)
     p.add_argument("--instance", help="instance JSON to use instead of generating one")
     p.add_argument("--json", help="write the run summary here")
-    p.add_argument("--schedule", metavar="FILE.parquet",
-                   help="write the schedule here: one row per (job, machine, slot) with workers, PSs, internal")
+    p.add_argument(
+        "--schedule",
+        metavar="FILE.parquet",
+        help="write the schedule here: one row per (job, machine, slot) with workers, PSs, internal",
+    )
     p.set_defaults(func=cmd_simulate)

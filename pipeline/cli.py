@@ -1,5 +1,6 @@
 """``pdors sweep run|status|log|report|list`` and ``pdors report``: thin shells over :mod:`pipeline.sweep` and
 :mod:`pipeline.report`."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,20 @@ def cmd_run(args) -> int:
     from . import sweep
 
     try:
-        return sweep.run(args.config, args.out, args.resume, args.max_parallel, args.ray_address, args.in_process,
-                         args.num_cpus, args.overrides, args.dry_run, args.retry_failed, args.max_run_memory)
-    except (ConnectionError, RuntimeError) as e:   # Ray unreachable, output root locked by another process
+        return sweep.run(
+            args.config,
+            args.out,
+            args.resume,
+            args.max_parallel,
+            args.ray_address,
+            args.in_process,
+            args.num_cpus,
+            args.overrides,
+            args.dry_run,
+            args.retry_failed,
+            args.max_run_memory,
+        )
+    except (ConnectionError, RuntimeError) as e:  # Ray unreachable, output root locked by another process
         print(f"pdors sweep run: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
 
@@ -57,8 +69,10 @@ def cmd_report(args) -> int:
     return report.report_sweeps(args.sweep, args.out, track=not args.no_mlflow, root=getattr(args, "root", None))
 
 
-TARGET_HELP = ("a sweep config (its sweep under --out, default the config's output), a sweep id, a sweep "
-               "directory or an output root (default: the latest sweep)")
+TARGET_HELP = (
+    "a sweep config (its sweep under --out, default the config's output), a sweep id, a sweep "
+    "directory or an output root (default: the latest sweep)"
+)
 
 
 def _report_args(p) -> None:
@@ -69,9 +83,12 @@ def _report_args(p) -> None:
 def register(subparsers) -> None:
     p = subparsers.add_parser("sweep", help="parameter sweeps: YAML grid -> Ray -> Parquet -> MLflow")
     sub = p.add_subparsers(dest="sweep_command", required=True)
-    r = sub.add_parser("run", help="expand a sweep config and run what is not recorded yet",
-                       description="KEY=VALUE overrides after the config: seeds.count=3 grid.machines=[10,20] "
-                                   "instance.jobs=20 policies.pdors.rounding.gain=0.8 grid.machines=range(10,50,10)")
+    r = sub.add_parser(
+        "run",
+        help="expand a sweep config and run what is not recorded yet",
+        description="KEY=VALUE overrides after the config: seeds.count=3 grid.machines=[10,20] "
+        "instance.jobs=20 policies.pdors.rounding.gain=0.8 grid.machines=range(10,50,10)",
+    )
     r.add_argument("config", help="sweep config (YAML), e.g. configs/quickstart.yaml")
     r.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="override a config value (YAML value)")
     r.add_argument("--ray-address", help="Ray cluster to use (default: $RAY_ADDRESS, else a local Ray)")
@@ -81,18 +98,30 @@ def register(subparsers) -> None:
     r.add_argument("--dry-run", action="store_true", help="print the plan and a time estimate; write nothing")
     r.add_argument("--max-parallel", type=_positive, help="tasks in flight at once (default: 2 x cluster CPUs)")
     r.add_argument("--num-cpus", type=_positive, help="CPUs of the local Ray (default: all; not with a cluster)")
-    r.add_argument("--max-run-memory", type=_gigabytes, metavar="GB",
-                   help=f"refuse runs estimated to need more (default: {DEFAULT_RUN_GB:g} GB)")
-    r.add_argument("--in-process", action="store_true",
-                   help="run the tasks one by one in this process, without Ray (small sweeps, debugging)")
+    r.add_argument(
+        "--max-run-memory",
+        type=_gigabytes,
+        metavar="GB",
+        help=f"refuse runs estimated to need more (default: {DEFAULT_RUN_GB:g} GB)",
+    )
+    r.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the tasks one by one in this process, without Ray (small sweeps, debugging)",
+    )
     r.set_defaults(func=cmd_run)
-    for name, func, help_ in (("status", cmd_status, "progress and integrity of a sweep"),
-                              ("log", cmd_log, "(re-)log a sweep to MLflow from its Parquet record"),
-                              ("report", cmd_report, "a sweep's figures and tables (as `pdors report`)")):
+    for name, func, help_ in (
+        ("status", cmd_status, "progress and integrity of a sweep"),
+        ("log", cmd_log, "(re-)log a sweep to MLflow from its Parquet record"),
+        ("report", cmd_report, "a sweep's figures and tables (as `pdors report`)"),
+    ):
         s = sub.add_parser(name, help=help_)
         s.add_argument("sweep", nargs="?", metavar="CONFIG_OR_SWEEP", help=TARGET_HELP)
-        s.add_argument("--out", dest="root" if name == "report" else "out",
-                       help="output root to look in (default: the config's output, else every root under results/)")
+        s.add_argument(
+            "--out",
+            dest="root" if name == "report" else "out",
+            help="output root to look in (default: the config's output, else every root under results/)",
+        )
         if name == "report":
             s.add_argument("--report-dir", dest="out", help="write the files here (default: <root>/sweeps/<id>/report)")
             _report_args(s)
@@ -101,8 +130,9 @@ def register(subparsers) -> None:
     ls = sub.add_parser("list", help="every sweep with its counts")
     ls.add_argument("--out", help="output root (default: every root under results/)")
     ls.set_defaults(func=cmd_list)
-    rp = subparsers.add_parser("report", help="a sweep's figures (PNG) and tables (CSV, Markdown), attached to its "
-                                              "MLflow parent run")
+    rp = subparsers.add_parser(
+        "report", help="a sweep's figures (PNG) and tables (CSV, Markdown), attached to its MLflow parent run"
+    )
     rp.add_argument("sweep", metavar="SWEEP_OR_DIR", help=TARGET_HELP)
     rp.add_argument("--out", help="write the files here (default: <root>/sweeps/<id>/report)")
     _report_args(rp)

@@ -2,6 +2,7 @@
 
 A leaf module: storage writes these columns, the summaries, figures and config checks read their names.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,10 +20,19 @@ from pdors.schedule_io import COLUMNS as SCHEDULE_COLUMNS
 JSON_METRICS = ("violation_detail", "policy_stats")
 # Summary fields that are not metrics: identity (already columns), the spec, the per-job list, the schedule's
 # digest (for comparing runs across machines, not a figure).
-SUMMARY_IDENTITY = ("policy", "seed", "machines", "num_jobs", "slots", "code_version", "spec", "jobs",
-                    "schedule_digest")
-JSON_SOURCES = ("violations", "policy_stats")   # summary entries kept whole, as JSON text
-KEYED = {"utilisation": RESOURCES, "offered_load": LOAD_VARIANTS}   # dict fields: one column per key
+SUMMARY_IDENTITY = (
+    "policy",
+    "seed",
+    "machines",
+    "num_jobs",
+    "slots",
+    "code_version",
+    "spec",
+    "jobs",
+    "schedule_digest",
+)
+JSON_SOURCES = ("violations", "policy_stats")  # summary entries kept whole, as JSON text
+KEYED = {"utilisation": RESOURCES, "offered_load": LOAD_VARIANTS}  # dict fields: one column per key
 
 
 def arrow_type(tp: Any) -> pa.DataType:
@@ -62,28 +72,67 @@ def _metric_columns() -> list[tuple[str, pa.DataType]]:
 
 METRICS = _metric_columns()
 # Columns that legitimately differ between two executions of the same run.
-TIMING_COLUMNS = ("wall_s", "decision_latency_ms.p50", "decision_latency_ms.p99", "started_at", "finished_at",
-                  "node_id", "node_ip", "worker_pid")
+TIMING_COLUMNS = (
+    "wall_s",
+    "decision_latency_ms.p50",
+    "decision_latency_ms.p99",
+    "started_at",
+    "finished_at",
+    "node_id",
+    "node_ip",
+    "worker_pid",
+)
 
 _TS = pa.timestamp("ms", tz="UTC")
 IDENTITY: list[tuple[str, pa.DataType]] = [
-    ("run_id", pa.string()), ("kind", pa.string()), ("policy", pa.string()), ("point_id", pa.string()),
-    ("instance_id", pa.string()), ("seed", pa.int64()), ("machines", pa.int64()), ("jobs", pa.int64()),
+    ("run_id", pa.string()),
+    ("kind", pa.string()),
+    ("policy", pa.string()),
+    ("point_id", pa.string()),
+    ("instance_id", pa.string()),
+    ("seed", pa.int64()),
+    ("machines", pa.int64()),
+    ("jobs", pa.int64()),
     ("slots", pa.int64()),
 ]
 PROVENANCE: list[tuple[str, pa.DataType]] = [
-    ("status", pa.string()), ("error", pa.string()), ("code_version", pa.string()), ("git_commit", pa.string()),
-    ("node_id", pa.string()), ("node_ip", pa.string()), ("worker_pid", pa.int64()), ("started_at", _TS),
-    ("finished_at", _TS), ("spec", pa.string()),
+    ("status", pa.string()),
+    ("error", pa.string()),
+    ("code_version", pa.string()),
+    ("git_commit", pa.string()),
+    ("node_id", pa.string()),
+    ("node_ip", pa.string()),
+    ("worker_pid", pa.int64()),
+    ("started_at", _TS),
+    ("finished_at", _TS),
+    ("spec", pa.string()),
 ]
-SCHEDULES_SCHEMA = pa.schema([("run_id", pa.string()), ("policy", pa.string()), ("seed", pa.int64()),
-                              ("point_id", pa.string()), *SCHEDULE_COLUMNS])
-JOBS_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("policy", pa.string()), ("seed", pa.int64()), ("point_id", pa.string()),
-    ("instance_id", pa.string()), ("job", pa.int64()), ("arrival", pa.int64()), ("admitted", pa.bool_()),
-    ("completion", pa.int64()), ("utility", pa.float64()), ("workload", pa.float64()),
-    ("samples_processed", pa.float64()), ("sensitivity", pa.int64()),
-])
+SCHEDULES_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("policy", pa.string()),
+        ("seed", pa.int64()),
+        ("point_id", pa.string()),
+        *SCHEDULE_COLUMNS,
+    ]
+)
+JOBS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("policy", pa.string()),
+        ("seed", pa.int64()),
+        ("point_id", pa.string()),
+        ("instance_id", pa.string()),
+        ("job", pa.int64()),
+        ("arrival", pa.int64()),
+        ("admitted", pa.bool_()),
+        ("completion", pa.int64()),
+        ("utility", pa.float64()),
+        ("workload", pa.float64()),
+        ("samples_processed", pa.float64()),
+        ("sensitivity", pa.int64()),
+    ]
+)
 
 # Figure metrics besides the run metrics (METRICS): OPT / ALG with OPT proven, an upper bound on OPT
 # (the proven OPT, else the solver's bound) / ALG, and numeric entries of a policy's own stats.

@@ -1,5 +1,6 @@
 """Credentials inside URIs (``scheme://user:password@host``): masked wherever text is shown, turned into an
 ``Authorization`` header where a URI is used. A leaf module: no project imports."""
+
 from __future__ import annotations
 
 import base64

@@ -8,6 +8,7 @@ would raise again); the other runs of its chunk are unaffected. A task lost to a
 by Ray (``RETRIES``); a chunk still lost after that is split and its runs are tried again one per task, so that
 only a run that kills its worker comes back as ``lost`` (which ``--resume`` runs again).
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from .tasks import Outcome, Task
 
 RETRIES = 3
-CHUNK_SECONDS = 0.5   # run time of one Ray task once runs are timed: Ray's few ms per task become noise
+CHUNK_SECONDS = 0.5  # run time of one Ray task once runs are timed: Ray's few ms per task become noise
 MAX_CHUNK = 256
 
 
@@ -47,7 +48,7 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
         else:
             result = opt.solve(task.spec)
         status, error = "ok", None
-    except Exception as e:   # recorded, and the sweep goes on
+    except Exception as e:  # recorded, and the sweep goes on
         result, status = None, "failed"
         error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
     return Outcome(status, error, result, pdors.__version__, *_node(), os.getpid(), started, time.time(), schedule)
@@ -77,7 +78,7 @@ def execute_chunk(tasks: list[Task], schedules: bool = False) -> list[Outcome]:
 
 @dataclass(frozen=True)
 class Cluster:
-    address: str        # "local" or the address connected to
+    address: str  # "local" or the address connected to
     cpus: int
     nodes: int
 
@@ -86,7 +87,7 @@ def probe(address: str, timeout: float = 5.0) -> None:
     """Fail fast, with one line, on a ``host:port`` nothing listens on (Ray itself waits and retries)."""
     host, sep, port = address.removeprefix("ray://").rpartition(":")
     if not sep or not port.isdigit():
-        return   # "auto" and other forms Ray resolves itself
+        return  # "auto" and other forms Ray resolves itself
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as e:
@@ -97,8 +98,12 @@ def probe(address: str, timeout: float = 5.0) -> None:
 # the outward interface's unless its single-machine mode is on, which this variable (read when ray is first
 # imported, whatever its name says) switches on for Linux too; the metrics exporter (plain HTTP) is off.
 LOCAL_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
-LOCAL_RAY_INIT = {"address": "local", "_node_ip_address": "127.0.0.1", "include_dashboard": False,
-                  "_system_config": {"enable_metrics_collection": False}}
+LOCAL_RAY_INIT = {
+    "address": "local",
+    "_node_ip_address": "127.0.0.1",
+    "include_dashboard": False,
+    "_system_config": {"enable_metrics_collection": False},
+}
 
 
 def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
@@ -112,7 +117,7 @@ def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     if address:
         probe(address)
         ray.init(address=address, logging_level="WARNING")
-    else:   # address="local": never a stale `ray start`
+    else:  # address="local": never a stale `ray start`
         ray.init(num_cpus=num_cpus, logging_level="WARNING", **LOCAL_RAY_INIT)
     alive = [n for n in ray.nodes() if n.get("Alive")]
     return Cluster(address or "local", int(ray.cluster_resources().get("CPU", 1)), len(alive))
@@ -126,8 +131,9 @@ def chunk_size(seconds_per_run: float | None, left: int, in_flight: int) -> int:
     return max(1, min(MAX_CHUNK, left // max(in_flight, 1), int(CHUNK_SECONDS / seconds_per_run)))
 
 
-def fan_out(tasks: list[Task], cluster: Cluster, max_parallel: int | None,
-            schedules: bool = False) -> Iterator[list[tuple[Task, Outcome]]]:
+def fan_out(
+    tasks: list[Task], cluster: Cluster, max_parallel: int | None, schedules: bool = False
+) -> Iterator[list[tuple[Task, Outcome]]]:
     """Yield the (task, outcome) pairs of each chunk as it finishes on the ``connect``-ed cluster, keeping at
     most ``max_parallel`` chunks in flight (default: twice the cluster's CPUs, enough to keep every CPU busy);
     ``schedules``: keep each simulation's allocations. Ray is shut down at the end."""
@@ -137,9 +143,9 @@ def fan_out(tasks: list[Task], cluster: Cluster, max_parallel: int | None,
     try:
         remote = ray.remote(max_retries=RETRIES)(execute_chunk)
         limit = max_parallel or 2 * cluster.cpus
-        pending, alone = deque(tasks), deque()   # alone: runs of a lost chunk, one per task
+        pending, alone = deque(tasks), deque()  # alone: runs of a lost chunk, one per task
         in_flight: dict = {}
-        timed = [0.0, 0]   # seconds and count of runs that finished
+        timed = [0.0, 0]  # seconds and count of runs that finished
 
         def submit() -> None:
             while len(in_flight) < limit and (alone or pending):
@@ -156,17 +162,20 @@ def fan_out(tasks: list[Task], cluster: Cluster, max_parallel: int | None,
             chunk, submitted = in_flight.pop(done[0])
             try:
                 outcomes = ray.get(done[0])
-            except RayError as e:   # retries exhausted: worker/node died, object lost, ...
+            except RayError as e:  # retries exhausted: worker/node died, object lost, ...
                 if len(chunk) > 1:
                     alone.extend(chunk)
                     submit()
                     continue
-                outcomes = [Outcome("lost", f"{type(e).__name__}: {e}"[:4000], None, None, None, None, None,
-                                    submitted, time.time())]
+                outcomes = [
+                    Outcome(
+                        "lost", f"{type(e).__name__}: {e}"[:4000], None, None, None, None, None, submitted, time.time()
+                    )
+                ]
             timed[0] += sum(o.finished_at - o.started_at for o in outcomes)
             timed[1] += len(outcomes)
             submit()
-            yield list(zip(chunk, outcomes))
+            yield list(zip(chunk, outcomes, strict=True))
     finally:
         ray.shutdown()
 

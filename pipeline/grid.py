@@ -4,6 +4,7 @@ Every expanded spec is built with :func:`pdors.config.build` here, so an impossi
 reported (as a path into the sweep config) before Ray starts or anything is written. Ids are hashes of the
 resolved specs: the same config always gives the same sweep, point, instance and run ids, whatever the key order.
 """
+
 from __future__ import annotations
 
 import copy
@@ -24,6 +25,7 @@ from .tasks import OPT_POLICY, Plan, Task
 # change a recorded result, so that sweeps recompute instead of reusing runs recorded by older code.
 MODEL_VERSION = 1
 
+
 @dataclass(frozen=True)
 class _Coord:
     """One axis at one grid point: where it lands in the run spec and which value it takes."""
@@ -32,7 +34,7 @@ class _Coord:
     spec_path: str
     index: int
     value: Any
-    field: str = ""   # its place in the sweep config, if not ``<axis>[<index>]`` (a paired axis)
+    field: str = ""  # its place in the sweep config, if not ``<axis>[<index>]`` (a paired axis)
 
     @property
     def where(self) -> str:
@@ -67,16 +69,14 @@ def _check_path(axis: str, tree: dict, dotted: str) -> None:
 
 def _config_error(err: ConfigError, policy: str, point: list[_Coord]) -> ConfigError:
     """Map an error in an expanded spec (``params.x``, ``workload.y``) back to the sweep config's field."""
+
     def under(path: str, prefix: str) -> bool:
         return path == prefix or path.startswith((prefix + ".", prefix + "["))
 
     for c in sorted(point, key=lambda c: -len(c.spec_path)):
         if under(err.path, c.spec_path):
-            return ConfigError(f"grid.{c.where}{err.path[len(c.spec_path):]}", err.reason)
-    if under(err.path, "params"):
-        path = f"policies.{policy}{err.path[len('params'):]}"
-    else:
-        path = f"instance.{err.path}"
+            return ConfigError(f"grid.{c.where}{err.path[len(c.spec_path) :]}", err.reason)
+    path = f"policies.{policy}{err.path[len('params') :]}" if under(err.path, "params") else f"instance.{err.path}"
     where = ", ".join(f"{c.axis}={c.value!r}" for c in point)
     return ConfigError(path, err.reason + (f" (at grid point {where})" if where else ""))
 
@@ -92,8 +92,10 @@ def _coords(config: SweepConfig, keys: list[str], to_spec) -> list[list[_Coord]]
             return [_Coord(key, to_spec(key), k, grid[key][k])]
         return [_Coord(a, to_spec(a), k, grid[key][k][j], f"{key}[{k}][{j}]") for j, a in enumerate(axes)]
 
-    return [[c for key, k in zip(keys, idx) for c in coords(key, k)]
-            for idx in itertools.product(*(range(len(grid[key])) for key in keys))]
+    return [
+        [c for key, k in zip(keys, idx, strict=True) for c in coords(key, k)]
+        for idx in itertools.product(*(range(len(grid[key])) for key in keys))
+    ]
 
 
 def _resolved(spec: RunSpec) -> dict:
@@ -133,8 +135,7 @@ def expand(config: SweepConfig) -> Plan:
                 axes = {c.axis: c.value for c in point}
                 for seed in config.seed_list():
                     try:
-                        spec = _resolved(build(RunSpec, {**instance, "policy": policy, "seed": seed,
-                                                         "params": params}))
+                        spec = _resolved(build(RunSpec, {**instance, "policy": policy, "seed": seed, "params": params}))
                     except ConfigError as e:
                         raise _config_error(e, policy, point) from None
                     if (why := _trace_problem(spec)) is not None:
@@ -142,8 +143,9 @@ def expand(config: SweepConfig) -> Plan:
                     tasks.append(_sim_task(spec, axes))
     if config.opt is not None:
         tasks += _opt_tasks(config, inst_axes, tasks)
-    return Plan(f"{config.name}-{digest(sorted(t.run_id for t in tasks), 10)}", config, list(config.axis_values()),
-                tasks)
+    return Plan(
+        f"{config.name}-{digest(sorted(t.run_id for t in tasks), 10)}", config, list(config.axis_values()), tasks
+    )
 
 
 def _trace_problem(spec: dict) -> str | None:
@@ -162,9 +164,16 @@ def _trace_problem(spec: dict) -> str | None:
 
 def _sim_task(spec: dict, axes: dict) -> Task:
     unseeded = {k: v for k, v in spec.items() if k != "seed"}
-    return Task(run_id=digest({"kind": "sim", "model_version": MODEL_VERSION, **spec}), kind="sim", policy=spec["policy"],
-                point_id=digest({"kind": "sim", **unseeded}), instance_id=digest(_instance_part(spec)),
-                seed=spec["seed"], spec=spec, axes=axes)
+    return Task(
+        run_id=digest({"kind": "sim", "model_version": MODEL_VERSION, **spec}),
+        kind="sim",
+        policy=spec["policy"],
+        point_id=digest({"kind": "sim", **unseeded}),
+        instance_id=digest(_instance_part(spec)),
+        seed=spec["seed"],
+        spec=spec,
+        axes=axes,
+    )
 
 
 def _opt_tasks(config: SweepConfig, inst_axes: list[str], sims: list[Task]) -> list[Task]:
@@ -177,7 +186,13 @@ def _opt_tasks(config: SweepConfig, inst_axes: list[str], sims: list[Task]) -> l
         spec = {**_instance_part(t.spec), "opt": opt}
         unseeded = {k: v for k, v in spec.items() if k != "seed"}
         out[t.instance_id] = Task(
-            run_id=digest({"kind": "opt", "model_version": MODEL_VERSION, **spec}), kind="opt", policy=OPT_POLICY,
-            point_id=digest({"kind": "opt", **unseeded}), instance_id=t.instance_id, seed=t.seed, spec=spec,
-            axes={a: t.axes[a] for a in inst_axes})
+            run_id=digest({"kind": "opt", "model_version": MODEL_VERSION, **spec}),
+            kind="opt",
+            policy=OPT_POLICY,
+            point_id=digest({"kind": "opt", **unseeded}),
+            instance_id=t.instance_id,
+            seed=t.seed,
+            spec=spec,
+            axes={a: t.axes[a] for a in inst_axes},
+        )
     return list(out.values())

@@ -1,5 +1,6 @@
 """Which recorded sweeps a user means: a config path, a sweep id, a sweep directory, an output root, or nothing
 (the latest sweep). Used by ``pdors sweep status|log|list`` and ``pdors report``."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ from pathlib import Path
 
 from .storage import Store, SweepError
 
-SEARCH_ROOT = Path("results")   # where sweeps are looked for when no --out is given (every output root below it)
+SEARCH_ROOT = Path("results")  # where sweeps are looked for when no --out is given (every output root below it)
 CONFIG_SUFFIXES = (".yaml", ".yml")
 
 
@@ -35,8 +36,10 @@ def _from_config(path: Path, out: str | None) -> Store:
     root = Path(out or plan.config.output)
     store = Store(root, plan.sweep_id)
     if not (store.meta / "manifest.json").is_file():
-        raise SweepError(f"{path}: its sweep {plan.sweep_id} has not run under {root} (`pdors sweep run {path}`"
-                         f"{'' if out is None else ' --out ' + out})")
+        raise SweepError(
+            f"{path}: its sweep {plan.sweep_id} has not run under {root} (`pdors sweep run {path}`"
+            f"{'' if out is None else ' --out ' + out})"
+        )
     return store
 
 
@@ -60,10 +63,13 @@ def locate(target: str | None, out: str | None = None) -> list[Store]:
             raise SweepError(f"{path}: no recorded sweep under {path / 'sweeps'}")
         return stores
     if path.exists() or path.suffix in CONFIG_SUFFIXES:
-        raise SweepError(f"{path}: neither a sweep config, a sweep directory (with manifest.json) nor an output "
-                         f"root (with sweeps/)")
+        raise SweepError(
+            f"{path}: neither a sweep config, a sweep directory (with manifest.json) nor an output root (with sweeps/)"
+        )
     found = [m for m in _manifests(out) if m.parent.name == target]
     if not found:
-        raise SweepError(f"{target!r}: no such sweep config, directory, or sweep id under "
-                         f"{out or str(SEARCH_ROOT) + '/'} (`pdors sweep list` lists sweeps)")
+        raise SweepError(
+            f"{target!r}: no such sweep config, directory, or sweep id under "
+            f"{out or str(SEARCH_ROOT) + '/'} (`pdors sweep list` lists sweeps)"
+        )
     return [_store(m) for m in found]

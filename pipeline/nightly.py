@@ -20,6 +20,7 @@ in experiment ``nightly-competitive-ratio`` with median, p90 and max ratio as me
 Exit status: 0 pass, 1 some check failed (or ``--record`` found too few proven seeds), 2 bad input (also a
 missing record, or one made for another profile), 3 pass but MLflow logging failed.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ import math
 import os
 import sys
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +36,10 @@ import numpy as np
 from . import nightly_record
 
 EXPERIMENT = "nightly-competitive-ratio"
-BAND = (1.0, 1.4)   # the paper's Fig. 10: OPT / PD-ORS between 1.0 and 1.4
+BAND = (1.0, 1.4)  # the paper's Fig. 10: OPT / PD-ORS between 1.0 and 1.4
 DEFAULT_OUT = "results/nightly"
-BATCH = 1000        # MLflow's limit of metrics per log_batch
-TAG_CHARS = 5000    # below MLflow's tag value limit (report.json has everything)
+BATCH = 1000  # MLflow's limit of metrics per log_batch
+TAG_CHARS = 5000  # below MLflow's tag value limit (report.json has everything)
 
 
 def date_seed(day: date) -> int:
@@ -53,8 +54,8 @@ class Settings:
 
     profile: str = "small"
     fresh: int = 8
-    pinned: int = 10            # with --record: how many instances to pin
-    seed: int | None = None     # first fresh seed (default: from the date); with --record the first seed scanned
+    pinned: int = 10  # with --record: how many instances to pin
+    seed: int | None = None  # first fresh seed (default: from the date); with --record the first seed scanned
     solver: str = "highs"
     time_limit: float = 60.0
     mip_gap: float = 1e-6
@@ -77,8 +78,10 @@ class Settings:
         if self.solver not in SOLVERS:
             out.append(f"solver: must be one of {', '.join(SOLVERS)}, got {self.solver!r}")
         elif not available(self.solver):
-            out.append(f"solver: {self.solver} is not installed here (highs: pip install highspy; "
-                       "cbc/glpk: apt-get install coinor-cbc glpk-utils)")
+            out.append(
+                f"solver: {self.solver} is not installed here (highs: pip install highspy; "
+                "cbc/glpk: apt-get install coinor-cbc glpk-utils)"
+            )
         if self.seed is not None and self.seed < 0:
             out.append(f"seed: must be >= 0, got {self.seed}")
         if not 0 <= self.tolerance < 1:
@@ -115,9 +118,9 @@ class Report:
     settings: Settings
     name: str
     directory: Path
-    code: dict                      # pdors version, git commit, package versions
+    code: dict  # pdors version, git commit, package versions
     record: dict
-    pinned: list = field(default_factory=list)     # nightly_record.Pinned
+    pinned: list = field(default_factory=list)  # nightly_record.Pinned
     fresh: list[Fresh] = field(default_factory=list)
 
     @property
@@ -171,8 +174,9 @@ def offences(comparison) -> list[str]:
         if pd_.competitive_bound is None:
             out.append("pdors reported no theoretical bound")
         elif span[0] > pd_.competitive_bound:
-            out.append(f"pdors OPT / ALG >= {span[0]:.4f} > theoretical bound {pd_.competitive_bound:.4g} "
-                       "(Theorems 5-6)")
+            out.append(
+                f"pdors OPT / ALG >= {span[0]:.4f} > theoretical bound {pd_.competitive_bound:.4g} (Theorems 5-6)"
+            )
     return out
 
 
@@ -185,8 +189,10 @@ def stats(values: list[float]) -> dict[str, float | None]:
 
 
 def replay_command(fresh: Fresh, settings: Settings) -> str:
-    return (f"pdors opt --instance {fresh.saved} --seed {fresh.seed} --solver {settings.solver} "
-            f"--time-limit {settings.time_limit:g} --mip-gap {settings.mip_gap:g}")
+    return (
+        f"pdors opt --instance {fresh.saved} --seed {fresh.seed} --solver {settings.solver} "
+        f"--time-limit {settings.time_limit:g} --mip-gap {settings.mip_gap:g}"
+    )
 
 
 def code_version() -> dict:
@@ -211,20 +217,32 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
 
     rec = nightly_record.load(settings.record_file, settings.profile)
     seeds = settings.fresh_seeds(today)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     name = f"nightly-{stamp}-seed{seeds[0] if seeds else '-'}-n{settings.fresh}"
-    while (Path(settings.out) / name).exists():   # two runs in one second: never mix their files
+    while (Path(settings.out) / name).exists():  # two runs in one second: never mix their files
         name += "+"
     report = Report(settings, name, Path(settings.out) / name, code_version(), rec)
     report.pinned = nightly_record.check(rec, settings.tolerance)
     profile = INSTANCE_PROFILES[settings.profile]
-    bar = tqdm(seeds, unit="instance", file=sys.stderr, disable=not progress, dynamic_ncols=True,
-               mininterval=0.5 if sys.stderr.isatty() else 30)
+    bar = tqdm(
+        seeds,
+        unit="instance",
+        file=sys.stderr,
+        disable=not progress,
+        dynamic_ncols=True,
+        mininterval=0.5 if sys.stderr.isatty() else 30,
+    )
     for seed in bar:
         bar.set_description(f"seed {seed}")
         instance = profile.draw(seed)
-        c = compare(instance, settings.solver, settings.time_limit, settings.mip_gap, seed=seed,
-                    workload=to_dict(profile.workload()))
+        c = compare(
+            instance,
+            settings.solver,
+            settings.time_limit,
+            settings.mip_gap,
+            seed=seed,
+            workload=to_dict(profile.workload()),
+        )
         f = Fresh(seed, c, offences(c), interval(c))
         if f.offences or f.outside_band:
             f.saved = report.directory / ("offenders" if f.offences else "outside_band") / f"seed-{seed}.json"
@@ -250,43 +268,92 @@ def _span(span: tuple[float, float] | None) -> str:
 def tables(report: Report) -> str:
     """Markdown: the pinned set against its record, the fresh instances, the verdict."""
     s, rec = report.settings, report.record
-    lines = [f"# {report.name}", "",
-             f"Profile {s.profile!r} (H={rec['size']['machines']}, I={rec['size']['jobs']}, "
-             f"T={rec['size']['slots']}); code: pdors {report.code['pdors']}, commit {report.code['git_commit']}.",
-             "", f"## Pinned set ({len(report.pinned)} instances, {s.record_file}, recorded "
-             f"{rec['recorded_at']} at commit {rec['code']['git_commit']})", "", f"Rule: {rec['rule']}", "",
-             "| seed | OPT | PD-ORS record | PD-ORS tonight | OPT / PD-ORS | changes | verdict |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"# {report.name}",
+        "",
+        f"Profile {s.profile!r} (H={rec['size']['machines']}, I={rec['size']['jobs']}, "
+        f"T={rec['size']['slots']}); code: pdors {report.code['pdors']}, commit {report.code['git_commit']}.",
+        "",
+        f"## Pinned set ({len(report.pinned)} instances, {s.record_file}, recorded "
+        f"{rec['recorded_at']} at commit {rec['code']['git_commit']})",
+        "",
+        f"Rule: {rec['rule']}",
+        "",
+        "| seed | OPT | PD-ORS record | PD-ORS tonight | OPT / PD-ORS | changes | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for p in report.pinned:
         now = p.utilities.get("pdors")
         ratio = p.opt / now if now else None
-        lines.append(f"| {p.seed} | {p.opt:.4f} | {_fmt(p.recorded.get('pdors'))} | {_fmt(now)} | "
-                     f"{_fmt(ratio, '.3f')} | {'; '.join(p.changes) or '-'} | "
-                     f"{'FAIL: ' + '; '.join(p.problems) if p.problems else 'pass'} |")
+        lines.append(
+            f"| {p.seed} | {p.opt:.4f} | {_fmt(p.recorded.get('pdors'))} | {_fmt(now)} | "
+            f"{_fmt(ratio, '.3f')} | {'; '.join(p.changes) or '-'} | "
+            f"{'FAIL: ' + '; '.join(p.problems) if p.problems else 'pass'} |"
+        )
     policies = report.policies()
-    lines += ["", f"## Fresh instances (seeds {', '.join(str(f.seed) for f in report.fresh) or 'none'}; "
-              f"{s.solver}, {s.time_limit:g} s, gap {s.mip_gap:g})", "",
-              "OPT / ALG per policy; `(upper)`: OPT not proven, bound / ALG. PD-ORS: its interval "
-              f"[best found / ALG, bound / ALG] where OPT is unproven; the paper's band is {BAND[0]}-{BAND[1]}.", ""]
-    head = ["seed", "OPT status", "OPT", "gap", "OPT s", *policies, "PD-ORS interval", "PD-ORS bound", "band",
-            "verdict"]
+    lines += [
+        "",
+        f"## Fresh instances (seeds {', '.join(str(f.seed) for f in report.fresh) or 'none'}; "
+        f"{s.solver}, {s.time_limit:g} s, gap {s.mip_gap:g})",
+        "",
+        "OPT / ALG per policy; `(upper)`: OPT not proven, bound / ALG. PD-ORS: its interval "
+        f"[best found / ALG, bound / ALG] where OPT is unproven; the paper's band is {BAND[0]}-{BAND[1]}.",
+        "",
+    ]
+    head = [
+        "seed",
+        "OPT status",
+        "OPT",
+        "gap",
+        "OPT s",
+        *policies,
+        "PD-ORS interval",
+        "PD-ORS bound",
+        "band",
+        "verdict",
+    ]
     lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for f in report.fresh:
         o = f.comparison.opt
-        ratios = [(_fmt(p.ratio, ".3f") + (" (upper)" if p.ratio_kind == "upper" else "")) if p.ratio is not None
-                  else f"n/a ({p.ratio_note})" for p in f.comparison.policies]
-        band = "n/a" if f.interval is None else ("outside" if f.interval[0] > BAND[1] + 1e-9 else
-                                                 "maybe outside" if f.outside_band else "inside")
-        lines.append("| " + " | ".join([str(f.seed), o.status, _fmt(o.objective), _fmt(o.gap, ".1e"),
-                                        f"{o.wall_s:.1f}", *ratios, _span(f.interval),
-                                        _fmt(f.pdors.competitive_bound, ".1f"), band,
-                                        "FAIL" if f.offences else "pass"]) + " |")
+        ratios = [
+            (_fmt(p.ratio, ".3f") + (" (upper)" if p.ratio_kind == "upper" else ""))
+            if p.ratio is not None
+            else f"n/a ({p.ratio_note})"
+            for p in f.comparison.policies
+        ]
+        band = (
+            "n/a"
+            if f.interval is None
+            else ("outside" if f.interval[0] > BAND[1] + 1e-9 else "maybe outside" if f.outside_band else "inside")
+        )
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    str(f.seed),
+                    o.status,
+                    _fmt(o.objective),
+                    _fmt(o.gap, ".1e"),
+                    f"{o.wall_s:.1f}",
+                    *ratios,
+                    _span(f.interval),
+                    _fmt(f.pdors.competitive_bound, ".1f"),
+                    band,
+                    "FAIL" if f.offences else "pass",
+                ]
+            )
+            + " |"
+        )
     pd_stats = stats(report.ratios("pdors"))
     proven = len(report.ratios("pdors"))
-    lines += ["", f"PD-ORS OPT / ALG on the {proven} fresh instance(s) with OPT proven: median "
-              f"{_fmt(pd_stats['median'])}, p90 {_fmt(pd_stats['p90'])}, max {_fmt(pd_stats['max'])}; "
-              f"{sum(f.outside_band for f in report.fresh)} of {len(report.fresh)} (possibly) outside "
-              f"{BAND[0]}-{BAND[1]}, saved under outside_band/ (a report, not a failure).", ""]
+    lines += [
+        "",
+        f"PD-ORS OPT / ALG on the {proven} fresh instance(s) with OPT proven: median "
+        f"{_fmt(pd_stats['median'])}, p90 {_fmt(pd_stats['p90'])}, max {_fmt(pd_stats['max'])}; "
+        f"{sum(f.outside_band for f in report.fresh)} of {len(report.fresh)} (possibly) outside "
+        f"{BAND[0]}-{BAND[1]}, saved under outside_band/ (a report, not a failure).",
+        "",
+    ]
     lines.append("**PASS**" if report.passed else f"**FAIL**: {report.failures} instance(s)")
     bad = [f for f in report.fresh if f.offences]
     if bad:
@@ -341,13 +408,32 @@ def plot(report: Report, path: Path) -> Path:
 def _write(report: Report) -> None:
     d = report.directory
     d.mkdir(parents=True, exist_ok=True)
-    (d / "report.json").write_text(json.dumps({
-        "name": report.name, "settings": asdict(report.settings), "band": BAND, "code": report.code,
-        "passed": report.passed, "record": {k: v for k, v in report.record.items() if k != "instances"},
-        "pinned": [p.to_dict() for p in report.pinned],
-        "fresh": [{"seed": f.seed, "offences": f.offences, "interval": f.interval, "outside_band": f.outside_band,
-                   "saved": str(f.saved) if f.saved else None, **f.comparison.to_dict()} for f in report.fresh]},
-        indent=1, default=str))
+    (d / "report.json").write_text(
+        json.dumps(
+            {
+                "name": report.name,
+                "settings": asdict(report.settings),
+                "band": BAND,
+                "code": report.code,
+                "passed": report.passed,
+                "record": {k: v for k, v in report.record.items() if k != "instances"},
+                "pinned": [p.to_dict() for p in report.pinned],
+                "fresh": [
+                    {
+                        "seed": f.seed,
+                        "offences": f.offences,
+                        "interval": f.interval,
+                        "outside_band": f.outside_band,
+                        "saved": str(f.saved) if f.saved else None,
+                        **f.comparison.to_dict(),
+                    }
+                    for f in report.fresh
+                ],
+            },
+            indent=1,
+            default=str,
+        )
+    )
     (d / "summary.md").write_text(tables(report))
     plot(report, d / "ratios.png")
 
@@ -364,41 +450,72 @@ def log_run(report: Report) -> str:
     exp_id = tracking.experiment_id(client, EXPERIMENT)
     s, code = report.settings, report.code
     run_id = client.create_run(exp_id, run_name=report.name).info.run_id
-    summary = {"passed": int(report.passed), "failed_instances": report.failures,
-               "pinned": len(report.pinned), "pinned_failed": sum(bool(p.problems) for p in report.pinned),
-               "pinned_changed": sum(bool(p.changes) for p in report.pinned),
-               "fresh": len(report.fresh), "fresh_failed": sum(bool(f.offences) for f in report.fresh),
-               "opt_proven": sum(f.comparison.opt.proven_optimal for f in report.fresh),
-               "outside_band": sum(f.outside_band for f in report.fresh),
-               "opt_wall_s.max": max((f.comparison.opt.wall_s for f in report.fresh), default=None)}
+    summary = {
+        "passed": int(report.passed),
+        "failed_instances": report.failures,
+        "pinned": len(report.pinned),
+        "pinned_failed": sum(bool(p.problems) for p in report.pinned),
+        "pinned_changed": sum(bool(p.changes) for p in report.pinned),
+        "fresh": len(report.fresh),
+        "fresh_failed": sum(bool(f.offences) for f in report.fresh),
+        "opt_proven": sum(f.comparison.opt.proven_optimal for f in report.fresh),
+        "outside_band": sum(f.outside_band for f in report.fresh),
+        "opt_wall_s.max": max((f.comparison.opt.wall_s for f in report.fresh), default=None),
+    }
     for policy in report.policies():
         summary |= {f"ratio.{policy}.{k}": v for k, v in stats(report.ratios(policy)).items()}
     summary["ratio_upper.pdors.max"] = max((f.interval[1] for f in report.fresh if f.interval), default=None)
     series = []
     for f in report.fresh:
         values = {f"ratio.{p.policy}": p.ratio for p in f.comparison.policies if p.ratio_kind == "opt"}
-        values |= {"opt": f.comparison.opt.objective, "bound.pdors": f.pdors.competitive_bound,
-                   "opt_wall_s": f.comparison.opt.wall_s, "offences": len(f.offences)}
+        values |= {
+            "opt": f.comparison.opt.objective,
+            "bound.pdors": f.pdors.competitive_bound,
+            "opt_wall_s": f.comparison.opt.wall_s,
+            "offences": len(f.offences),
+        }
         series += [Metric(m.key, m.value, m.timestamp, f.seed) for m in tracking.metrics(values)]
     for p in report.pinned:
         values = {"pinned.pdors": p.utilities.get("pdors"), "pinned.pdors.record": p.recorded.get("pdors")}
         series += [Metric(m.key, m.value, m.timestamp, p.seed) for m in tracking.metrics(values)]
     metrics = tracking.metrics(summary) + series
     for k in range(0, len(metrics), BATCH):
-        client.log_batch(run_id, metrics=metrics[k:k + BATCH])
+        client.log_batch(run_id, metrics=metrics[k : k + BATCH])
     statuses = ",".join(f"{f.seed}:{f.comparison.opt.status}" for f in report.fresh)[:TAG_CHARS]
-    offenders = ",".join([*(f"pinned {p.seed}" for p in report.pinned if p.problems),
-                          *(str(f.seed) for f in report.fresh if f.offences)])[:TAG_CHARS]
-    client.log_batch(run_id, params=tracking.params({
-        "profile": s.profile, "fresh": s.fresh, "seeds": ",".join(str(f.seed) for f in report.fresh)[:500] or "-",
-        "pinned": len(report.pinned), "record_file": s.record_file, "solver": s.solver,
-        "time_limit": s.time_limit, "mip_gap": s.mip_gap, "tolerance": s.tolerance, **report.record["size"],
-        "policies": ",".join(report.policies()) or "-"}),
-        tags=[RunTag(k, str(v)) for k, v in {
-            "result": "pass" if report.passed else "fail", "solver_statuses": statuses or "-",
-            "offenders": offenders or "-", "pdors.version": code["pdors"], "git_commit": code["git_commit"],
-            "mlflow.source.git.commit": code["git_commit"], "output": str(report.directory),
-            **{f"version.{k}": v for k, v in code["packages"].items()}}.items()])
+    offenders = ",".join(
+        [*(f"pinned {p.seed}" for p in report.pinned if p.problems), *(str(f.seed) for f in report.fresh if f.offences)]
+    )[:TAG_CHARS]
+    client.log_batch(
+        run_id,
+        params=tracking.params(
+            {
+                "profile": s.profile,
+                "fresh": s.fresh,
+                "seeds": ",".join(str(f.seed) for f in report.fresh)[:500] or "-",
+                "pinned": len(report.pinned),
+                "record_file": s.record_file,
+                "solver": s.solver,
+                "time_limit": s.time_limit,
+                "mip_gap": s.mip_gap,
+                "tolerance": s.tolerance,
+                **report.record["size"],
+                "policies": ",".join(report.policies()) or "-",
+            }
+        ),
+        tags=[
+            RunTag(k, str(v))
+            for k, v in {
+                "result": "pass" if report.passed else "fail",
+                "solver_statuses": statuses or "-",
+                "offenders": offenders or "-",
+                "pdors.version": code["pdors"],
+                "git_commit": code["git_commit"],
+                "mlflow.source.git.commit": code["git_commit"],
+                "output": str(report.directory),
+                **{f"version.{k}": v for k, v in code["packages"].items()},
+            }.items()
+        ],
+    )
     client.log_artifacts(run_id, str(report.directory))
     client.set_terminated(run_id, "FINISHED" if report.passed else "FAILED")
     return run_id
@@ -406,11 +523,14 @@ def log_run(report: Report) -> str:
 
 def run(settings: Settings, track: bool = True, progress: bool = True, today: date | None = None) -> int:
     """``pdors nightly``; returns the exit status."""
-    report = check(settings, today or datetime.now(timezone.utc).date(), progress)
+    report = check(settings, today or datetime.now(UTC).date(), progress)
     print(tables(report), end="")
-    print(f"results: {report.directory} (report.json, summary.md, ratios.png"
-          + (", offenders/" if any(f.offences for f in report.fresh) else "")
-          + (", outside_band/" if any(f.outside_band and not f.offences for f in report.fresh) else "") + ")")
+    print(
+        f"results: {report.directory} (report.json, summary.md, ratios.png"
+        + (", offenders/" if any(f.offences for f in report.fresh) else "")
+        + (", outside_band/" if any(f.outside_band and not f.offences for f in report.fresh) else "")
+        + ")"
+    )
     status = 0 if report.passed else 1
     if not track:
         return status
@@ -419,9 +539,8 @@ def run(settings: Settings, track: bool = True, progress: bool = True, today: da
 
     try:
         run_id = log_run(report)
-    except Exception as e:   # the files are the record; a tracking outage must not hide the verdict
-        print(f"MLflow logging failed ({one_line(e)}); the results are "
-              f"in {report.directory}", file=sys.stderr)
+    except Exception as e:  # the files are the record; a tracking outage must not hide the verdict
+        print(f"MLflow logging failed ({one_line(e)}); the results are in {report.directory}", file=sys.stderr)
         return status or 3
     print(f"MLflow: {tracking.shown_uri()} experiment {EXPERIMENT!r}, run {run_id}")
     return status
@@ -435,8 +554,11 @@ def rerecord(settings: Settings, progress: bool = True) -> int:
     print(f"recorded {len(rec['instances'])} pinned instances to {settings.record_file}\nrule: {rec['rule']}")
     print("| seed | OPT | OPT s | " + " | ".join(rec["instances"][0]["utilities"]) + " |")
     for row in rec["instances"]:
-        print(f"| {row['seed']} | {row['opt']['objective']:.4f} | {row['opt']['wall_s']:.1f} | "
-              + " | ".join(f"{u:.4f}" for u in row["utilities"].values()) + " |")
+        print(
+            f"| {row['seed']} | {row['opt']['objective']:.4f} | {row['opt']['wall_s']:.1f} | "
+            + " | ".join(f"{u:.4f}" for u in row["utilities"].values())
+            + " |"
+        )
     if rec["skipped"]:
         print("skipped (OPT not proven): " + ", ".join(f"{s['seed']} ({s['status']})" for s in rec["skipped"]))
     return 0
@@ -446,21 +568,33 @@ def register(subparsers) -> None:
     from offline_opt.solvers import SOLVERS
 
     d = Settings()
-    p = subparsers.add_parser("nightly", help="regression check: PD-ORS on a pinned set against its record, and "
-                                              "hard violations on fresh instances against OPT")
-    p.add_argument("--record", action="store_true",
-                   help="re-write the pinned set (--record-file) by its rule instead of checking")
+    p = subparsers.add_parser(
+        "nightly",
+        help="regression check: PD-ORS on a pinned set against its record, and "
+        "hard violations on fresh instances against OPT",
+    )
+    p.add_argument(
+        "--record", action="store_true", help="re-write the pinned set (--record-file) by its rule instead of checking"
+    )
     p.add_argument("--profile", default=d.profile, help="instance profile (offline_opt/profile.py)")
     p.add_argument("--fresh", type=int, default=d.fresh, help="M fresh instances: seeds S .. S+M-1")
     p.add_argument("--pinned", type=int, default=d.pinned, help="with --record: N instances to pin")
-    p.add_argument("--seed", type=int, default=d.seed,
-                   help="S, the first fresh seed (default: YYYYMMDD * 100 of today, UTC); with --record the "
-                        "first seed scanned (default 1)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=d.seed,
+        help="S, the first fresh seed (default: YYYYMMDD * 100 of today, UTC); with --record the "
+        "first seed scanned (default 1)",
+    )
     p.add_argument("--solver", choices=SOLVERS, default=d.solver)
     p.add_argument("--time-limit", type=float, default=d.time_limit, help="seconds per OPT solve (> 0)")
     p.add_argument("--mip-gap", type=float, default=d.mip_gap, help="relative gap target of OPT, in [0, 1)")
-    p.add_argument("--tolerance", type=float, default=d.tolerance,
-                   help="relative drop of PD-ORS's utility below its record that fails the night")
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=d.tolerance,
+        help="relative drop of PD-ORS's utility below its record that fails the night",
+    )
     p.add_argument("--record-file", default=d.record_file, help="the pinned set's record (JSON)")
     p.add_argument("--out", default=d.out, help="output root; each run writes <out>/nightly-<UTC time>-...")
     p.add_argument("--no-mlflow", action="store_true", help="write the files only")
@@ -470,13 +604,29 @@ def register(subparsers) -> None:
 def cmd_nightly(args) -> int:
     from pdors.config import build
 
-    settings = build(Settings, {k: getattr(args, k) for k in (
-        "profile", "fresh", "pinned", "seed", "solver", "time_limit", "mip_gap", "tolerance", "record_file", "out")})
+    settings = build(
+        Settings,
+        {
+            k: getattr(args, k)
+            for k in (
+                "profile",
+                "fresh",
+                "pinned",
+                "seed",
+                "solver",
+                "time_limit",
+                "mip_gap",
+                "tolerance",
+                "record_file",
+                "out",
+            )
+        },
+    )
     if args.record:
         try:
             return rerecord(settings)
-        except nightly_record.RecordError as e:   # too few proven seeds, or a hard violation: a verdict
+        except nightly_record.RecordError as e:  # too few proven seeds, or a hard violation: a verdict
             print(f"pdors nightly --record: {e}", file=sys.stderr)
             return 1
-    nightly_record.load(settings.record_file, settings.profile)   # bad input: before anything runs
+    nightly_record.load(settings.record_file, settings.profile)  # bad input: before anything runs
     return run(settings, track=not args.no_mlflow)

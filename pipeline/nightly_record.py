@@ -7,18 +7,19 @@ nightly's per-instance budget (its time limit and gap target). Seeds whose OPT i
 listed in the record. The instances themselves are stored (``pdors.instance_io``), so a change in the
 generator cannot silently change the set.
 """
+
 from __future__ import annotations
 
 import json
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 FORMAT = "pdors-nightly-record/1"
 # The record committed with the code (a checkout, or an editable install of one), wherever the command runs from.
 DEFAULT_RECORD = str(Path(__file__).resolve().parents[1] / "configs" / "nightly_record.json")
-SCAN_FACTOR = 4   # --record tries at most N * SCAN_FACTOR seeds before giving up
+SCAN_FACTOR = 4  # --record tries at most N * SCAN_FACTOR seeds before giving up
 
 
 class RecordError(ValueError):
@@ -26,9 +27,11 @@ class RecordError(ValueError):
 
 
 def rule(profile: str, count: int, first_seed: int, solver: str, time_limit: float, mip_gap: float) -> str:
-    return (f"the first {count} seeds, in seed order from {first_seed}, of instance profile {profile!r} whose OPT "
-            f"{solver} proves within the nightly's per-instance budget ({time_limit:g} s, gap target "
-            f"{mip_gap:g}); unproven seeds are skipped. No ratio is looked at.")
+    return (
+        f"the first {count} seeds, in seed order from {first_seed}, of instance profile {profile!r} whose OPT "
+        f"{solver} proves within the nightly's per-instance budget ({time_limit:g} s, gap target "
+        f"{mip_gap:g}); unproven seeds are skipped. No ratio is looked at."
+    )
 
 
 def record(settings, first_seed: int, code: dict, progress: bool = True) -> dict:
@@ -43,37 +46,67 @@ def record(settings, first_seed: int, code: dict, progress: bool = True) -> dict
 
     profile = INSTANCE_PROFILES[settings.profile]
     pinned, skipped = [], []
-    bar = tqdm(range(first_seed, first_seed + settings.pinned * SCAN_FACTOR), unit="seed", file=sys.stderr,
-               disable=not progress, mininterval=0.5 if sys.stderr.isatty() else 30)
+    bar = tqdm(
+        range(first_seed, first_seed + settings.pinned * SCAN_FACTOR),
+        unit="seed",
+        file=sys.stderr,
+        disable=not progress,
+        mininterval=0.5 if sys.stderr.isatty() else 30,
+    )
     for seed in bar:
         bar.set_description(f"seed {seed}")
         instance = profile.draw(seed)
-        c = compare(instance, settings.solver, settings.time_limit, settings.mip_gap, seed=seed,
-                    workload=to_dict(profile.workload()))
+        c = compare(
+            instance,
+            settings.solver,
+            settings.time_limit,
+            settings.mip_gap,
+            seed=seed,
+            workload=to_dict(profile.workload()),
+        )
         o = c.opt
         if not o.proven_optimal:
             skipped.append({"seed": seed, "status": o.status, "gap": o.gap, "wall_s": o.wall_s})
             continue
         if c.errors or o.violations or any(p.violations for p in c.policies):
-            raise RecordError(f"seed {seed}: will not pin an instance with a hard violation: "
-                              f"{'; '.join(c.errors) or 'validator violations'}")
-        pinned.append({"seed": seed, "instance": instance_dict(instance),
-                       "opt": {k: getattr(o, k) for k in ("objective", "bound", "gap", "status", "wall_s")},
-                       "utilities": {p.policy: p.utility for p in c.policies}})
+            raise RecordError(
+                f"seed {seed}: will not pin an instance with a hard violation: "
+                f"{'; '.join(c.errors) or 'validator violations'}"
+            )
+        pinned.append(
+            {
+                "seed": seed,
+                "instance": instance_dict(instance),
+                "opt": {k: getattr(o, k) for k in ("objective", "bound", "gap", "status", "wall_s")},
+                "utilities": {p.policy: p.utility for p in c.policies},
+            }
+        )
         bar.set_postfix(pinned=len(pinned), skipped=len(skipped), refresh=False)
         if len(pinned) == settings.pinned:
             break
     bar.close()
     if len(pinned) < settings.pinned:
-        raise RecordError(f"pinned: only {len(pinned)} of the first {settings.pinned * SCAN_FACTOR} seeds from "
-                          f"{first_seed} have an OPT proven within {settings.time_limit:g} s; nothing written")
-    return {"format": FORMAT,
-            "rule": rule(settings.profile, settings.pinned, first_seed, settings.solver, settings.time_limit,
-                         settings.mip_gap),
-            "profile": settings.profile, "size": profile.size, "workload": to_dict(profile.workload()),
-            "solver": settings.solver, "time_limit": settings.time_limit, "mip_gap": settings.mip_gap,
-            "first_seed": first_seed, "skipped": skipped, "code": code,
-            "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "instances": pinned}
+        raise RecordError(
+            f"pinned: only {len(pinned)} of the first {settings.pinned * SCAN_FACTOR} seeds from "
+            f"{first_seed} have an OPT proven within {settings.time_limit:g} s; nothing written"
+        )
+    return {
+        "format": FORMAT,
+        "rule": rule(
+            settings.profile, settings.pinned, first_seed, settings.solver, settings.time_limit, settings.mip_gap
+        ),
+        "profile": settings.profile,
+        "size": profile.size,
+        "workload": to_dict(profile.workload()),
+        "solver": settings.solver,
+        "time_limit": settings.time_limit,
+        "mip_gap": settings.mip_gap,
+        "first_seed": first_seed,
+        "skipped": skipped,
+        "code": code,
+        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "instances": pinned,
+    }
 
 
 def save(rec: dict, path: str | Path) -> None:
@@ -95,8 +128,10 @@ def load(path: str | Path, profile: str) -> dict:
     if not isinstance(rec, dict) or rec.get("format") != FORMAT or not isinstance(rec.get("instances"), list):
         raise RecordError(f"--record-file: {path} is not a {FORMAT} document")
     if rec.get("profile") != profile:
-        raise RecordError(f"--profile: the record {path} pins profile {rec.get('profile')!r}, not {profile!r}; "
-                          f"re-record with `pdors nightly --record --profile {profile}`")
+        raise RecordError(
+            f"--profile: the record {path} pins profile {rec.get('profile')!r}, not {profile!r}; "
+            f"re-record with `pdors nightly --record --profile {profile}`"
+        )
     return rec
 
 
@@ -108,8 +143,8 @@ class Pinned:
     opt: float
     recorded: dict[str, float]
     utilities: dict[str, float] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)   # failures
-    changes: list[str] = field(default_factory=list)    # every difference from the record, reported
+    problems: list[str] = field(default_factory=list)  # failures
+    changes: list[str] = field(default_factory=list)  # every difference from the record, reported
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

@@ -4,6 +4,7 @@ Contract assumed of ``offline_opt``: ``solve(instance, solver=, time_limit=, mip
 ``to_dict()``; its ``objective`` is the OPT utility when ``proven_optimal``, ``status`` the solver status.
 The whole dict is kept (``opt.result``).
 """
+
 from __future__ import annotations
 
 from pdors.config import build
@@ -22,8 +23,12 @@ def ceiling(result: dict) -> float | None:
     form); above it is a bug in the model or the validator (``OptResult.ceiling``)."""
     from offline_opt.solve import ceiling
 
-    return ceiling(result.get("objective"), result.get("bound"), bool(result.get("proven_optimal")),
-                   float(result.get("mip_gap", 0.0)))
+    return ceiling(
+        result.get("objective"),
+        result.get("bound"),
+        bool(result.get("proven_optimal")),
+        float(result.get("mip_gap", 0.0)),
+    )
 
 
 def solve(spec: dict) -> dict:
@@ -32,5 +37,6 @@ def solve(spec: dict) -> dict:
 
     settings = spec["opt"]
     instance = make_instance(build(RunSpec, {k: v for k, v in spec.items() if k != "opt"}))
-    return offline_opt.solve(instance, solver=settings["solver"], time_limit=settings["time_limit"],
-                             mip_gap=settings["mip_gap"]).to_dict()
+    return offline_opt.solve(
+        instance, solver=settings["solver"], time_limit=settings["time_limit"], mip_gap=settings["mip_gap"]
+    ).to_dict()

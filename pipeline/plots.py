@@ -3,46 +3,71 @@ every figure), the mean over the runs behind each point (their number written ne
 confidence interval on that mean, clipped to the metric's domain, as a band (lines) or error bars (bars);
 one panel per value of every other grid axis unless the figure averages over it. Data come from
 :func:`pipeline.summary.figure_table`."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")   # files only; no display on workers or CI
-import math  # noqa: E402
-import zlib  # noqa: E402
+matplotlib.use("Agg")  # files only; no display on workers or CI
+import math
+import zlib
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
-from .columns import DERIVED_METRICS  # noqa: E402
-from .schema import POLICY_AXIS, FigureConfig  # noqa: E402
-from .summary import CONFIDENCE, figure_table  # noqa: E402
+from .columns import DERIVED_METRICS
+from .schema import POLICY_AXIS, FigureConfig
+from .summary import CONFIDENCE, figure_table
 
-POLICY_NAMES = {"pdors": "PD-ORS", "fifo": "FIFO", "drf": "DRF", "dorm": "Dorm", "oasis": "OASiS",
-                "pollux": "Pollux", "preemptive": "Preemptive"}
+POLICY_NAMES = {
+    "pdors": "PD-ORS",
+    "fifo": "FIFO",
+    "drf": "DRF",
+    "dorm": "Dorm",
+    "oasis": "OASiS",
+    "pollux": "Pollux",
+    "preemptive": "Preemptive",
+}
 # One colour and marker per policy in every figure (PD-ORS always red diamonds).
-POLICY_STYLE = {"pdors": ("C3", "D"), "fifo": ("C2", "^"), "drf": ("C1", "s"), "dorm": ("C0", "o"),
-                "oasis": ("C4", "v"), "pollux": ("C5", "<"), "preemptive": ("C6", ">")}
-FALLBACK_STYLE = [("C7", "p"), ("C8", "h"), ("C9", "*")]   # by a hash of the name: stable across figures
+POLICY_STYLE = {
+    "pdors": ("C3", "D"),
+    "fifo": ("C2", "^"),
+    "drf": ("C1", "s"),
+    "dorm": ("C0", "o"),
+    "oasis": ("C4", "v"),
+    "pollux": ("C5", "<"),
+    "preemptive": ("C6", ">"),
+}
+FALLBACK_STYLE = [("C7", "p"), ("C8", "h"), ("C9", "*")]  # by a hash of the name: stable across figures
 FORMATS = (".png", ".pdf")
 DPI = 300
-PANEL_SIZE = (5.4, 3.6)   # inches
+PANEL_SIZE = (5.4, 3.6)  # inches
 MAX_COLUMNS = 3
-AXIS_LABELS = {"machines": "Number of machines (H)", "jobs": "Number of jobs (I)", "slots": "Horizon T (slots)",
-               "workload.bandwidth_ratio": "Internal / external bandwidth ratio $b^{(i)}/b^{(e)}$",
-               "workload.mix": "Mix (insensitive, sensitive, critical)",
-               "pdors.rounding.gain": r"Pre-rounding gain factor $G_\delta$", POLICY_AXIS: "Policy"}
-METRIC_LABELS = {"total_utility": "Total utility", "median_training_time": "Median training time (slots)",
-                 "ratio": "Competitive ratio OPT / ALG", "ratio_bound": "OPT upper bound / ALG (a bound)",
-                 "completed": "Completed jobs", "admitted": "Admitted jobs",
-                 "policy_stats.rounding_attempts_mean": "Rounding attempts per external solve",
-                 "policy_stats.lp_vs_rounded_ratio": "Rounded cost / LP cost (approximation ratio)",
-                 "policy_stats.rounding_attempts_roundable_mean": "Rounding attempts per roundable solve",
-                 "policy_stats.unroundable_share": "Share of external solves with no feasible rounding",
-                 "policy_stats.rounding_rejects": "Jobs discarded for a failed rounding",
-                 "policy_stats.infeasible_solves": "External solves with no feasible rounding"}
+AXIS_LABELS = {
+    "machines": "Number of machines (H)",
+    "jobs": "Number of jobs (I)",
+    "slots": "Horizon T (slots)",
+    "workload.bandwidth_ratio": "Internal / external bandwidth ratio $b^{(i)}/b^{(e)}$",
+    "workload.mix": "Mix (insensitive, sensitive, critical)",
+    "pdors.rounding.gain": r"Pre-rounding gain factor $G_\delta$",
+    POLICY_AXIS: "Policy",
+}
+METRIC_LABELS = {
+    "total_utility": "Total utility",
+    "median_training_time": "Median training time (slots)",
+    "ratio": "Competitive ratio OPT / ALG",
+    "ratio_bound": "OPT upper bound / ALG (a bound)",
+    "completed": "Completed jobs",
+    "admitted": "Admitted jobs",
+    "policy_stats.rounding_attempts_mean": "Rounding attempts per external solve",
+    "policy_stats.lp_vs_rounded_ratio": "Rounded cost / LP cost (approximation ratio)",
+    "policy_stats.rounding_attempts_roundable_mean": "Rounding attempts per roundable solve",
+    "policy_stats.unroundable_share": "Share of external solves with no feasible rounding",
+    "policy_stats.rounding_rejects": "Jobs discarded for a failed rounding",
+    "policy_stats.infeasible_solves": "External solves with no feasible rounding",
+}
 
 
 def policy_name(policy: str) -> str:
@@ -73,7 +98,7 @@ def _number(text: str) -> float | None:
 
 
 def _label_counts(ax, xs, ys, ns, color) -> None:
-    for x, y, n in zip(xs, ys, ns):
+    for x, y, n in zip(xs, ys, ns, strict=True):
         ax.annotate(f"{int(n)}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6, color=color)
 
 
@@ -83,7 +108,7 @@ def _bars(ax, table: pd.DataFrame) -> None:
     colors = [policy_style(p)[0] for p in table["policy"]]
     names = [policy_name(p) for p in table["x"]]
     ax.bar(names, table["mean"], yerr=[low, high], capsize=4, color=colors)
-    for k, (y, n) in enumerate(zip(table["mean"], table["n"])):
+    for k, (y, n) in enumerate(zip(table["mean"], table["n"], strict=True)):
         ax.annotate(f"n={int(n)}", (k, y), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=6)
     ax.tick_params(axis="x", labelsize=8)
 
@@ -91,7 +116,7 @@ def _bars(ax, table: pd.DataFrame) -> None:
 def _lines(ax, table: pd.DataFrame, xs: list[str], pos: dict) -> None:
     for policy, g in table.groupby("policy", sort=False):
         color, marker = policy_style(policy)
-        if (g["x"] == "-").all():   # the axis is another policy's parameter: this policy is flat
+        if (g["x"] == "-").all():  # the axis is another policy's parameter: this policy is flat
             ax.axhline(g["mean"].mean(), color=color, linestyle="--", linewidth=1.2, label=policy_name(policy))
             continue
         g = g[g["x"] != "-"].assign(pos=lambda d: d["x"].map(pos)).sort_values("pos")
@@ -120,12 +145,19 @@ def figure(table: pd.DataFrame, fig: FigureConfig):
     xs = [v for v in dict.fromkeys(table["x"]) if v != "-"]
     numeric = bool(xs) and all(_number(v) is not None for v in xs)
     pos = {v: (_number(v) if numeric else k) for k, v in enumerate(xs)}
-    order = list(dict.fromkeys(table["policy"]))   # the same legend order in every panel
-    for ax, panel in zip(axes.flat, panels):
+    order = list(dict.fromkeys(table["policy"]))  # the same legend order in every panel
+    for ax, panel in zip(axes.flat, panels, strict=True):
         part = table[table["panel"] == panel].sort_values("policy", key=lambda p: p.map(order.index), kind="stable")
         if part.empty:
-            ax.text(0.5, 0.5, "no data: every run failed or has no value for this metric", ha="center",
-                    va="center", transform=ax.transAxes, fontsize=8)
+            ax.text(
+                0.5,
+                0.5,
+                "no data: every run failed or has no value for this metric",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=8,
+            )
         elif fig.x == POLICY_AXIS:
             _bars(ax, part)
         else:
@@ -141,14 +173,17 @@ def figure(table: pd.DataFrame, fig: FigureConfig):
         ax.set_xlabel(x_label(fig.x), fontsize=8)
         ax.set_title(_panel_title(panel, part), fontsize=7)
         ax.grid(alpha=0.3)
-    for ax in axes.flat[len(panels):]:
+    for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
-    for ax in axes.flat[:len(panels)]:
+    for ax in axes.flat[: len(panels)]:
         ax.set_ylabel(y_label(fig), fontsize=9)
     spread = "error bars" if fig.x == POLICY_AXIS else "bands"
     pooled = f"; pooled over {', '.join(fig.average)}" if fig.average else ""
-    out.suptitle(f"{fig.title}\npoints: mean of n runs (n written by each point{pooled}); {spread}: "
-                 f"{CONFIDENCE:.0%} Student-t CI of the mean, clipped to the metric's range", fontsize=8)
+    out.suptitle(
+        f"{fig.title}\npoints: mean of n runs (n written by each point{pooled}); {spread}: "
+        f"{CONFIDENCE:.0%} Student-t CI of the mean, clipped to the metric's range",
+        fontsize=8,
+    )
     out.tight_layout()
     return out
 

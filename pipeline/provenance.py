@@ -1,4 +1,5 @@
 """Provenance of a result: the code's git commit and the versions of the packages that produced it."""
+
 from __future__ import annotations
 
 import os
@@ -16,10 +17,16 @@ def git_commit() -> str:
     repo = Path(__file__).resolve().parent.parent
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
     try:
-        head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True, env=env).stdout.strip()
-        dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True, env=env).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True, check=True, env=env
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("-dirty" if dirty else "")

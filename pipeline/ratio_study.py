@@ -6,12 +6,15 @@ Per instance: its offered load (the run summaries' ``offered_load.internal``, do
 and solve time, and each policy's OPT / ALG as an interval: [OPT / ALG, OPT / ALG] where OPT is proven,
 [max(1, best found / ALG), bound / ALG] where not. Writes ``ratio_vs_load.csv`` (one row per instance and policy
 run), ``ratio_vs_load.md`` (per profile: proven fraction, median solve time, load, PD-ORS's ratio and share in the
-paper's band, each policy's median, the Q sensitivity; then PD-ORS per offered-load bin) and ``ratio_vs_load.{png,pdf}`` (left: PD-ORS's ratio per
+paper's band, each policy's median, the Q sensitivity; then PD-ORS per offered-load bin) and
+``ratio_vs_load.{png,pdf}`` (left: PD-ORS's ratio per
 instance against load, bars where OPT is unproven; right: every policy's median proven ratio per profile).
 """
+
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 from pathlib import Path
@@ -19,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-BAND = (1.0, 1.4)   # the paper's Fig. 10
+BAND = (1.0, 1.4)  # the paper's Fig. 10
 PROFILE = ["machines", "workload.workload_scale"]
 Q_AXIS = "pdors.workload_levels"
 Q_DEFAULT = 100
-LOAD = "offered_load.internal"   # the jobs' demand at their fastest (internal) rate over the cluster's capacity
-LOAD_BINS = (0.0, 0.25, 0.5, 0.75, 1.0, math.inf)   # fixed before the study, evenly up to a full cluster
+LOAD = "offered_load.internal"  # the jobs' demand at their fastest (internal) rate over the cluster's capacity
+LOAD_BINS = (0.0, 0.25, 0.5, 0.75, 1.0, math.inf)  # fixed before the study, evenly up to a full cluster
 
 
 def instance_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -36,9 +39,13 @@ def instance_table(runs: pd.DataFrame) -> pd.DataFrame:
     facts = {}
     for _, row in opt_rows.iterrows():
         result = json.loads(row["opt.result"])
-        facts[row["instance_id"]] = {"opt_status": result["status"],
-                                  "proven": bool(result["proven_optimal"]), "opt_objective": result["objective"],
-                                  "opt_bound": result["bound"], "opt_wall_s": result["wall_s"]}
+        facts[row["instance_id"]] = {
+            "opt_status": result["status"],
+            "proven": bool(result["proven_optimal"]),
+            "opt_objective": result["objective"],
+            "opt_bound": result["bound"],
+            "opt_wall_s": result["wall_s"],
+        }
     sims = rated[(rated["kind"] == "sim") & (rated["status"] == "ok")].copy()
     sims["load"] = sims[LOAD]
     for key in ("opt_status", "proven", "opt_objective", "opt_bound", "opt_wall_s"):
@@ -48,8 +55,21 @@ def instance_table(runs: pd.DataFrame) -> pd.DataFrame:
     best = pd.to_numeric(sims["opt_objective"], errors="coerce")
     sims["ratio_low"] = np.where(sims["proven"], sims["ratio"], (best / alg).clip(lower=1.0))
     sims["ratio_high"] = np.where(sims["proven"], sims["ratio"], sims["ratio_bound"])
-    cols = ["instance_id", "seed", *PROFILE, "policy", Q_AXIS, "load", "opt_status", "proven", "opt_wall_s",
-            "total_utility", "ratio_low", "ratio_high", "above_opt"]
+    cols = [
+        "instance_id",
+        "seed",
+        *PROFILE,
+        "policy",
+        Q_AXIS,
+        "load",
+        "opt_status",
+        "proven",
+        "opt_wall_s",
+        "total_utility",
+        "ratio_low",
+        "ratio_high",
+        "above_opt",
+    ]
     return sims[[c for c in cols if c in sims]].reset_index(drop=True)
 
 
@@ -81,12 +101,17 @@ def profile_table(table: pd.DataFrame) -> pd.DataFrame:
         per_instance = g.drop_duplicates("instance_id")
         pd_ = _pdors(g)
         proven = pd_[pd_["proven"]]
-        row = {"H": h, "workload_scale": scale, "instances": len(per_instance),
-               "proven": f"{int(per_instance['proven'].sum())}/{len(per_instance)}",
-               "median OPT s": _median(per_instance["opt_wall_s"]), "median load": _median(per_instance["load"]),
-               "PD-ORS median (proven)": _median(proven["ratio_low"]),
-               "PD-ORS in band (proven)": f"{int(proven['ratio_low'].le(BAND[1] + 1e-9).sum())}/{len(proven)}",
-               "PD-ORS worst": _worst(pd_)}
+        row = {
+            "H": h,
+            "workload_scale": scale,
+            "instances": len(per_instance),
+            "proven": f"{int(per_instance['proven'].sum())}/{len(per_instance)}",
+            "median OPT s": _median(per_instance["opt_wall_s"]),
+            "median load": _median(per_instance["load"]),
+            "PD-ORS median (proven)": _median(proven["ratio_low"]),
+            "PD-ORS in band (proven)": f"{int(proven['ratio_low'].le(BAND[1] + 1e-9).sum())}/{len(proven)}",
+            "PD-ORS worst": _worst(pd_),
+        }
         for p in policies:
             rows_p = g[(g["policy"] == p) & g["proven"]]
             row[f"{p} median"] = _median(rows_p["ratio_low"])
@@ -101,15 +126,23 @@ def load_table(table: pd.DataFrame) -> pd.DataFrame:
     the proven ones in the paper's band, their median and largest ratio, and the unproven ones' intervals."""
     pd_ = _pdors(table)
     rows = []
-    for lo, hi in zip(LOAD_BINS, LOAD_BINS[1:]):
+    for lo, hi in itertools.pairwise(LOAD_BINS):
         g = pd_[(pd_["load"] >= lo) & (pd_["load"] < hi)]
         proven, open_ = g[g["proven"]], g[~g["proven"]]
-        rows.append({"offered load": f"[{lo:g}, {hi:g})", "instances": len(g), "proven": len(proven),
-                     "in band (proven)": f"{int(proven['ratio_low'].le(BAND[1] + 1e-9).sum())}/{len(proven)}",
-                     "median (proven)": _median(proven["ratio_low"]),
-                     "max (proven)": float(proven["ratio_low"].max()) if len(proven) else math.nan,
-                     "unproven": ", ".join(f"[{r.ratio_low:.3f}, {r.ratio_high:.3f}]"
-                                           for r in open_.sort_values("load").itertuples()) or "-"})
+        rows.append(
+            {
+                "offered load": f"[{lo:g}, {hi:g})",
+                "instances": len(g),
+                "proven": len(proven),
+                "in band (proven)": f"{int(proven['ratio_low'].le(BAND[1] + 1e-9).sum())}/{len(proven)}",
+                "median (proven)": _median(proven["ratio_low"]),
+                "max (proven)": float(proven["ratio_low"].max()) if len(proven) else math.nan,
+                "unproven": ", ".join(
+                    f"[{r.ratio_low:.3f}, {r.ratio_high:.3f}]" for r in open_.sort_values("load").itertuples()
+                )
+                or "-",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -139,8 +172,15 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
     for k, (h, g) in enumerate(pd_.groupby("machines")):
         color = f"C{k}"
         proven, open_ = g[g["proven"]], g[~g["proven"]]
-        left.plot(proven["load"], proven["ratio_low"].clip(upper=top), "o", color=color, markersize=4,
-                  alpha=0.8, label=f"H = {h}")
+        left.plot(
+            proven["load"],
+            proven["ratio_low"].clip(upper=top),
+            "o",
+            color=color,
+            markersize=4,
+            alpha=0.8,
+            label=f"H = {h}",
+        )
         for r in open_.itertuples():
             lo, hi = (min(v, top) if not math.isnan(v) else top for v in (r.ratio_low, r.ratio_high))
             left.plot([r.load, r.load], [lo, hi], "_-", color=color, linewidth=1.5, markersize=6)
@@ -151,8 +191,16 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
     for policy, g in medians.reset_index().groupby("policy"):
         color, marker = policy_style(policy)
         # markers only: profiles of equal load (H = 4 at 0.005, H = 8 at 0.01) make a line meaningless
-        right.plot(g["load"], g["ratio"].clip(upper=top), marker=marker, color=color, linestyle="none",
-                   markersize=5, alpha=0.85, label=policy_name(policy))
+        right.plot(
+            g["load"],
+            g["ratio"].clip(upper=top),
+            marker=marker,
+            color=color,
+            linestyle="none",
+            markersize=5,
+            alpha=0.85,
+            label=policy_name(policy),
+        )
     right.set_title("median over each profile's proven instances", fontsize=10)
     for ax in (left, right):
         ax.axhspan(*BAND, color="green", alpha=0.12, label=f"paper's band {BAND[0]}-{BAND[1]}")

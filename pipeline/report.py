@@ -7,6 +7,7 @@ total utility against the first grid axis. Per figure: ``<name>.png`` (300 dpi) 
 sweeps can share one ``--out``). The files are attached to the sweep's MLflow
 parent run under ``report/`` (the sweep is logged first if it never was).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,17 +28,23 @@ def figures_of(manifest: dict) -> list[FigureConfig]:
     if specs:
         return [build(FigureConfig, spec, f"report[{k}]") for k, spec in enumerate(specs)]
     axes = manifest["axes"]
-    return [FigureConfig(name="total_utility", title=f"{manifest['name']}: total utility",
-                         x=axes[0] if axes else POLICY_AXIS)]
+    return [
+        FigureConfig(
+            name="total_utility", title=f"{manifest['name']}: total utility", x=axes[0] if axes else POLICY_AXIS
+        )
+    ]
 
 
 def _index(manifest: dict, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]]) -> str:
-    lines = [f"# Report: sweep {manifest['sweep_id']}", "",
-             f"Config `{manifest['config_path']}`, seeds {manifest['seeds']}, git commit "
-             f"`{manifest['git_commit']}`. Values: mean ± std over the n runs with a value behind each point (its "
-             f"seeds, and the axes a figure averages over) and the {summary.CONFIDENCE:.0%} Student-t confidence "
-             "interval on the mean, clipped to the metric's range; one panel per value of every other grid axis.",
-             ""]
+    lines = [
+        f"# Report: sweep {manifest['sweep_id']}",
+        "",
+        f"Config `{manifest['config_path']}`, seeds {manifest['seeds']}, git commit "
+        f"`{manifest['git_commit']}`. Values: mean ± std over the n runs with a value behind each point (its "
+        f"seeds, and the axes a figure averages over) and the {summary.CONFIDENCE:.0%} Student-t confidence "
+        "interval on the mean, clipped to the metric's range; one panel per value of every other grid axis.",
+        "",
+    ]
     for fig, table, png in drawn:
         lines += [f"## {fig.title}", ""]
         if fig.claim:
@@ -62,14 +69,14 @@ def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
         paths += [*plots.formats(png), out / f"{fig.name}.csv", out / f"{fig.name}.md"]
     index = out / f"{manifest['name']}.report.md"
     index.write_text(_index(manifest, drawn))
-    return paths + [index]
+    return [*paths, index]
 
 
 def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path], root: Path) -> str:
     from . import tracking
 
     parent = tracking.attach(manifest, paths, "report", root)
-    if parent is None:   # never logged (e.g. MLflow was down during the sweep): log it, then attach
+    if parent is None:  # never logged (e.g. MLflow was down during the sweep): log it, then attach
         tracking.log_sweep(manifest, runs, summary.aggregate(runs, manifest["axes"]), [], root)
         parent = tracking.attach(manifest, paths, "report", root)
     return parent
@@ -88,17 +95,21 @@ def report_sweeps(target: str | None, out: str | None = None, track: bool = True
             raise SweepError(f"sweep {store.sweep_id} has no recorded runs under {store.root}")
         dest = store.meta / "report" if out is None else Path(out) / (store.sweep_id if len(stores) > 1 else "")
         paths = draw_all(runs, manifest, dest)
-        print(f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {dest}: "
-              + ", ".join(p.name for p in paths if p.suffix == ".png"), flush=True)
+        print(
+            f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {dest}: "
+            + ", ".join(p.name for p in paths if p.suffix == ".png"),
+            flush=True,
+        )
         if not (track and manifest["mlflow"]):
             continue
         try:
             parent = _track(manifest, runs, paths, store.root)
-        except Exception as e:   # the files are written; say how to retry
-            print(f"  MLflow: attaching failed ({one_line(e)}); retry "
-                  f"with `pdors report {target}`", flush=True)
+        except Exception as e:  # the files are written; say how to retry
+            print(f"  MLflow: attaching failed ({one_line(e)}); retry with `pdors report {target}`", flush=True)
             status = 3
             continue
-        print(f"  MLflow: attached to parent run {parent} (experiment {manifest['experiment']!r}) under report/",
-              flush=True)
+        print(
+            f"  MLflow: attached to parent run {parent} (experiment {manifest['experiment']!r}) under report/",
+            flush=True,
+        )
     return status

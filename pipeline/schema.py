@@ -4,6 +4,7 @@ The structure is checked here with :func:`pdors.config.build`; values that only 
 expanded (every instance and policy parameter) are checked by :func:`pipeline.grid.expand`, which builds every
 run spec. Both raise :class:`ConfigError` naming the field path, before anything runs or is written.
 """
+
 from __future__ import annotations
 
 import copy
@@ -21,8 +22,8 @@ from pdors.policies import POLICIES, policy_module
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
 
 INSTANCE_FIELDS = ("machines", "jobs", "slots", "workload")
-POLICY_AXIS = "policy"   # a figure's x: one bar per policy
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")   # names end up in paths and hive partition values
+POLICY_AXIS = "policy"  # a figure's x: one bar per policy
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # names end up in paths and hive partition values
 DEFAULT_OUTPUT = "results/sweeps"
 
 
@@ -88,10 +89,12 @@ class FigureConfig:
     def check(self) -> list[str]:
         out = [] if NAME_RE.fullmatch(self.name) else [f"name: letters, digits, '_', '.', '-' only, got {self.name!r}"]
         known = [m for m, _ in METRICS] + list(DERIVED_METRICS)
-        if self.metric not in known and not (self.metric.startswith(POLICY_STATS_PREFIX)
-                                             and len(self.metric) > len(POLICY_STATS_PREFIX)):
-            out.append(f"metric: unknown metric {self.metric!r} (known: {', '.join(known)}, "
-                       f"{POLICY_STATS_PREFIX}<key>)")
+        if self.metric not in known and not (
+            self.metric.startswith(POLICY_STATS_PREFIX) and len(self.metric) > len(POLICY_STATS_PREFIX)
+        ):
+            out.append(
+                f"metric: unknown metric {self.metric!r} (known: {', '.join(known)}, {POLICY_STATS_PREFIX}<key>)"
+            )
         return out
 
 
@@ -108,23 +111,27 @@ class SweepConfig:
     instance: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list[Any]] = field(default_factory=dict)
     seeds: list[int] | SeedRange = field(default_factory=lambda: [1])
-    opt: dict[str, Any] | None = None   # OptConfig fields; built in check() so errors keep their full path
+    opt: dict[str, Any] | None = None  # OptConfig fields; built in check() so errors keep their full path
     output: str = DEFAULT_OUTPUT
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     report: list[FigureConfig] = field(default_factory=list)
-    schedules: bool = False   # also record every simulation's allocations (the ``schedules`` table)
+    schedules: bool = False  # also record every simulation's allocations (the ``schedules`` table)
 
     def check(self) -> list[str]:
         out = []
         if not NAME_RE.fullmatch(self.name):
-            out.append(f"name: letters, digits, '_', '.', '-' only (starting with a letter or digit), "
-                       f"got {self.name!r}")
+            out.append(
+                f"name: letters, digits, '_', '.', '-' only (starting with a letter or digit), got {self.name!r}"
+            )
         if not self.policies:
             out.append("policies: name at least one policy")
         for name in self.policies:
             out += _policy_problem(name)
-        out += [f"instance.{k}: unknown key (known: {', '.join(INSTANCE_FIELDS)}; seeds come from 'seeds', "
-                f"policies from 'policies')" for k in sorted(set(self.instance) - set(INSTANCE_FIELDS))]
+        out += [
+            f"instance.{k}: unknown key (known: {', '.join(INSTANCE_FIELDS)}; seeds come from 'seeds', "
+            f"policies from 'policies')"
+            for k in sorted(set(self.instance) - set(INSTANCE_FIELDS))
+        ]
         for key, values in self.grid.items():
             out += _key_problem(key, values, self.policies)
         seeds = self.seed_list()
@@ -154,8 +161,7 @@ class SweepConfig:
         out = {}
         for key, values in self.grid.items():
             axes = paired(key)
-            out.update({axis: [v[k] for v in values] if len(axes) > 1 else list(values)
-                        for k, axis in enumerate(axes)})
+            out.update({axis: [v[k] for v in values] if len(axes) > 1 else list(values) for k, axis in enumerate(axes)})
         return out
 
     def seed_list(self) -> list[int]:
@@ -191,8 +197,11 @@ def _key_problem(key: str, values: list, policies: dict) -> list[str]:
         out.append(f"grid.{key}: an axis appears twice")
     if not values:
         out.append(f"grid.{key}: list at least one value")
-    out += [f"grid.{key}[{k}]: must list {len(axes)} values, one per axis ({', '.join(axes)}), got {v!r}"
-            for k, v in enumerate(values) if not isinstance(v, list) or len(v) != len(axes)]
+    out += [
+        f"grid.{key}[{k}]: must list {len(axes)} values, one per axis ({', '.join(axes)}), got {v!r}"
+        for k, v in enumerate(values)
+        if not isinstance(v, list) or len(v) != len(axes)
+    ]
     dupes = [k for k, v in enumerate(values) if v in values[:k]]
     return out + ([f"grid.{key}[{dupes[0]}]: duplicate value {values[dupes[0]]!r}"] if dupes else [])
 
@@ -219,8 +228,10 @@ def _figure_problem(fig: FigureConfig, config: SweepConfig) -> list[str]:
     out = []
     axes = config.axis_values()
     if fig.x != POLICY_AXIS and fig.x not in axes:
-        out.append(f"x: not a grid axis of this sweep (axes: {', '.join(axes) or 'none'}; or "
-                   f"'{POLICY_AXIS}' for one bar per policy)")
+        out.append(
+            f"x: not a grid axis of this sweep (axes: {', '.join(axes) or 'none'}; or "
+            f"'{POLICY_AXIS}' for one bar per policy)"
+        )
     for axis, value in fig.where.items():
         if axis not in axes:
             out.append(f"where.{axis}: not a grid axis of this sweep")
@@ -277,7 +288,7 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
         node = data
         for name in path[:-1]:
             if not isinstance(node.get(name), dict):
-                node[name] = {}   # e.g. ``seeds.count=3`` where the file lists seeds
+                node[name] = {}  # e.g. ``seeds.count=3`` where the file lists seeds
             node = node[name]
         node[path[-1]] = parsed
     return data
@@ -302,7 +313,7 @@ def _range(key: str, text: str) -> list:
         raise ConfigError(f"grid.{key}", f"{text} is empty")
     if all(isinstance(x, int) for x in numbers):
         return list(range(start, stop, step))
-    count = math.ceil((stop - start) / step - 1e-9)   # exclusive stop, robust to float rounding
+    count = math.ceil((stop - start) / step - 1e-9)  # exclusive stop, robust to float rounding
     return [round(start + k * step, 12) for k in range(count)]
 
 

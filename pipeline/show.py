@@ -1,6 +1,7 @@
 """``pdors show SCHEDULE [--run RUN_ID] [--out FILE.png]``: one run's schedule as a Gantt-style figure
 (:mod:`pipeline.gantt`). SCHEDULE is a file written by ``pdors simulate --schedule``, or a sweep output root
 recorded with ``schedules: true`` together with ``--run`` (a run id from its ``runs`` table)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,8 +36,10 @@ def _from_sweep(root: Path, run_id: str):
         raise ConfigError("--run", f"no run {run_id!r} recorded under {root}")
     cells = rows("schedules")
     if cells is None:
-        raise ConfigError("--run", f"run {run_id} has no schedule under {root} (record one with 'schedules: true' "
-                                   f"in the sweep config)")
+        raise ConfigError(
+            "--run",
+            f"run {run_id} has no schedule under {root} (record one with 'schedules: true' in the sweep config)",
+        )
     first = run.iloc[0]
     title = f"{first['policy']}, seed {first['seed']} (run {run_id})"
     out = root / "show" / f"{run_id}.png"
@@ -58,15 +61,20 @@ def cmd_show(args) -> int:
     else:
         raise ConfigError("SCHEDULE", f"no such file or directory: {path}")
     drawn = gantt.draw(cells, machines, slots, title, Path(args.out) if args.out else out)
-    print(f"schedule of {title}: {len(cells)} allocated cells on {machines} machines over {slots} slots -> "
-          f"{drawn} (and .pdf)")
+    print(
+        f"schedule of {title}: {len(cells)} allocated cells on {machines} machines over {slots} slots -> "
+        f"{drawn} (and .pdf)"
+    )
     return 0
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("show", help="draw one run's schedule: machines over slots (Gantt-style)")
-    p.add_argument("schedule", metavar="SCHEDULE",
-                   help="a schedule file (pdors simulate --schedule), or a sweep output root with --run")
+    p.add_argument(
+        "schedule",
+        metavar="SCHEDULE",
+        help="a schedule file (pdors simulate --schedule), or a sweep output root with --run",
+    )
     p.add_argument("--run", help="the run id, when SCHEDULE is a sweep output root")
     p.add_argument("--out", help="the figure (PNG; a PDF beside it); default: next to the schedule")
     p.set_defaults(func=cmd_show)

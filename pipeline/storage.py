@@ -22,6 +22,7 @@ same schema (:func:`runs_schema`: the parameters of every registered policy, nul
 plain pandas/DuckDB/Polars reads of the folder see every row of every file, including superseded ones (dedupe
 by run_id: docs/PIPELINE.md).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,7 +35,7 @@ import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -45,13 +46,23 @@ import pyarrow.parquet as pq
 from pdors.policies import POLICIES, policy_module
 from pdors.workload import WorkloadConfig
 
-from .columns import (IDENTITY, JOBS_SCHEMA, JSON_METRICS, JSON_SOURCES, METRICS, PROVENANCE, SCHEDULES_SCHEMA,
-                      SUMMARY_IDENTITY, arrow_type)
+from .columns import (
+    IDENTITY,
+    JOBS_SCHEMA,
+    JSON_METRICS,
+    JSON_SOURCES,
+    METRICS,
+    PROVENANCE,
+    SCHEDULES_SCHEMA,
+    SUMMARY_IDENTITY,
+    arrow_type,
+)
 from .schema import OptConfig
 from .tasks import Outcome, Task
 
 if typing.TYPE_CHECKING:
     import pandas as pd
+
 
 class SweepError(ValueError):
     """A sweep cannot be started or read as asked (reported as one line, exit status 2)."""
@@ -70,10 +81,11 @@ class Counts:
 
 
 TABLES = ("runs", "jobs", "schedules")
-PARTNERS = ("jobs", "schedules")   # per-run rows kept in the file named as the runs file
+PARTNERS = ("jobs", "schedules")  # per-run rows kept in the file named as the runs file
 TMP_PREFIX = ".tmp-"
-DAMAGED_PREFIX = ".damaged-"   # a damaged batch set aside: never read, kept for inspection
-BATCH_PREFIX = "p"   # batch names sort after the run ids (hex) of the one-file-per-run layout
+DAMAGED_PREFIX = ".damaged-"  # a damaged batch set aside: never read, kept for inspection
+BATCH_PREFIX = "p"  # batch names sort after the run ids (hex) of the one-file-per-run layout
+
 
 def _columns(cls, prefix: str) -> list[tuple[str, pa.DataType]]:
     hints = typing.get_type_hints(cls)
@@ -90,8 +102,17 @@ def _runs_schema() -> pa.Schema:
     optimum's settings, metrics, provenance: the same columns whichever policies a sweep ran."""
     params = [c for p in POLICIES for c in _columns(policy_module(p).Config, p)]
     opt = [*_columns(OptConfig, "opt"), ("opt.status", pa.string()), ("opt.result", pa.string())]
-    return pa.schema([*IDENTITY, *_columns(WorkloadConfig, "workload"), *params, *opt, *METRICS,
-                      *[(c, pa.string()) for c in JSON_METRICS], *PROVENANCE])
+    return pa.schema(
+        [
+            *IDENTITY,
+            *_columns(WorkloadConfig, "workload"),
+            *params,
+            *opt,
+            *METRICS,
+            *[(c, pa.string()) for c in JSON_METRICS],
+            *PROVENANCE,
+        ]
+    )
 
 
 def schema_of(table: str) -> pa.Schema:
@@ -114,38 +135,66 @@ def flatten(tree: dict, prefix: str = "") -> dict:
 
 
 def _utc(t: float | None) -> datetime | None:
-    return None if t is None else datetime.fromtimestamp(t, tz=timezone.utc)
+    return None if t is None else datetime.fromtimestamp(t, tz=UTC)
 
 
 def run_row(task: Task, outcome: Outcome, git_commit: str) -> dict:
     spec = task.spec
-    row = {"run_id": task.run_id, "kind": task.kind, "policy": task.policy, "point_id": task.point_id,
-           "instance_id": task.instance_id, "seed": task.seed, "machines": spec["machines"],
-           "jobs": spec["jobs"], "slots": spec["slots"], **flatten(spec["workload"], "workload"),
-           "status": outcome.status, "error": outcome.error, "code_version": outcome.code_version,
-           "git_commit": git_commit, "node_id": outcome.node_id, "node_ip": outcome.node_ip,
-           "worker_pid": outcome.worker_pid, "started_at": _utc(outcome.started_at),
-           "finished_at": _utc(outcome.finished_at), "spec": json.dumps(spec, sort_keys=True)}
+    row = {
+        "run_id": task.run_id,
+        "kind": task.kind,
+        "policy": task.policy,
+        "point_id": task.point_id,
+        "instance_id": task.instance_id,
+        "seed": task.seed,
+        "machines": spec["machines"],
+        "jobs": spec["jobs"],
+        "slots": spec["slots"],
+        **flatten(spec["workload"], "workload"),
+        "status": outcome.status,
+        "error": outcome.error,
+        "code_version": outcome.code_version,
+        "git_commit": git_commit,
+        "node_id": outcome.node_id,
+        "node_ip": outcome.node_ip,
+        "worker_pid": outcome.worker_pid,
+        "started_at": _utc(outcome.started_at),
+        "finished_at": _utc(outcome.finished_at),
+        "spec": json.dumps(spec, sort_keys=True),
+    }
     result = outcome.result or {}
     if task.kind == "sim":
         row.update(flatten(spec["params"], task.policy))
         row.update(flatten({k: v for k, v in result.items() if k not in SUMMARY_IDENTITY + JSON_SOURCES}))
         if result:
-            row.update(violations=len(result["violations"]), violation_detail=result["violations"],
-                       policy_stats=result["policy_stats"])
+            row.update(
+                violations=len(result["violations"]),
+                violation_detail=result["violations"],
+                policy_stats=result["policy_stats"],
+            )
     else:
         row.update(flatten(spec["opt"], "opt"))
-        proven = result.get("proven_optimal", False)   # a non-optimal result is never reported as OPT
-        row.update({"total_utility": result.get("objective") if proven else None, "opt.status": result.get("status"),
-                    "opt.result": result or None})
+        proven = result.get("proven_optimal", False)  # a non-optimal result is never reported as OPT
+        row.update(
+            {
+                "total_utility": result.get("objective") if proven else None,
+                "opt.status": result.get("status"),
+                "opt.result": result or None,
+            }
+        )
     return row
 
 
 def job_rows(task: Task, outcome: Outcome) -> list[dict]:
     if task.kind != "sim" or outcome.result is None:
         return []
-    ident = {"run_id": task.run_id, "policy": task.policy, "seed": task.seed, "point_id": task.point_id,
-             "instance_id": task.instance_id}
+    ident = {
+        "run_id": task.run_id,
+        "policy": task.policy,
+        "seed": task.seed,
+        "point_id": task.point_id,
+        "instance_id": task.instance_id,
+    }
     return [{**ident, **job} for job in outcome.result["jobs"]]
 
 
@@ -166,7 +215,7 @@ def _write_atomic(table: pa.Table, path: Path) -> None:
     try:
         pq.write_table(table, tmp)
         os.replace(tmp, path)
-    finally:   # a failed write (a full disk) leaves no partial file behind
+    finally:  # a failed write (a full disk) leaves no partial file behind
         tmp.unlink(missing_ok=True)
 
 
@@ -193,15 +242,18 @@ def _rows(path: Path) -> int | None:
 
 @dataclass(frozen=True)
 class Damage:
-    batch: str                  # the runs file's name, without .parquet
-    run_ids: tuple[str, ...]    # the runs it holds (none known if it is unreadable)
+    batch: str  # the runs file's name, without .parquet
+    run_ids: tuple[str, ...]  # the runs it holds (none known if it is unreadable)
     problem: str
 
 
 def _partner_problem(root: Path, batch: str, runs: pa.Table) -> str | None:
     """Whether the jobs file of a runs file holds as many rows as its ok simulations have jobs (footer only)."""
-    sim_ok = [j for k, s, j in zip(runs["kind"].to_pylist(), runs["status"].to_pylist(), runs["jobs"].to_pylist())
-              if k == "sim" and s == "ok"]
+    sim_ok = [
+        j
+        for k, s, j in zip(runs["kind"].to_pylist(), runs["status"].to_pylist(), runs["jobs"].to_pylist(), strict=True)
+        if k == "sim" and s == "ok"
+    ]
     path = root / "jobs" / f"{batch}.parquet"
     expected = sum(sim_ok)
     if not path.exists():
@@ -218,8 +270,8 @@ class Index:
     ``jobs`` columns and the jobs files' footers: the batch holding each recorded run (the last by name) and
     its status, each intact batch's row count, and the damaged batches (never read)."""
 
-    chosen: dict[str, tuple[str, str]]   # run_id -> (batch, status)
-    rows: dict[str, int]                 # intact batch -> rows in its runs file (superseded ones included)
+    chosen: dict[str, tuple[str, str]]  # run_id -> (batch, status)
+    rows: dict[str, int]  # intact batch -> rows in its runs file (superseded ones included)
     damaged: list[Damage]
 
     def status(self) -> dict[str, str]:
@@ -250,17 +302,18 @@ def index(root: str | Path) -> Index:
             damaged.append(Damage(f.stem, tuple(ids), problem))
             continue
         rows[f.stem] = len(ids)
-        chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"].to_pylist()))
+        chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"].to_pylist(), strict=True))
     return Index(chosen, rows, damaged)
 
 
-MERGE_ROWS = 65_536   # rows per row group of a merged file: few groups, bounded memory
-MERGE_BATCHES = 256   # files per scan and batches per row group: one-row files (the one-file-per-run layout)
-                      # cost about 1 KB per column each in memory
+MERGE_ROWS = 65_536  # rows per row group of a merged file: few groups, bounded memory
+MERGE_BATCHES = 256  # files per scan and batches per row group: one-row files (the one-file-per-run layout)
+# cost about 1 KB per column each in memory
 
 
-def _scan(root: Path, table: str, held: dict[str, list[str]], rows: dict[str, int],
-          columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+def _scan(
+    root: Path, table: str, held: dict[str, list[str]], rows: dict[str, int], columns: list[str] | None
+) -> Iterator[pa.RecordBatch]:
     """The rows of ``table`` of the runs ``held`` (batch -> run ids), streamed: batches whose every row is
     wanted are scanned whole (``MERGE_BATCHES`` files per scan), the others filtered by run id."""
     schema = schema_of(table)
@@ -269,16 +322,18 @@ def _scan(root: Path, table: str, held: dict[str, list[str]], rows: dict[str, in
         path = root / table / f"{batch}.parquet"
         if path.exists():
             (whole if len(ids) == rows[batch] else partial).append((path, ids))
-    for k in range(0, len(whole), MERGE_BATCHES):   # a scan's state grows with its files: a bounded number each
-        paths = [p for p, _ in whole[k:k + MERGE_BATCHES]]
+    for k in range(0, len(whole), MERGE_BATCHES):  # a scan's state grows with its files: a bounded number each
+        paths = [p for p, _ in whole[k : k + MERGE_BATCHES]]
         yield from ds.dataset(paths, format="parquet", schema=schema).to_batches(columns=columns)
     for path, ids in partial:
         yield from ds.dataset(path, format="parquet", schema=schema).to_batches(
-            columns=columns, filter=pc.field("run_id").isin(ids))
+            columns=columns, filter=pc.field("run_id").isin(ids)
+        )
 
 
-def read(root: str | Path, table: str = "runs", run_ids: list[str] | None = None,
-         columns: list[str] | None = None) -> pa.Table:
+def read(
+    root: str | Path, table: str = "runs", run_ids: list[str] | None = None, columns: list[str] | None = None
+) -> pa.Table:
     """Every recorded run under ``root`` (each once, from the last runs file holding it), or those of
     ``run_ids``; ``table`` ``jobs``/``schedules``: their rows. ``columns``: only these (Parquet column
     pruning). Files written before a column existed read it as null."""
@@ -310,8 +365,12 @@ class Store:
         """A batch name after every name in the record (a later file's row of a run wins); the record is
         listed once, after which this writer's own names are the latest."""
         if not self._stamp:
-            names = [p.name.removeprefix(DAMAGED_PREFIX) for t in TABLES if (self.root / t).is_dir()
-                     for p in (self.root / t).iterdir()]
+            names = [
+                p.name.removeprefix(DAMAGED_PREFIX)
+                for t in TABLES
+                if (self.root / t).is_dir()
+                for p in (self.root / t).iterdir()
+            ]
             self._stamp = max([0, *(int(n[1:21]) for n in names if n.startswith(BATCH_PREFIX) and n[1:21].isdigit())])
         self._stamp = max(time.time_ns(), self._stamp + 1)
         return f"{BATCH_PREFIX}{self._stamp:020d}"
@@ -326,7 +385,7 @@ class Store:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise RuntimeError(f"{self.root} is being written by another sweep; wait for it to finish") from None
-            for table in TABLES:   # temp files of a writer that died mid-write
+            for table in TABLES:  # temp files of a writer that died mid-write
                 for tmp in self.part(table).glob(TMP_PREFIX + "*"):
                     tmp.unlink()
             yield
@@ -370,7 +429,7 @@ class Store:
         else:
             merged = []
         runs = {p.stem for p in _files(self.root, "runs")}
-        for table in PARTNERS:   # left by a crash between writing a batch's files, or in compaction
+        for table in PARTNERS:  # left by a crash between writing a batch's files, or in compaction
             for orphan in (p for p in _files(self.root, table) if p.stem not in runs):
                 _remove(orphan)
         return len(merged)
@@ -433,7 +492,7 @@ def count(manifest: dict, recorded: dict[str, str]) -> Counts:
 def recorded_runs(store: Store, manifest: dict) -> tuple[Counts, pd.DataFrame]:
     """Run counts by status and the recorded runs (a DataFrame) in plan order."""
     runs = store.read("runs").to_pandas()
-    if len(runs):   # plan order (grid, policy, seed), not file order, for tables and plots
+    if len(runs):  # plan order (grid, policy, seed), not file order, for tables and plots
         order = {run_id: k for k, run_id in enumerate(manifest["run_ids"])}
         runs = runs.sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
-    return count(manifest, dict(zip(runs["run_id"], runs["status"]))), runs
+    return count(manifest, dict(zip(runs["run_id"], runs["status"], strict=True))), runs

@@ -1,5 +1,6 @@
 """Aggregation over seeds: one row per (grid point, policy), the unit of MLflow child runs and tables; one row per
 (policy, x) for a report figure."""
+
 from __future__ import annotations
 
 import json
@@ -12,28 +13,52 @@ from .opt import ceiling
 from .schema import POLICY_AXIS, FigureConfig
 
 NUMERIC = [name for name, _ in METRICS]
-TABLE_METRICS = (("total_utility", "utility"), ("completed", "completed"), ("fluid_completable", "fluid bound"),
-                 ("admitted", "admitted"), ("median_training_time", "median d"),
-                 ("offered_load.internal", "load int"), ("offered_load.external", "load ext"),
-                 ("policy_stats.rounding_rejects", "rounding rejects"),
-                 ("ratio", "OPT/ALG"), ("ratio_bound", "bound/ALG"), ("decision_latency_ms.p50", "p50 ms"),
-                 ("wall_s", "wall s"))
+TABLE_METRICS = (
+    ("total_utility", "utility"),
+    ("completed", "completed"),
+    ("fluid_completable", "fluid bound"),
+    ("admitted", "admitted"),
+    ("median_training_time", "median d"),
+    ("offered_load.internal", "load int"),
+    ("offered_load.external", "load ext"),
+    ("policy_stats.rounding_rejects", "rounding rejects"),
+    ("ratio", "OPT/ALG"),
+    ("ratio_bound", "bound/ALG"),
+    ("decision_latency_ms.p50", "p50 ms"),
+    ("wall_s", "wall s"),
+)
 FIGURE_COLUMNS = ("panel", "policy", "x", "n", "mean", "std", "ci_low", "ci_high", "min", "max", "offered_load")
-LOAD_COLUMN = "offered_load.internal"   # the load a figure quotes beside each point (docs/MODEL.md, "Load")
-CONFIDENCE = 0.95   # figures: Student-t interval on the mean over the runs behind a point
+LOAD_COLUMN = "offered_load.internal"  # the load a figure quotes beside each point (docs/MODEL.md, "Load")
+CONFIDENCE = 0.95  # figures: Student-t interval on the mean over the runs behind a point
 # Where each metric lives (a figure's interval is clipped to it): utilities, counts and times are >= 0, shares
 # of capacity lie in [0, 1], OPT / ALG >= 1 (ALG <= OPT); anything else (policy_stats.*) is unbounded.
 # PD-ORS's counts in its policy_stats, aggregated and tabled like the run metrics (NaN for other policies):
 # external solves without a feasible rounding, and jobs discarded because their schedule needed one (the paper's
 # Section V rule, docs/MODEL.md "Three readings" (a)).
 POLICY_STAT_COUNTS = ("policy_stats.infeasible_solves", "policy_stats.rounding_rejects")
-COUNT_METRICS = ("admitted", "completed", "rejected", "violations", "decision_latency_ms.count", "fluid_completable",
-                 *POLICY_STAT_COUNTS)
-NONNEGATIVE_METRICS = ("total_utility", "median_training_time", "wall_s", "decision_latency_ms.p50",
-                       "decision_latency_ms.p99", "offered_load.compute", "offered_load.internal",
-                       "offered_load.external", "policy_stats.rounding_attempts_mean",
-                       "policy_stats.rounding_attempts_roundable_mean", *COUNT_METRICS)
-SHARE_METRICS = ("policy_stats.unroundable_share",)   # besides utilisation.*: in [0, 1]
+COUNT_METRICS = (
+    "admitted",
+    "completed",
+    "rejected",
+    "violations",
+    "decision_latency_ms.count",
+    "fluid_completable",
+    *POLICY_STAT_COUNTS,
+)
+NONNEGATIVE_METRICS = (
+    "total_utility",
+    "median_training_time",
+    "wall_s",
+    "decision_latency_ms.p50",
+    "decision_latency_ms.p99",
+    "offered_load.compute",
+    "offered_load.internal",
+    "offered_load.external",
+    "policy_stats.rounding_attempts_mean",
+    "policy_stats.rounding_attempts_roundable_mean",
+    *COUNT_METRICS,
+)
+SHARE_METRICS = ("policy_stats.unroundable_share",)  # besides utilisation.*: in [0, 1]
 
 
 class FigureDataError(ValueError):
@@ -64,7 +89,8 @@ def _ceiling(row) -> float:
 
 
 def with_ratio(runs: pd.DataFrame) -> pd.DataFrame:
-    """Add ``ratio`` = OPT / ALG on the same instance (the competitive ratio of the paper's Section V, Fig. 10; NaN unless OPT is proven) and
+    """Add ``ratio`` = OPT / ALG on the same instance (the competitive ratio of the paper's
+    Section V, Fig. 10; NaN unless OPT is proven) and
     ``ratio_bound`` = (upper bound on OPT) / ALG, an upper bound on the ratio, when the sweep has OPT rows.
     ALG = 0 leaves both NaN. OPT is exact only to its gap target: ALG above OPT within the gap has ratio 1;
     ALG above OPT's ceiling (``pipeline.opt.ceiling``) is flagged ``above_opt`` (a model or validator bug)
@@ -97,9 +123,13 @@ def aggregate(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     for point_id, g in runs.groupby("point_id", sort=False):
         ok = g[g["status"] == "ok"]
         first = g.iloc[0]
-        row = {"point_id": point_id, "policy": first["policy"],
-               **{a: axis_label(first[a]) if a in g else "-" for a in axes},
-               "n": len(ok), "failed": int((g["status"] != "ok").sum())}
+        row = {
+            "point_id": point_id,
+            "policy": first["policy"],
+            **{a: axis_label(first[a]) if a in g else "-" for a in axes},
+            "n": len(ok),
+            "failed": int((g["status"] != "ok").sum()),
+        }
         for m in metrics:
             values = ok[m].dropna()
             row[f"{m}.mean"] = float(values.mean()) if len(values) else math.nan
@@ -120,8 +150,13 @@ def markdown(agg: pd.DataFrame, axes: list[str]) -> str:
     head = ["policy", *axes, "n", "failed", *(label for _, label in metrics)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in agg.iterrows():
-        cells = [r["policy"], *(r[a] for a in axes), str(r["n"]), str(r["failed"]),
-                 *(_cell(r[f"{m}.mean"], r[f"{m}.std"]) for m, _ in metrics)]
+        cells = [
+            r["policy"],
+            *(r[a] for a in axes),
+            str(r["n"]),
+            str(r["failed"]),
+            *(_cell(r[f"{m}.mean"], r[f"{m}.std"]) for m, _ in metrics),
+        ]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines) + "\n"
 
@@ -129,7 +164,7 @@ def markdown(agg: pd.DataFrame, axes: list[str]) -> str:
 def metric_values(runs: pd.DataFrame, metric: str) -> pd.Series:
     """One value per run: a column, a derived ratio (``with_ratio`` applied), or ``policy_stats.<key>``."""
     if metric.startswith(POLICY_STATS_PREFIX):
-        key = metric[len(POLICY_STATS_PREFIX):]
+        key = metric[len(POLICY_STATS_PREFIX) :]
         stats = runs["policy_stats"].map(lambda text: json.loads(text) if isinstance(text, str) else {})
         return pd.to_numeric(stats.map(lambda d: d.get(key)), errors="coerce").astype(float)
     return pd.to_numeric(runs[metric], errors="coerce").astype(float)
@@ -140,8 +175,9 @@ def _normalised(ok: pd.DataFrame, values: pd.Series, policy: str) -> pd.Series:
     base = values[ok["policy"] == policy]
     ids = ok.loc[base.index, "instance_id"]
     if ids.duplicated().any():
-        raise FigureDataError(f"normalise: {policy} has several runs per instance (a grid axis of its own); "
-                              f"pick one with 'where'")
+        raise FigureDataError(
+            f"normalise: {policy} has several runs per instance (a grid axis of its own); pick one with 'where'"
+        )
     by_instance = pd.Series(base.to_numpy(), index=ids.to_numpy())
     denominator = ok["instance_id"].map(by_instance)
     return values / denominator.where(denominator != 0)
@@ -157,9 +193,12 @@ def _matches(column: pd.Series, value) -> pd.Series:
 
 def domain(fig: FigureConfig) -> tuple[float, float]:
     """The interval a figure's values can take (its confidence intervals are clipped to it)."""
-    if fig.normalise:   # a ratio of two values of the same metric
-        return (0.0, math.inf) if fig.metric in NONNEGATIVE_METRICS or fig.metric in DERIVED_METRICS else \
-            (-math.inf, math.inf)
+    if fig.normalise:  # a ratio of two values of the same metric
+        return (
+            (0.0, math.inf)
+            if fig.metric in NONNEGATIVE_METRICS or fig.metric in DERIVED_METRICS
+            else (-math.inf, math.inf)
+        )
     if fig.metric in DERIVED_METRICS:
         return 1.0, math.inf
     if fig.metric.startswith("utilisation.") or fig.metric in SHARE_METRICS:
@@ -189,9 +228,9 @@ def _panels(ok: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     for axis in axes:
         labels = ok[axis].map(axis_label)
         values = [v for v in dict.fromkeys(labels) if v != "-"]
-        if not values:   # only policies without this parameter are drawn
+        if not values:  # only policies without this parameter are drawn
             continue
-        ok = ok.assign(_value=labels.map(lambda v: values if v == "-" else [v])).explode("_value")
+        ok = ok.assign(_value=labels.map(lambda v, values=values: values if v == "-" else [v])).explode("_value")
         ok["panel"] = ok["panel"].where(ok["panel"] == "", ok["panel"] + ", ") + f"{axis}=" + ok["_value"]
     return ok.drop(columns="_value", errors="ignore")
 
@@ -221,7 +260,7 @@ def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = ()) ->
     table = stats.reset_index().rename(columns={"count": "n"})
     table["ci_low"], table["ci_high"] = confidence_interval(table["mean"], table["std"], table["n"], domain(fig))
     table = table[list(FIGURE_COLUMNS)]
-    if fig.policies:   # the figure's order, else plan order
+    if fig.policies:  # the figure's order, else plan order
         table = table.sort_values("policy", key=lambda p: p.map(fig.policies.index), kind="stable")
     return table.reset_index(drop=True)
 
@@ -233,13 +272,31 @@ def _interval(low: float, high: float) -> str:
 def figure_markdown(table: pd.DataFrame, x_label: str) -> str:
     """A figure's data as a Markdown table: one row per (panel, policy, x), with the mean offered load of the
     instances behind it."""
-    x_column = x_label != POLICY_AXIS   # one bar per policy: x is the policy already
-    head = ["panel", "policy", *([x_label] if x_column else []), "n", "mean ± std",
-            f"{CONFIDENCE:.0%} CI (Student t)", "min", "max", "offered load"]
+    x_column = x_label != POLICY_AXIS  # one bar per policy: x is the policy already
+    head = [
+        "panel",
+        "policy",
+        *([x_label] if x_column else []),
+        "n",
+        "mean ± std",
+        f"{CONFIDENCE:.0%} CI (Student t)",
+        "min",
+        "max",
+        "offered load",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in table.itertuples():
         load = "-" if math.isnan(r.offered_load) else f"{r.offered_load:.3g}"
-        cells = [r.panel or "-", r.policy, *([r.x] if x_column else []), r.n, _cell(r.mean, r.std),
-                 _interval(r.ci_low, r.ci_high), f"{r.min:.4g}", f"{r.max:.4g}", load]
+        cells = [
+            r.panel or "-",
+            r.policy,
+            *([r.x] if x_column else []),
+            r.n,
+            _cell(r.mean, r.std),
+            _interval(r.ci_low, r.ci_high),
+            f"{r.min:.4g}",
+            f"{r.max:.4g}",
+            load,
+        ]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ logging the same record twice writes the same points, which MLflow's SQL store k
 logged content is unchanged (``pdors.content`` digest) is skipped. The tracking URI is MLflow's own:
 ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``; it is only ever shown with its credentials masked.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -37,10 +38,20 @@ KEY_TAG, CONTENT_TAG = "pdors.parent_key", "pdors.content"
 # MLflow 3's UI opens an experiment of this kind ("Machine learning") on its runs, not on GenAI traces.
 EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 # Metrics logged per seed (step = seed) on each child, and per policy on the parent (headline).
-SEED_METRICS = ("total_utility", "completed", "admitted", "rejected", "median_training_time", "ratio",
-                "ratio_bound", "violations", "wall_s", "decision_latency_ms.p50")
+SEED_METRICS = (
+    "total_utility",
+    "completed",
+    "admitted",
+    "rejected",
+    "median_training_time",
+    "ratio",
+    "ratio_bound",
+    "violations",
+    "wall_s",
+    "decision_latency_ms.p50",
+)
 HEADLINE_METRICS = ("total_utility", "completed", "ratio")
-PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000   # MLflow's limits per log_batch call
+PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000  # MLflow's limits per log_batch call
 
 
 def tracking_uri() -> str:
@@ -83,7 +94,7 @@ def experiment_id(mlflow_client, name: str) -> str:
     if experiment is None:
         try:
             return mlflow_client.create_experiment(name, tags=EXPERIMENT_TAGS)
-        except MlflowException:   # created meanwhile by a concurrent logger
+        except MlflowException:  # created meanwhile by a concurrent logger
             experiment = mlflow_client.get_experiment_by_name(name)
             if experiment is None:
                 raise
@@ -108,8 +119,11 @@ def metrics(values: dict, timestamp: int | None = None, step: int = 0) -> list:
     from mlflow.entities import Metric
 
     ts = int(time.time() * 1000) if timestamp is None else int(timestamp)
-    return [Metric(k, float(v), ts, int(step)) for k, v in values.items()
-            if v is not None and not pd.isna(v) and not math.isinf(float(v))]
+    return [
+        Metric(k, float(v), ts, int(step))
+        for k, v in values.items()
+        if v is not None and not pd.isna(v) and not math.isinf(float(v))
+    ]
 
 
 def _value(v) -> str:
@@ -151,8 +165,9 @@ def attach(manifest: dict, paths: list[Path], artifact_path: str, root: Path | N
     check_reachable(tracking_uri())
     c = client()
     experiment = c.get_experiment_by_name(manifest["experiment"])
-    parent = experiment and _parent(c, experiment.experiment_id,
-                                    parent_key(manifest["sweep_id"], _root(manifest, root)))
+    parent = experiment and _parent(
+        c, experiment.experiment_id, parent_key(manifest["sweep_id"], _root(manifest, root))
+    )
     if not parent:
         return None
     for path in paths:
@@ -203,22 +218,37 @@ def _child_content(row: pd.Series, point_runs: pd.DataFrame, agg_columns) -> tup
 def log_batches(c, run_id: str, logged: list, values: list) -> None:
     """Params and metrics in as few ``log_batch`` calls as MLflow's limits allow."""
     for k in range(0, len(logged), PARAMS_PER_BATCH):
-        c.log_batch(run_id, params=logged[k:k + PARAMS_PER_BATCH])
+        c.log_batch(run_id, params=logged[k : k + PARAMS_PER_BATCH])
     for k in range(0, len(values), METRICS_PER_BATCH):
-        c.log_batch(run_id, metrics=values[k:k + METRICS_PER_BATCH])
+        c.log_batch(run_id, metrics=values[k : k + METRICS_PER_BATCH])
 
 
-def _log_child(c, exp_id: str, parent: str, sweep_id: str, label: str, row: pd.Series, point_runs: pd.DataFrame,
-               agg_columns, existing) -> str:
+def _log_child(
+    c,
+    exp_id: str,
+    parent: str,
+    sweep_id: str,
+    label: str,
+    row: pd.Series,
+    point_runs: pd.DataFrame,
+    agg_columns,
+    existing,
+) -> str:
     logged, values = _child_content(row, point_runs, agg_columns)
-    content = hashlib.sha256(json.dumps([[(p.key, p.value) for p in logged],
-                                         [(m.key, m.value, m.timestamp, m.step) for m in values]]).encode()
-                             ).hexdigest()[:20]
+    content = hashlib.sha256(
+        json.dumps(
+            [[(p.key, p.value) for p in logged], [(m.key, m.value, m.timestamp, m.step) for m in values]]
+        ).encode()
+    ).hexdigest()[:20]
     if existing is not None and existing.data.tags.get(CONTENT_TAG) == content:
         return existing.info.run_id
-    child = existing.info.run_id if existing is not None else c.create_run(
-        exp_id, run_name=label[:250],
-        tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: row["point_id"]}).info.run_id
+    child = (
+        existing.info.run_id
+        if existing is not None
+        else c.create_run(
+            exp_id, run_name=label[:250], tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: row["point_id"]}
+        ).info.run_id
+    )
     log_batches(c, child, logged, values)
     c.log_text(child, seed_table(point_runs).to_csv(index=False), "seeds.csv")
     c.set_tag(child, CONTENT_TAG, content)
@@ -229,12 +259,17 @@ def _log_child(c, exp_id: str, parent: str, sweep_id: str, label: str, row: pd.S
 def headline(runs: pd.DataFrame) -> dict:
     """Per policy, the mean over all its ok runs of the headline metrics: ``<policy>.<metric>.mean``."""
     ok = runs[(runs["status"] == "ok") & (runs["kind"] == "sim")]
-    return {f"{policy}.{m}.mean": g[m].mean() for policy, g in ok.groupby("policy", sort=False)
-            for m in HEADLINE_METRICS if m in g and g[m].notna().any()}
+    return {
+        f"{policy}.{m}.mean": g[m].mean()
+        for policy, g in ok.groupby("policy", sort=False)
+        for m in HEADLINE_METRICS
+        if m in g and g[m].notna().any()
+    }
 
 
-def log_sweep(manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path],
-              root: Path | None = None) -> str:
+def log_sweep(
+    manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path | None = None
+) -> str:
     """Log (or re-log) a sweep recorded under ``root`` (default: the manifest's output); returns the parent
     run id."""
     from mlflow.entities import RunTag
@@ -248,35 +283,70 @@ def log_sweep(manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: 
     with _locked(root, sweep_id):
         exp_id = experiment_id(c, manifest["experiment"])
         key = parent_key(sweep_id, root)
-        parent = _parent(c, exp_id, key) or c.create_run(
-            exp_id, run_name=sweep_id, tags={SWEEP_TAG: sweep_id, KEY_TAG: key, "pdors.role": "sweep"}).info.run_id
+        parent = (
+            _parent(c, exp_id, key)
+            or c.create_run(
+                exp_id, run_name=sweep_id, tags={SWEEP_TAG: sweep_id, KEY_TAG: key, "pdors.role": "sweep"}
+            ).info.run_id
+        )
         status = runs["status"].value_counts()
         c.log_batch(
             parent,
-            metrics=metrics({"runs_total": manifest["tasks"], "runs_recorded": len(runs),
-                             **{f"runs_{s}": int(status.get(s, 0)) for s in ("ok", "failed", "lost")},
-                             **headline(runs)}, _last_finish_ms(runs)),
+            metrics=metrics(
+                {
+                    "runs_total": manifest["tasks"],
+                    "runs_recorded": len(runs),
+                    **{f"runs_{s}": int(status.get(s, 0)) for s in ("ok", "failed", "lost")},
+                    **headline(runs),
+                },
+                _last_finish_ms(runs),
+            ),
             # params are immutable in MLflow: only what the sweep id determines; where and with what as tags
-            params=params({"name": manifest["name"], "axes": manifest["axes"], "seeds": manifest["seeds"],
-                           "policies": ",".join(manifest["config"]["policies"]), "opt": manifest["config"]["opt"]}),
-            tags=[RunTag(k, redact(str(v))) for k, v in {
-                "git_commit": manifest["git_commit"], "mlflow.source.git.commit": manifest["git_commit"],
-                "config": manifest["config_path"], "output": str(root.resolve()),
-                **{f"version.{k}": v for k, v in manifest["packages"].items()}}.items()])
+            params=params(
+                {
+                    "name": manifest["name"],
+                    "axes": manifest["axes"],
+                    "seeds": manifest["seeds"],
+                    "policies": ",".join(manifest["config"]["policies"]),
+                    "opt": manifest["config"]["opt"],
+                }
+            ),
+            tags=[
+                RunTag(k, redact(str(v)))
+                for k, v in {
+                    "git_commit": manifest["git_commit"],
+                    "mlflow.source.git.commit": manifest["git_commit"],
+                    "config": manifest["config_path"],
+                    "output": str(root.resolve()),
+                    **{f"version.{k}": v for k, v in manifest["packages"].items()},
+                }.items()
+            ],
+        )
         for path in artifacts:
             c.log_artifact(parent, str(path), "plots" if path.suffix in (".png", ".pdf", ".svg") else None)
-        c.log_text(parent, agg.to_csv(index=False), "comparison.csv")   # log_table would append
+        c.log_text(parent, agg.to_csv(index=False), "comparison.csv")  # log_table would append
 
         children = {}
-        for r in _find(c, exp_id, f"tags.`{PARENT_TAG}` = '{parent}'"):   # the oldest if ever duplicated
+        for r in _find(c, exp_id, f"tags.`{PARENT_TAG}` = '{parent}'"):  # the oldest if ever duplicated
             point = r.data.tags.get(POINT_TAG)
             if point not in children or (r.info.start_time, r.info.run_id) < (
-                    children[point].info.start_time, children[point].info.run_id):
+                children[point].info.start_time,
+                children[point].info.run_id,
+            ):
                 children[point] = r
         by_point = dict(tuple(runs.groupby("point_id", sort=False)))
         for _, row in agg.iterrows():
             label = " ".join([row["policy"], *(f"{a}={row[a]}" for a in manifest["axes"] if row[a] != "-")])
-            _log_child(c, exp_id, parent, sweep_id, label, row, by_point[row["point_id"]], agg.columns,
-                       children.get(row["point_id"]))
+            _log_child(
+                c,
+                exp_id,
+                parent,
+                sweep_id,
+                label,
+                row,
+                by_point[row["point_id"]],
+                agg.columns,
+                children.get(row["point_id"]),
+            )
         c.set_terminated(parent)
     return parent

@@ -1,4 +1,5 @@
 """Fixtures shared by the tests against real services (helpers in ``realstack.py``)."""
+
 from __future__ import annotations
 
 import os
@@ -25,6 +26,13 @@ def netns():
 @pytest.fixture
 def env(tmp_path):
     """A per-test Ray token (never ~/.ray), a per-test MLflow store, MLflow outages failing fast."""
-    return {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16),
-            "RAY_USAGE_STATS_ENABLED": "0", "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db",
-            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20", "PYTHONUNBUFFERED": "1"}
+    return {
+        **os.environ,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(16),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db",
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
+        "PYTHONUNBUFFERED": "1",
+    }

@@ -5,8 +5,10 @@ address Ray or MLflow can use is loopback (Ray would otherwise rewrite 127.0.0.1
 Processes are started in their own session and stopped by session id. The fixtures ``netns`` and ``env``
 are in ``conftest.py``.
 """
+
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -31,7 +33,7 @@ def session_pids(sid: int) -> list[int]:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[3]) == sid and fields[0] != "Z":   # after "(comm)": state ppid pgrp session; zombies are dead
+        if int(fields[3]) == sid and fields[0] != "Z":  # after "(comm)": state ppid pgrp session; zombies are dead
             out.append(int(stat.parent.name))
     return out
 
@@ -48,17 +50,22 @@ def end_session(proc: subprocess.Popen, sig=signal.SIGTERM, grace: float = 20) -
     deadline = time.time() + 10
     while (left := session_pids(proc.pid)) and time.time() < deadline:
         for pid in left:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         time.sleep(0.2)
     assert not session_pids(proc.pid), "processes of the test's session survived"
 
 
 def start(netns: str, env: dict, cwd: Path, *cmd) -> subprocess.Popen:
-    return subprocess.Popen(["ip", "netns", "exec", netns, *map(str, cmd)], env=env, cwd=cwd, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        ["ip", "netns", "exec", netns, *map(str, cmd)],
+        env=env,
+        cwd=cwd,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def pdors(netns, env, cwd, *args, timeout=240) -> tuple[int, str]:
@@ -71,8 +78,14 @@ def pdors(netns, env, cwd, *args, timeout=240) -> tuple[int, str]:
 
 
 def in_netns_python(netns, env, code: str, timeout=90):
-    out = subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-c", code], env=env, text=True,
-                         capture_output=True, timeout=timeout, check=True).stdout
+    out = subprocess.run(
+        ["ip", "netns", "exec", netns, sys.executable, "-c", code],
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+        check=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -87,30 +100,46 @@ def wait_healthy(netns: str, url: str, server: subprocess.Popen, timeout: float 
 
 def wait_nodes(netns: str, env: dict, address: str, count: int) -> list[str]:
     """The addresses of the live nodes once ``count`` have joined the cluster at ``address`` (60 s at most)."""
-    return in_netns_python(netns, env, (
-        "import json, time, ray\n"
-        f"ray.init(address='{address}', logging_level='ERROR')\n"
-        "deadline = time.time() + 60\n"
-        f"while len([n for n in ray.nodes() if n['Alive']]) < {count} and time.time() < deadline: time.sleep(0.5)\n"
-        "print(json.dumps([n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']]))\n"))
+    return in_netns_python(
+        netns,
+        env,
+        (
+            "import json, time, ray\n"
+            f"ray.init(address='{address}', logging_level='ERROR')\n"
+            "deadline = time.time() + 60\n"
+            f"while len([n for n in ray.nodes() if n['Alive']]) < {count} and time.time() < deadline: time.sleep(0.5)\n"
+            "print(json.dumps([n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']]))\n"
+        ),
+    )
 
 
 def loopback_only(netns: str) -> None:
     """Assert the namespace has no interface but ``lo`` and every TCP endpoint in it is loopback or wildcard."""
     links = subprocess.run(["ip", "-n", netns, "-o", "link"], capture_output=True, text=True).stdout
     assert [line.split(":")[1].strip() for line in links.splitlines()] == ["lo"]
-    sockets = subprocess.run(["ip", "netns", "exec", netns, "ss", "-tanH"], capture_output=True,
-                             text=True).stdout.split("\n")
+    sockets = subprocess.run(
+        ["ip", "netns", "exec", netns, "ss", "-tanH"], capture_output=True, text=True
+    ).stdout.split("\n")
     endpoints = [ep.rsplit(":", 1)[0] for line in sockets if line for ep in line.split()[3:5]]
-    assert endpoints and all(ep.startswith(("127.", "[::ffff:127.", "0.0.0.0", "*", "[::1]", "[::]"))
-                             for ep in endpoints), endpoints
+    assert endpoints and all(
+        ep.startswith(("127.", "[::ffff:127.", "0.0.0.0", "*", "[::1]", "[::]")) for ep in endpoints
+    ), endpoints
 
 
 def config(tmp_path: Path, name: str, machines, seeds, policies=None, jobs=5, slots=5) -> Path:
     path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": name, "instance": {"jobs": jobs, "slots": slots}, "policies": policies or {"pdors": {}, "fifo": {}},
-        "grid": {"machines": machines}, "seeds": seeds, "mlflow": {"experiment": f"test-{name}"}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "instance": {"jobs": jobs, "slots": slots},
+                "policies": policies or {"pdors": {}, "fifo": {}},
+                "grid": {"machines": machines},
+                "seeds": seeds,
+                "mlflow": {"experiment": f"test-{name}"},
+            }
+        )
+    )
     return path
 
 

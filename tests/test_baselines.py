@@ -1,5 +1,6 @@
 """The paper's Section V baselines (FIFO, DRF, Dorm, OASiS): real simulations on small instances judged by the
 validator, plus hand-checkable examples of each policy's defining property."""
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ from pdors.config import ConfigError, parse_seeds
 from pdors.model import Cluster, Instance, Jobs
 from pdors.policies import make_policy, policy_config
 from pdors.policies.base import PlanningPolicy, SlotView
-from pdors.policies.oasis import halves, half_bounds
+from pdors.policies.oasis import half_bounds, halves
 from pdors.policies.placement import dominant_share, round_robin
 from pdors.primal_dual.prices import prices
 from pdors.run import run
@@ -40,18 +41,38 @@ def hand_instance(capacity, worker_demand, ps_demand=None, batch=None, gamma=Non
     n = len(worker_demand)
     ones = np.ones(n)
     return Instance(
-        Jobs(arrival=np.zeros(n), epochs=ones, samples=ones * 1e9, grad_mb=ones, tau=ones * 1e-4,
-             gamma=ones * 10 if gamma is None else gamma, batch=ones * 100 if batch is None else batch,
-             bw_internal=ones * 1e6, bw_external=ones * 1e5, worker_demand=worker_demand,
-             ps_demand=np.zeros((n, 4)) if ps_demand is None else ps_demand,
-             theta1=ones * 50, theta2=ones * 0.5, theta3=ones * 5, sensitivity=ones),
-        Cluster(np.atleast_2d(capacity)), slots)
+        Jobs(
+            arrival=np.zeros(n),
+            epochs=ones,
+            samples=ones * 1e9,
+            grad_mb=ones,
+            tau=ones * 1e-4,
+            gamma=ones * 10 if gamma is None else gamma,
+            batch=ones * 100 if batch is None else batch,
+            bw_internal=ones * 1e6,
+            bw_external=ones * 1e5,
+            worker_demand=worker_demand,
+            ps_demand=np.zeros((n, 4)) if ps_demand is None else ps_demand,
+            theta1=ones * 50,
+            theta2=ones * 0.5,
+            theta3=ones * 5,
+            sensitivity=ones,
+        ),
+        Cluster(np.atleast_2d(capacity)),
+        slots,
+    )
 
 
 def first_view(instance: Instance) -> SlotView:
     T, H, R = instance.slots, instance.num_machines, len(instance.cluster.resources)
-    return SlotView(0, instance, np.zeros((T, H, R)), instance.jobs.workload.copy(),
-                    np.zeros(instance.num_jobs, bool), np.full(instance.num_jobs, -1))
+    return SlotView(
+        0,
+        instance,
+        np.zeros((T, H, R)),
+        instance.jobs.workload.copy(),
+        np.zeros(instance.num_jobs, bool),
+        np.full(instance.num_jobs, -1),
+    )
 
 
 def pending(instance: Instance, completion: np.ndarray, t: int) -> np.ndarray:
@@ -61,6 +82,7 @@ def pending(instance: Instance, completion: np.ndarray, t: int) -> np.ndarray:
 
 # --- all baselines -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("policy", BASELINES)
 def test_baseline_runs_clean_and_completes_jobs(policy):
     inst = small()
@@ -69,12 +91,18 @@ def test_baseline_runs_clean_and_completes_jobs(policy):
     assert result.summary.completed >= 1 and result.summary.total_utility > 0
 
 
-@pytest.mark.parametrize("policy, params, field", [
-    ("fifo", {"workers": [0, 30]}, "workers"), ("fifo", {"workers": [9, 3]}, "workers"),
-    ("dorm", {"fairness_factor": 0.5}, "fairness_factor"), ("dorm", {"max_adjustments": -1}, "max_adjustments"),
-    ("dorm", {"node_limit": 0}, "node_limit"), ("oasis", {"workload_levels": 0}, "workload_levels"),
-    ("drf", {"bogus": 1}, "bogus"),
-])
+@pytest.mark.parametrize(
+    "policy, params, field",
+    [
+        ("fifo", {"workers": [0, 30]}, "workers"),
+        ("fifo", {"workers": [9, 3]}, "workers"),
+        ("dorm", {"fairness_factor": 0.5}, "fairness_factor"),
+        ("dorm", {"max_adjustments": -1}, "max_adjustments"),
+        ("dorm", {"node_limit": 0}, "node_limit"),
+        ("oasis", {"workload_levels": 0}, "workload_levels"),
+        ("drf", {"bogus": 1}, "bogus"),
+    ],
+)
 def test_configs_reject_bad_values_naming_the_field(policy, params, field):
     with pytest.raises(ConfigError) as err:
         policy_config(policy, params)
@@ -92,7 +120,7 @@ def test_round_robin_matches_the_task_by_task_scan():
         free = rng.integers(0, 4, size=(rng.integers(1, 7), 1)).astype(float)
         count, cursor = int(rng.integers(0, 12)), int(rng.integers(0, len(free)))
         left, want, c = free[:, 0].copy(), np.zeros(len(free), int), cursor
-        for _ in range(count):                   # the literal scan: next machine with room from the cursor
+        for _ in range(count):  # the literal scan: next machine with room from the cursor
             hosts = [h for h in np.roll(np.arange(len(free)), -c) if left[h] >= 1]
             if not hosts:
                 want = None
@@ -109,11 +137,12 @@ def test_round_robin_matches_the_task_by_task_scan():
 
 # --- FIFO ----------------------------------------------------------------------------------------------------
 
+
 def test_fifo_serves_in_arrival_order_and_never_preempts():
     inst = small(machines=4, jobs=15)
     sim, check = simulated("fifo", inst)
     w, s = sim.schedule.workers, sim.schedule.servers
-    running = w.sum(axis=2) > 0                                              # [T, I]
+    running = w.sum(axis=2) > 0  # [T, I]
     started = running.any(axis=0)
     start = np.where(started, running.argmax(axis=0), inst.slots)
     queue = np.argsort(inst.jobs.arrival, kind="stable")
@@ -124,13 +153,14 @@ def test_fifo_serves_in_arrival_order_and_never_preempts():
         end = check.completion[i] if check.completion[i] >= 0 else inst.slots - 1
         span = slice(start[i], end + 1)
         assert (w[span, i] == w[start[i], i]).all() and (s[span, i] == s[start[i], i]).all(), f"job {i} resized"
-        assert not running[end + 1:, i].any()
+        assert not running[end + 1 :, i].any()
         workers = int(w[start[i], i].sum())
         assert 1 <= workers <= min(30, inst.jobs.batch[i])
         assert s[start[i], i].sum() == -(-workers // inst.jobs.gamma[i])
 
 
 # --- DRF -----------------------------------------------------------------------------------------------------
+
 
 def test_drf_equalises_dominant_shares_on_the_ghodsi_example():
     # DRF paper (Ghodsi et al. 2011): 9 CPUs and 18 GB; A's tasks <1 CPU, 4 GB>, B's <3 CPU, 1 GB>.
@@ -147,19 +177,23 @@ def test_drf_equalises_dominant_shares_on_the_ghodsi_example():
 
 def test_drf_gives_a_capped_job_its_cap_and_splits_the_rest_evenly_with_pss_counted():
     # 10 CPUs over two machines; job 0 capped at F = 2; jobs 1-2 need a 1-CPU PS per worker (gamma 1).
-    inst = hand_instance(np.array([[0, 5, 100, 100]] * 2),
-                         np.array([[0, 1, 1, 0], [0, 1, 1, 0], [0, 1, 1, 0]]),
-                         ps_demand=np.array([[0, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0]]),
-                         batch=np.array([2, 100, 100]), gamma=np.array([10, 1, 1]))
+    inst = hand_instance(
+        np.array([[0, 5, 100, 100]] * 2),
+        np.array([[0, 1, 1, 0], [0, 1, 1, 0], [0, 1, 1, 0]]),
+        ps_demand=np.array([[0, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0]]),
+        batch=np.array([2, 100, 100]),
+        gamma=np.array([10, 1, 1]),
+    )
     policy = make_policy("drf", {}, None)
     policy.reset(inst, 0)
     out = policy.allocate(first_view(inst))
-    assert out.workers.sum(axis=1).tolist() == [2, 2, 2]      # 2 + 2*(1+1) + 2*(1+1) = 10 CPUs
+    assert out.workers.sum(axis=1).tolist() == [2, 2, 2]  # 2 + 2*(1+1) + 2*(1+1) = 10 CPUs
     assert out.servers.sum(axis=1).tolist() == [1, 2, 2]
     assert out.workers[1].tolist() != [2, 0], "round-robin should spread a job's tasks over both machines"
 
 
 # --- Dorm ----------------------------------------------------------------------------------------------------
+
 
 def dorm_changes(inst, sim, check):
     """Per slot: jobs that ran in t-1, are still pending at t and got a different placement (adjustments),
@@ -168,8 +202,11 @@ def dorm_changes(inst, sim, check):
     out = []
     for t in range(inst.slots):
         live = pending(inst, check.completion, t)
-        same = np.zeros(inst.num_jobs, bool) if t == 0 else (
-            (w[t] == w[t - 1]).all(axis=1) & (s[t] == s[t - 1]).all(axis=1))
+        same = (
+            np.zeros(inst.num_jobs, bool)
+            if t == 0
+            else ((w[t] == w[t - 1]).all(axis=1) & (s[t] == s[t - 1]).all(axis=1))
+        )
         ran = np.zeros(inst.num_jobs, bool) if t == 0 else w[t - 1].sum(axis=1) > 0
         out.append((live, ran & live & ~same, (w[t].sum(axis=1) > 0) & ~(ran & same)))
     return out
@@ -181,8 +218,9 @@ def test_dorm_respects_its_adjustment_limit_and_fairness_bound():
     sim, check = simulated("dorm", inst, {"fairness_factor": factor, "max_adjustments": limit})
     total = inst.cluster.capacity.sum(axis=0)
     jobs = inst.jobs
-    usage = (np.einsum("tih,ir->tir", sim.schedule.workers, jobs.worker_demand)
-             + np.einsum("tih,ir->tir", sim.schedule.servers, jobs.ps_demand))
+    usage = np.einsum("tih,ir->tir", sim.schedule.workers, jobs.worker_demand) + np.einsum(
+        "tih,ir->tir", sim.schedule.servers, jobs.ps_demand
+    )
     for t, (live, adjusted, set_now) in enumerate(dorm_changes(inst, sim, check)):
         assert adjusted.sum() <= limit, f"slot {t}: {adjusted.sum()} adjustments"
         shares = dominant_share(usage[t, set_now], total)
@@ -197,12 +235,15 @@ def test_dorm_constraints_bind_when_loosened():
     sim, check = simulated("dorm", inst, {"fairness_factor": 1000.0, "max_adjustments": 100})
     total = inst.cluster.capacity.sum(axis=0)
     jobs = inst.jobs
-    usage = (np.einsum("tih,ir->tir", sim.schedule.workers, jobs.worker_demand)
-             + np.einsum("tih,ir->tir", sim.schedule.servers, jobs.ps_demand))
+    usage = np.einsum("tih,ir->tir", sim.schedule.workers, jobs.worker_demand) + np.einsum(
+        "tih,ir->tir", sim.schedule.servers, jobs.ps_demand
+    )
     changes = dorm_changes(inst, sim, check)
     assert max(adjusted.sum() for _, adjusted, _ in changes) > 1
-    assert any(np.any(dominant_share(usage[t, set_now], total) > 1.5 / live.sum() + 1e-9)
-               for t, (live, _, set_now) in enumerate(changes))
+    assert any(
+        np.any(dominant_share(usage[t, set_now], total) > 1.5 / live.sum() + 1e-9)
+        for t, (live, _, set_now) in enumerate(changes)
+    )
 
 
 def test_dorm_records_node_limit_hits_and_stays_feasible():
@@ -213,6 +254,7 @@ def test_dorm_records_node_limit_hits_and_stays_feasible():
 
 
 # --- OASiS ---------------------------------------------------------------------------------------------------
+
 
 class Recorder(PlanningPolicy):
     """Wraps a planning policy and records each decision with the prices it was made at."""
@@ -251,10 +293,17 @@ def test_oasis_separates_workers_from_pss_and_admits_only_with_positive_payoff()
     bounds_s = half_bounds(inst, ps_half, jobs.ps_demand, 1e-6)
     for job, reserved, plan in admitted:
         # Recompute the payoff from the plan itself: u(t~ - a) minus the plan's resources at decision prices.
-        cost = (np.einsum("th,thr,r->", plan.workers[:, worker_half],
-                          prices(bounds_w, reserved[:, worker_half], cap[worker_half]), jobs.worker_demand[job])
-                + np.einsum("th,thr,r->", plan.servers[:, ps_half],
-                            prices(bounds_s, reserved[:, ps_half], cap[ps_half]), jobs.ps_demand[job]))
+        cost = np.einsum(
+            "th,thr,r->",
+            plan.workers[:, worker_half],
+            prices(bounds_w, reserved[:, worker_half], cap[worker_half]),
+            jobs.worker_demand[job],
+        ) + np.einsum(
+            "th,thr,r->",
+            plan.servers[:, ps_half],
+            prices(bounds_s, reserved[:, ps_half], cap[ps_half]),
+            jobs.ps_demand[job],
+        )
         payoff = float(jobs.utility_of(job, plan.completion - jobs.arrival[job])) - cost
         assert payoff > 0 and payoff == pytest.approx(plan.payoff, rel=1e-9, abs=1e-12)
 
@@ -272,6 +321,7 @@ def test_oasis_rejects_a_job_without_utility_and_admits_its_valuable_twin():
 
 # --- compare -------------------------------------------------------------------------------------------------
 
+
 def test_parse_seeds():
     assert parse_seeds("1-3,7") == [1, 2, 3, 7]
     with pytest.raises(ConfigError):
@@ -280,8 +330,24 @@ def test_parse_seeds():
 
 def test_compare_prints_a_table_and_writes_json(tmp_path, capsys):
     out = tmp_path / "cmp.json"
-    code = cli.main(["compare", "--policies", "fifo,oasis", "--machines", "4", "--jobs", "6", "--slots", "4",
-                     "--seeds", "1-2", "--json", str(out), "--retime"])
+    code = cli.main(
+        [
+            "compare",
+            "--policies",
+            "fifo,oasis",
+            "--machines",
+            "4",
+            "--jobs",
+            "6",
+            "--slots",
+            "4",
+            "--seeds",
+            "1-2",
+            "--json",
+            str(out),
+            "--retime",
+        ]
+    )
     assert code == 0
     table = capsys.readouterr().out
     assert "| fifo | 2 |" in table and "| oasis | 2 |" in table

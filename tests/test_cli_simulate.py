@@ -1,4 +1,5 @@
 """`pdors simulate` as a user runs it: the issue's command, in fresh processes."""
+
 import json
 import subprocess
 import sys
@@ -10,8 +11,25 @@ TIMING = ("wall_s", "decision_latency_ms")
 
 def _simulate(tmp_path, name, *extra, jobs=50, slots=20):
     out = tmp_path / f"{name}.json"
-    cmd = [sys.executable, "-m", "pdors_cli.main", "simulate", "--policy", "pdors", "--machines", "30", "--jobs", str(jobs),
-           "--slots", str(slots), "--seed", "1", "--json", str(out), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pdors_cli.main",
+        "simulate",
+        "--policy",
+        "pdors",
+        "--machines",
+        "30",
+        "--jobs",
+        str(jobs),
+        "--slots",
+        str(slots),
+        "--seed",
+        "1",
+        "--json",
+        str(out),
+        *extra,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr + done.stdout
     return json.loads(out.read_text()), done.stdout
@@ -24,8 +42,17 @@ def test_issue_command_validates_and_is_deterministic(tmp_path):
     per_job = sum(j["utility"] for j in first["jobs"] if j["completion"] is not None)
     assert first["total_utility"] == pytest.approx(per_job, rel=1e-12)
     assert all(j["utility"] == 0 for j in first["jobs"] if j["completion"] is None)
-    for key in ("policy", "seed", "machines", "num_jobs", "slots", "rejected", "median_training_time",
-                "utilisation", "policy_stats"):
+    for key in (
+        "policy",
+        "seed",
+        "machines",
+        "num_jobs",
+        "slots",
+        "rejected",
+        "median_training_time",
+        "utilisation",
+        "policy_stats",
+    ):
         assert key in first
     assert set(first["utilisation"]) == {"gpu", "cpu", "mem", "storage"}
     assert "total utility" in stdout
@@ -48,14 +75,18 @@ def test_default_workload_is_in_the_paper_s_fig9_regime(tmp_path):
 def test_bad_config_is_a_one_line_error(tmp_path):
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("policies:\n  pdors:\n    rounding:\n      delta: 2.0\n")
-    done = subprocess.run([sys.executable, "-m", "pdors_cli.main", "simulate", "--config", str(cfg)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "pdors_cli.main", "simulate", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert "params.rounding.delta" in done.stderr and "(0, 1]" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("policy", ["pdors", "pollux"])   # a planner, and a slot policy that pays restarts
+@pytest.mark.parametrize("policy", ["pdors", "pollux"])  # a planner, and a slot policy that pays restarts
 def test_schedule_export_is_revalidated_from_the_parquet_file(tmp_path, policy):
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -67,9 +98,31 @@ def test_schedule_export_is_revalidated_from_the_parquet_file(tmp_path, policy):
 
     path = tmp_path / "schedule.parquet"
     out = tmp_path / "run.json"
-    done = subprocess.run([sys.executable, "-m", "pdors_cli.main", "simulate", "--policy", policy, "--machines", "20",
-                           "--jobs", "20", "--slots", "12", "--seed", "2", "--json", str(out), "--schedule",
-                           str(path)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pdors_cli.main",
+            "simulate",
+            "--policy",
+            policy,
+            "--machines",
+            "20",
+            "--jobs",
+            "20",
+            "--slots",
+            "12",
+            "--seed",
+            "2",
+            "--json",
+            str(out),
+            "--schedule",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0 and "schedule written to" in done.stdout, done.stderr + done.stdout
     summary = json.loads(out.read_text())
     table = pq.read_table(path)
@@ -87,7 +140,24 @@ def test_highs_solves_print_nothing():
     """Dorm's MILP and PD-ORS's slot LPs run HiGHS in the command's own process: its banner must not reach the
     terminal (a HiGHS wrapper constructed with output on prints it before any option can be set)."""
     for policy in ("dorm", "pdors"):
-        done = subprocess.run([sys.executable, "-m", "pdors_cli.main", "simulate", "--policy", policy, "--machines",
-                               "6", "--jobs", "8", "--slots", "6"], capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pdors_cli.main",
+                "simulate",
+                "--policy",
+                policy,
+                "--machines",
+                "6",
+                "--jobs",
+                "8",
+                "--slots",
+                "6",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr + done.stdout
         assert "HiGHS" not in done.stdout + done.stderr and done.stdout.startswith(f"{policy}: H=6")

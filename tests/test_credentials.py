@@ -1,4 +1,5 @@
 """Credentials in a tracking URI: masked in every message and file, sent as MLflow's client sends them."""
+
 from __future__ import annotations
 
 import base64
@@ -15,13 +16,18 @@ from pipeline import tracking
 from pipeline.credentials import redact, split_auth
 
 SECRET = "S3cr3t-pw"
-DEAD_URI = f"http://user:{SECRET}@127.0.0.1:9"   # port 9 (discard): nothing listens
+DEAD_URI = f"http://user:{SECRET}@127.0.0.1:9"  # port 9 (discard): nothing listens
 
 
-@pytest.mark.parametrize("text", [
-    f"http://user:{SECRET}@127.0.0.1:9/api", f"postgresql://mlflow:{SECRET}@db:5432/x",
-    f"see https://u:{SECRET}@host and s3://k:{SECRET}@bucket/p", f"http://u:a@b{SECRET}@h/x",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"http://user:{SECRET}@127.0.0.1:9/api",
+        f"postgresql://mlflow:{SECRET}@db:5432/x",
+        f"see https://u:{SECRET}@host and s3://k:{SECRET}@bucket/p",
+        f"http://u:a@b{SECRET}@h/x",
+    ],
+)
 def test_redact_masks_userinfo_and_keeps_the_rest(text):
     masked = redact(text)
     assert SECRET not in masked and "***@" in masked
@@ -31,7 +37,7 @@ def test_redact_masks_userinfo_and_keeps_the_rest(text):
 class _Health(BaseHTTPRequestHandler):
     expected = "Basic " + base64.b64encode(f"user:{SECRET}".encode()).decode()
 
-    def do_GET(self):  # noqa: N802 (http.server's name)
+    def do_GET(self):
         ok = self.path == "/health" and self.headers.get("Authorization") == self.expected
         self.send_response(200 if ok else 401)
         self.end_headers()
@@ -46,7 +52,7 @@ def test_reachability_sends_basic_auth_from_the_uri_and_never_shows_it():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     try:
-        tracking.check_reachable(f"http://user:{SECRET}@127.0.0.1:{port}")   # accepted, as MLflow accepts it
+        tracking.check_reachable(f"http://user:{SECRET}@127.0.0.1:{port}")  # accepted, as MLflow accepts it
         with pytest.raises(ConnectionError) as wrong:
             tracking.check_reachable(f"http://user:wrong-{SECRET}@127.0.0.1:{port}")
         assert "401" in str(wrong.value) and SECRET not in str(wrong.value)
@@ -62,13 +68,22 @@ def test_no_command_prints_or_writes_the_password(tmp_path):
     """sweep run, sweep log and nightly with a dead server behind a URI with a password."""
     env = {**os.environ, "MLFLOW_TRACKING_URI": DEAD_URI, "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}
     cfg = tmp_path / "secret.yaml"
-    cfg.write_text(yaml.safe_dump({"name": "secret", "instance": {"jobs": 3, "slots": 3, "machines": 3},
-                                   "policies": {"fifo": {}}, "seeds": [1]}))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "name": "secret",
+                "instance": {"jobs": 3, "slots": 3, "machines": 3},
+                "policies": {"fifo": {}},
+                "seeds": [1],
+            }
+        )
+    )
     out = tmp_path / "out"
 
     def pdors(*args) -> str:
-        done = subprocess.run([BIN / "pdors", *map(str, args)], env=env, cwd=tmp_path, capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            [BIN / "pdors", *map(str, args)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
         return done.stdout + done.stderr
 
     ran = pdors("sweep", "run", cfg, "--out", out, "--in-process")

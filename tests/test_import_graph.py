@@ -1,12 +1,13 @@
 """The layers: pdors (library) <- offline_opt <- pipeline <- pdors_cli. No import cycle between the project's
 modules, and no lower layer imports a higher one; function-local imports count."""
+
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("pdors", "offline_opt", "pipeline", "pdors_cli")   # lowest first
+LAYERS = ("pdors", "offline_opt", "pipeline", "pdors_cli")  # lowest first
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -30,7 +31,7 @@ def imports_of(path: Path, root: Path, modules: set[str]) -> set[str]:
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
         else:
             continue
-        for target in targets:   # the deepest project module the name refers to
+        for target in targets:  # the deepest project module the name refers to
             while target and target not in modules:
                 target = target.rpartition(".")[0]
             if target and target != name:
@@ -46,7 +47,7 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One cycle as a list of modules (first == last), or None."""
-    state: dict[str, int] = {}   # 1 on the stack, 2 done
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
     stack: list[str] = []
 
     def visit(m: str) -> list[str] | None:
@@ -54,7 +55,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(m)
         for n in sorted(graph.get(m, ())):
             if state.get(n) == 1:
-                return stack[stack.index(n):] + [n]
+                return [*stack[stack.index(n) :], n]
             if n not in state and (cycle := visit(n)):
                 return cycle
         stack.pop()
@@ -69,13 +70,14 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     rank = {layer: k for k, layer in enumerate(LAYERS)}
-    return sorted(f"{m} -> {n}" for m, deps in graph.items() for n in deps
-                  if rank[n.split(".")[0]] > rank[m.split(".")[0]])
+    return sorted(
+        f"{m} -> {n}" for m, deps in graph.items() for n in deps if rank[n.split(".")[0]] > rank[m.split(".")[0]]
+    )
 
 
 def test_the_project_has_no_import_cycle_and_no_upward_import():
     graph = import_graph()
-    assert len(graph) > 50 and "pipeline.storage" in graph["pipeline.sweep"]   # the walk sees the project
+    assert len(graph) > 50 and "pipeline.storage" in graph["pipeline.sweep"]  # the walk sees the project
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
     assert upward_imports(graph) == []
 

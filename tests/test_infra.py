@@ -7,6 +7,7 @@ available offline: the RayJob's pod templates are checked as Kubernetes PodTempl
 the manifest relies on are checked by name); the CI workflow against the GitHub-workflow schema vendored by
 ``check-jsonschema``; the shell scripts with shellcheck; the systemd units with ``systemd-analyze verify``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -19,19 +20,33 @@ import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import yaml
+from realstack import (
+    BIN,
+    ROOT,
+    config,
+    end_session,
+    in_netns_python,
+    loopback_only,
+    pdors,
+    runs_of,
+    start,
+    sweep_id,
+    wait_healthy,
+    wait_nodes,
+)
+
 from pipeline import storage
-from realstack import (BIN, ROOT, config, end_session, in_netns_python, loopback_only, pdors, runs_of, start,
-                       sweep_id, wait_healthy, wait_nodes)
 
 INFRA = ROOT / "infra"
 LAUNCHER_CONFIGS = sorted((INFRA / "ray").glob("*.yaml"))
 MANIFESTS = sorted((INFRA / "k8s").glob("*.yaml"))
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
 K8S_VERSION = "1.33"
-IMAGE_ROOT = "/opt/pdors"   # WORKDIR of infra/Dockerfile: the repository's layout inside the image
+IMAGE_ROOT = "/opt/pdors"  # WORKDIR of infra/Dockerfile: the repository's layout inside the image
 
 
 def docs(path: Path) -> list[dict]:
@@ -44,6 +59,7 @@ def all_docs() -> list[dict]:
 
 # ---- Ray cluster launcher -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", LAUNCHER_CONFIGS, ids=lambda p: p.name)
 def test_launcher_config_passes_rays_schema_and_starts_nodes_with_the_project_script(path):
     import jsonschema
@@ -52,14 +68,14 @@ def test_launcher_config_passes_rays_schema_and_starts_nodes_with_the_project_sc
 
     raw = yaml.safe_load(path.read_text())
     schema = json.loads((Path(ray.autoscaler.__file__).parent / "ray-schema.json").read_text())
-    prepared = prepare_config(copy.deepcopy(raw))   # what `ray up` does before touching any host ...
+    prepared = prepare_config(copy.deepcopy(raw))  # what `ray up` does before touching any host ...
     jsonschema.validate(prepared, schema)
-    validate_config(prepared)                        # ... and then this (the schema and cross-field rules)
+    validate_config(prepared)  # ... and then this (the schema and cross-field rules)
     assert any("infra/ray-node.sh head" in c for c in raw["head_start_ray_commands"])
     assert any("infra/ray-node.sh worker $RAY_HEAD_IP:6379" in c for c in raw["worker_start_ray_commands"])
     assert any("make -C ~/pdors setup" in c for c in raw["setup_commands"])
     assert raw["file_mounts"]["~/pdors"] == "." and "~/.ray/auth_token" in raw["file_mounts"]
-    broken = {**prepared, "head_start_ray_commandz": raw["head_start_ray_commands"]}   # a typo must not pass
+    broken = {**prepared, "head_start_ray_commandz": raw["head_start_ray_commands"]}  # a typo must not pass
     with pytest.raises(jsonschema.ValidationError, match="head_start_ray_commandz"):
         jsonschema.validate(broken, schema)
 
@@ -69,6 +85,7 @@ def test_launcher_configs_cover_a_cloud_and_an_on_premise_provider():
 
 
 # ---- Kubernetes -----------------------------------------------------------------------------------------
+
 
 def test_builtin_kubernetes_objects_pass_the_openapi_schema():
     kv = pytest.importorskip("kubernetes_validate", reason="pip install kubernetes-validate (offline k8s schemas)")
@@ -89,17 +106,29 @@ def test_rayjob_runs_a_sweep_on_pods_that_pass_the_pod_template_schema():
     assert job["apiVersion"] == "ray.io/v1"
     spec = job["spec"]
     assert spec["entrypoint"].startswith("pdors sweep run ") and "--resume" in spec["entrypoint"]
-    assert set(spec) <= {"entrypoint", "runtimeEnvYAML", "shutdownAfterJobFinishes", "ttlSecondsAfterFinished",
-                         "activeDeadlineSeconds", "rayClusterSpec", "submitterPodTemplate", "backoffLimit"}
+    assert set(spec) <= {
+        "entrypoint",
+        "runtimeEnvYAML",
+        "shutdownAfterJobFinishes",
+        "ttlSecondsAfterFinished",
+        "activeDeadlineSeconds",
+        "rayClusterSpec",
+        "submitterPodTemplate",
+        "backoffLimit",
+    }
     cluster = spec["rayClusterSpec"]
-    assert cluster["authOptions"] == {"mode": "token"}      # KubeRay >= 1.5.1 shares one token with every pod
+    assert cluster["authOptions"] == {"mode": "token"}  # KubeRay >= 1.5.1 shares one token with every pod
     import ray
-    assert cluster["rayVersion"] == ray.__version__         # the image's Ray is the venv's
+
+    assert cluster["rayVersion"] == ray.__version__  # the image's Ray is the venv's
     groups = [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]
     for group in groups:
         assert isinstance(group["rayStartParams"], dict)
-        kv.validate({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "ray"},
-                     "template": group["template"]}, K8S_VERSION, strict=True)
+        kv.validate(
+            {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "ray"}, "template": group["template"]},
+            K8S_VERSION,
+            strict=True,
+        )
     for worker in cluster["workerGroupSpecs"]:
         assert worker["minReplicas"] <= worker["replicas"] <= worker["maxReplicas"] and worker["groupName"]
     env = yaml.safe_load(spec["runtimeEnvYAML"])["env_vars"]
@@ -108,8 +137,10 @@ def test_rayjob_runs_a_sweep_on_pods_that_pass_the_pod_template_schema():
 
 def mlflow_service_uri() -> str:
     service = next(d for d in all_docs() if d["kind"] == "Service" and d["metadata"]["name"] == "mlflow")
-    return f"http://{service['metadata']['name']}.{service['metadata']['namespace']}.svc:" \
-           f"{service['spec']['ports'][0]['port']}"
+    return (
+        f"http://{service['metadata']['name']}.{service['metadata']['namespace']}.svc:"
+        f"{service['spec']['ports'][0]['port']}"
+    )
 
 
 def test_manifests_agree_on_names_images_and_paths():
@@ -125,12 +156,13 @@ def test_manifests_agree_on_names_images_and_paths():
             if "persistentVolumeClaim" in volume:
                 assert volume["persistentVolumeClaim"]["claimName"] in claims
     images = {c["image"] for pod in pods for c in pod["containers"]}
-    assert len(images) == 1                                   # one image, built from infra/Dockerfile
+    assert len(images) == 1  # one image, built from infra/Dockerfile
     cron = next(d for d in objects if d["kind"] == "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     command = cron["containers"][0]["command"]
-    assert command[0].startswith(IMAGE_ROOT + "/") and os.access(ROOT / command[0][len(IMAGE_ROOT) + 1:], os.X_OK)
-    assert {e["name"]: e.get("value") for e in cron["containers"][0]["env"]}["MLFLOW_TRACKING_URI"] == \
-        mlflow_service_uri()
+    assert command[0].startswith(IMAGE_ROOT + "/") and os.access(ROOT / command[0][len(IMAGE_ROOT) + 1 :], os.X_OK)
+    assert {e["name"]: e.get("value") for e in cron["containers"][0]["env"]}[
+        "MLFLOW_TRACKING_URI"
+    ] == mlflow_service_uri()
 
 
 def test_dockerfile_copies_what_exists_and_lays_out_the_repository_under_opt_pdors():
@@ -148,21 +180,23 @@ def test_dockerfile_copies_what_exists_and_lays_out_the_repository_under_opt_pdo
 
 # ---- schedules, CI, scripts ---------------------------------------------------------------------------
 
+
 def test_ci_workflow_passes_the_github_workflow_schema_and_runs_the_nightly_script():
     exe = shutil.which("check-jsonschema", path=str(BIN))
     if exe is None:
         pytest.skip("pip install check-jsonschema (vendors the GitHub workflow schema)")
-    ok = subprocess.run([exe, "--builtin-schema", "vendor.github-workflows", WORKFLOW], capture_output=True,
-                        text=True)
+    ok = subprocess.run([exe, "--builtin-schema", "vendor.github-workflows", WORKFLOW], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     flow = yaml.safe_load(WORKFLOW.read_text())
-    assert flow[True]["schedule"][0]["cron"] == "30 2 * * *"   # YAML 1.1 reads the key `on` as True
+    assert flow[True]["schedule"][0]["cron"] == "30 2 * * *"  # YAML 1.1 reads the key `on` as True
     assert any("infra/nightly.sh" in s.get("run", "") for s in flow["jobs"]["nightly"]["steps"])
     with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
         f.write(WORKFLOW.read_text().replace("runs-on:", "runs_on:"))
         f.flush()
-        assert subprocess.run([exe, "--builtin-schema", "vendor.github-workflows", f.name],
-                              capture_output=True).returncode != 0
+        assert (
+            subprocess.run([exe, "--builtin-schema", "vendor.github-workflows", f.name], capture_output=True).returncode
+            != 0
+        )
 
 
 def test_shell_scripts_pass_shellcheck():
@@ -179,12 +213,12 @@ def test_shell_scripts_pass_shellcheck():
 def test_systemd_units_verify(tmp_path):
     if shutil.which("systemd-analyze") is None:
         pytest.skip("needs systemd-analyze")
-    for unit in (INFRA / "systemd").iterdir():   # the units name /opt/pdors: point them at this checkout
+    for unit in (INFRA / "systemd").iterdir():  # the units name /opt/pdors: point them at this checkout
         (tmp_path / unit.name).write_text(unit.read_text().replace(IMAGE_ROOT, str(ROOT)))
     units = sorted(str(p) for p in tmp_path.iterdir())
     result = subprocess.run(["systemd-analyze", "verify", *units], capture_output=True, text=True)
     assert result.returncode == 0 and "pdors-nightly" not in result.stderr, result.stderr
-    timer = (tmp_path / "pdors-nightly.timer")
+    timer = tmp_path / "pdors-nightly.timer"
     timer.write_text(timer.read_text().replace("02:30:00", "25:30:00"))
     assert subprocess.run(["systemd-analyze", "verify", *units], capture_output=True).returncode != 0
 
@@ -206,11 +240,14 @@ def cron_field_ok(text: str, low: int, high: int) -> bool:
 
 
 def test_cron_entry_is_a_valid_cron_d_line_running_the_nightly_script():
-    lines = [ln for ln in (INFRA / "cron" / "pdors-nightly").read_text().splitlines()
-             if ln.strip() and not ln.startswith("#") and "=" not in ln.split()[0]]
+    lines = [
+        ln
+        for ln in (INFRA / "cron" / "pdors-nightly").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#") and "=" not in ln.split()[0]
+    ]
     assert len(lines) == 1
     fields = lines[0].split(None, 6)
-    assert all(cron_field_ok(f, *r) for f, r in zip(fields[:5], CRON_RANGES))
+    assert all(cron_field_ok(f, *r) for f, r in zip(fields[:5], CRON_RANGES, strict=True))
     assert fields[5] == "pdors" and f"{IMAGE_ROOT}/infra/nightly.sh" in fields[6] and "%" not in fields[6]
     assert not cron_field_ok("61", *CRON_RANGES[0]) and not cron_field_ok("*/0", *CRON_RANGES[0])
     assert subprocess.run(["bash", "-n", "-c", fields[6]]).returncode == 0
@@ -219,8 +256,9 @@ def test_cron_entry_is_a_valid_cron_d_line_running_the_nightly_script():
 def test_ray_node_script_refuses_a_worker_without_the_cluster_token(tmp_path):
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(tmp_path / "missing")}
     env.pop("RAY_AUTH_TOKEN", None)
-    result = subprocess.run([INFRA / "ray-node.sh", "worker", "127.0.0.1:6399"], env=env, capture_output=True,
-                            text=True, timeout=30)
+    result = subprocess.run(
+        [INFRA / "ray-node.sh", "worker", "127.0.0.1:6399"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 2 and "no token" in result.stderr
     result = subprocess.run([INFRA / "ray-node.sh", "sideways"], capture_output=True, text=True, timeout=30)
     assert result.returncode == 2 and "usage" in result.stderr
@@ -230,19 +268,20 @@ def test_mlflow_script_says_which_package_a_postgres_or_s3_store_needs(tmp_path)
     probe = subprocess.run([BIN / "python", "-c", "import psycopg2"], capture_output=True)
     if probe.returncode == 0:
         pytest.skip("psycopg2 is installed here: the missing-driver message cannot be seen")
-    uri = tmp_path / "backend-uri"   # the URI from a file: its password never on a command line, nor shown
+    uri = tmp_path / "backend-uri"  # the URI from a file: its password never on a command line, nor shown
     uri.write_text("postgresql://mlflow:S3cr3t@127.0.0.1:1/mlflow\n")
     env = {**os.environ, "MLFLOW_BACKEND_STORE_URI_FILE": str(uri)}
-    result = subprocess.run([INFRA / "mlflow-local.sh", "5999", tmp_path / "srv"], env=env, capture_output=True,
-                            text=True, timeout=30)
+    result = subprocess.run(
+        [INFRA / "mlflow-local.sh", "5999", tmp_path / "srv"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 2 and "pip install psycopg2-binary" in result.stderr
     assert "postgresql://***@127.0.0.1:1/mlflow" in result.stderr and "S3cr3t" not in result.stderr
 
 
 class _Hook(BaseHTTPRequestHandler):
-    received: list = []
+    received: ClassVar[list] = []
 
-    def do_POST(self):  # noqa: N802 (http.server's name)
+    def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         self.received.append((self.headers["Content-Type"], json.loads(body)))
         self.send_response(200)
@@ -257,8 +296,12 @@ def test_nightly_script_fails_and_alerts_when_pdors_falls_below_its_record(tmp_p
     """A pinned set of one instance (seed 6, OPT in seconds) whose record says PD-ORS earned 5% more: a genuine
     regression to the check."""
     record = tmp_path / "record.json"
-    made = subprocess.run([BIN / "pdors", "nightly", "--record", "--seed", "6", "--pinned", "1", "--record-file",
-                           record], capture_output=True, text=True, timeout=300)
+    made = subprocess.run(
+        [BIN / "pdors", "nightly", "--record", "--seed", "6", "--pinned", "1", "--record-file", record],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert made.returncode == 0, made.stdout + made.stderr
     rec = json.loads(record.read_text())
     rec["instances"][0]["utilities"]["pdors"] *= 1.05
@@ -269,8 +312,13 @@ def test_nightly_script_fails_and_alerts_when_pdors_falls_below_its_record(tmp_p
     thread.start()
     try:
         env = {**os.environ, "PDORS_ALERT_WEBHOOK": f"http://127.0.0.1:{server.server_port}/hook"}
-        result = subprocess.run([INFRA / "nightly.sh", "--record-file", record, "--fresh", "0", "--no-mlflow",
-                                 "--out", tmp_path / "out"], env=env, capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            [INFRA / "nightly.sh", "--record-file", record, "--fresh", "0", "--no-mlflow", "--out", tmp_path / "out"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         server.shutdown()
     assert result.returncode == 1, result.stdout + result.stderr
@@ -282,12 +330,18 @@ def test_nightly_script_fails_and_alerts_when_pdors_falls_below_its_record(tmp_p
 
 # ---- a real cluster and MLflow server from the project's scripts ----------------------------------------
 
+
 @pytest.mark.slow
 def test_sweep_and_nightly_on_a_two_node_cluster_and_mlflow_server_from_infra_scripts(netns, env, tmp_path):
     ray_port, mlflow_port = 6391, 5057
-    temp = tempfile.mkdtemp(prefix="pdray", dir="/tmp")   # short: it holds unix sockets; never the shared /tmp/ray
-    env = {**env, "RAY_NODE_IP": "127.0.0.1", "RAY_PORT": str(ray_port), "RAY_TEMP_DIR": temp,
-           "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{mlflow_port}"}
+    temp = tempfile.mkdtemp(prefix="pdray", dir="/tmp")  # short: it holds unix sockets; never the shared /tmp/ray
+    env = {
+        **env,
+        "RAY_NODE_IP": "127.0.0.1",
+        "RAY_PORT": str(ray_port),
+        "RAY_TEMP_DIR": temp,
+        "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{mlflow_port}",
+    }
     node_args = ["--block", "--num-cpus=1"]
     head = start(netns, env, tmp_path, INFRA / "ray-node.sh", "head", "--include-dashboard=false", *node_args)
     worker = start(netns, env, tmp_path, INFRA / "ray-node.sh", "worker", f"127.0.0.1:{ray_port}", *node_args)
@@ -299,8 +353,18 @@ def test_sweep_and_nightly_on_a_two_node_cluster_and_mlflow_server_from_infra_sc
         # runs of about 2 s each: the head's worker, once leased, takes queued tasks one after another, so
         # sub-second runs can all finish there before the other node's first worker process has started
         cfg = config(tmp_path, "infra", [20, 30], [1, 2, 3, 4], {"pdors": {}}, jobs=150, slots=30)
-        rc, log = pdors(netns, env, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "out",
-                        "--ray-address", f"127.0.0.1:{ray_port}")
+        rc, log = pdors(
+            netns,
+            env,
+            tmp_path,
+            "sweep",
+            "run",
+            cfg,
+            "--out",
+            tmp_path / "out",
+            "--ray-address",
+            f"127.0.0.1:{ray_port}",
+        )
         assert rc == 0, log
         assert f"Ray: 127.0.0.1:{ray_port}, 2 node(s), 2 CPU(s)" in log and "with 2 child runs" in log
         sid = sweep_id(log)
@@ -309,26 +373,44 @@ def test_sweep_and_nightly_on_a_two_node_cluster_and_mlflow_server_from_infra_sc
         assert set(storage.Store(tmp_path / "out", sid).read().to_pandas()["run_id"]) == set(runs["run_id"])
         assert runs["node_id"].nunique() == 2 and set(runs["node_ip"]) == {"127.0.0.1"}
 
-        rc, log = pdors(netns, env, tmp_path, "nightly", "--fresh", "1", "--seed", "6", "--record-file",
-                        ROOT / "configs" / "nightly_record.json", "--out", tmp_path / "nightly", timeout=900)
+        rc, log = pdors(
+            netns,
+            env,
+            tmp_path,
+            "nightly",
+            "--fresh",
+            "1",
+            "--seed",
+            "6",
+            "--record-file",
+            ROOT / "configs" / "nightly_record.json",
+            "--out",
+            tmp_path / "nightly",
+            timeout=900,
+        )
         assert rc == 0 and "**PASS**" in log and f"MLflow: http://127.0.0.1:{mlflow_port}" in log, log
 
-        found = in_netns_python(netns, env, (
-            "import json\nfrom mlflow.tracking import MlflowClient\nc = MlflowClient()\n"
-            "sweep = c.get_experiment_by_name('test-infra')\nruns = c.search_runs([sweep.experiment_id])\n"
-            "parent = [r for r in runs if r.data.tags.get('pdors.role') == 'sweep']\n"
-            "kids = [r for r in runs if r.data.tags.get('mlflow.parentRunId') == parent[0].info.run_id]\n"
-            "night = c.search_runs([c.get_experiment_by_name('nightly-competitive-ratio').experiment_id])\n"
-            "print(json.dumps({'parent': [p.data.tags['pdors.sweep_id'] for p in parent], 'kids': len(kids),\n"
-            "  'sweep_artifacts': sorted(a.path for a in c.list_artifacts(parent[0].info.run_id)),\n"
-            "  'nightly': [[r.data.tags['result'], r.data.tags['solver_statuses']] for r in night],\n"
-            "  'nightly_artifacts': sorted(a.path for a in c.list_artifacts(night[0].info.run_id))}))\n"))
+        found = in_netns_python(
+            netns,
+            env,
+            (
+                "import json\nfrom mlflow.tracking import MlflowClient\nc = MlflowClient()\n"
+                "sweep = c.get_experiment_by_name('test-infra')\nruns = c.search_runs([sweep.experiment_id])\n"
+                "parent = [r for r in runs if r.data.tags.get('pdors.role') == 'sweep']\n"
+                "kids = [r for r in runs if r.data.tags.get('mlflow.parentRunId') == parent[0].info.run_id]\n"
+                "night = c.search_runs([c.get_experiment_by_name('nightly-competitive-ratio').experiment_id])\n"
+                "print(json.dumps({'parent': [p.data.tags['pdors.sweep_id'] for p in parent], 'kids': len(kids),\n"
+                "  'sweep_artifacts': sorted(a.path for a in c.list_artifacts(parent[0].info.run_id)),\n"
+                "  'nightly': [[r.data.tags['result'], r.data.tags['solver_statuses']] for r in night],\n"
+                "  'nightly_artifacts': sorted(a.path for a in c.list_artifacts(night[0].info.run_id))}))\n"
+            ),
+        )
         assert found["parent"] == [sid] and found["kids"] == 2
         assert {"config.yaml", "summary.csv", "plots"} <= set(found["sweep_artifacts"])
         assert found["nightly"] == [["pass", "6:optimal"]]
         assert {"report.json", "summary.md", "ratios.png"} <= set(found["nightly_artifacts"])
         stored = {p.name for p in (tmp_path / "mlflow-server" / "artifacts").rglob("*") if p.is_file()}
-        assert {"summary.csv", "ratios.png", "report.json"} <= stored   # proxied to the server's artifact store
+        assert {"summary.csv", "ratios.png", "report.json"} <= stored  # proxied to the server's artifact store
         loopback_only(netns)
     finally:
         end_session(worker)
@@ -343,22 +425,42 @@ def test_kubernetes_mlflow_container_args_start_a_server_that_answers_in_cluster
     SQLite and a directory) start the installed MLflow; the Service's DNS names pass its host check, others do not."""
     pod = next(d for d in all_docs() if d["kind"] == "Deployment")["spec"]["template"]["spec"]
     container = pod["containers"][0]
-    stores = {"MLFLOW_BACKEND_STORE_URI": f"sqlite:///{tmp_path}/mlflow.db",
-              "MLFLOW_ARTIFACTS_DESTINATION": str(tmp_path / "artifacts")}
+    stores = {
+        "MLFLOW_BACKEND_STORE_URI": f"sqlite:///{tmp_path}/mlflow.db",
+        "MLFLOW_ARTIFACTS_DESTINATION": str(tmp_path / "artifacts"),
+    }
     args = container["args"]
-    assert not [a for a in args if "$(" in a or "store-uri" in a]   # stores from the secret's env, not argv
+    assert not [a for a in args if "$(" in a or "store-uri" in a]  # stores from the secret's env, not argv
     port = int(next(a for a in args if a.startswith("--port=")).split("=")[1])
-    server = start(netns, {**env, **stores}, tmp_path, BIN / container["command"][0], *container["command"][1:],
-                   *args)
-    try:   # --host=0.0.0.0 in a namespace whose only interface is lo
+    server = start(netns, {**env, **stores}, tmp_path, BIN / container["command"][0], *container["command"][1:], *args)
+    try:  # --host=0.0.0.0 in a namespace whose only interface is lo
         wait_healthy(netns, f"http://127.0.0.1:{port}/health", server)
         codes = {}
         for host in ("mlflow.pdors.svc:5000", "mlflow:5000", "localhost:5000", "attacker.example.com"):
             codes[host] = subprocess.run(
-                ["ip", "netns", "exec", netns, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H",
-                 f"Host: {host}", f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/search?max_results=1"],
-                capture_output=True, text=True).stdout
-        assert codes == {"mlflow.pdors.svc:5000": "200", "mlflow:5000": "200", "localhost:5000": "200",
-                         "attacker.example.com": "403"}
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    netns,
+                    "curl",
+                    "-s",
+                    "-o",
+                    "/dev/null",
+                    "-w",
+                    "%{http_code}",
+                    "-H",
+                    f"Host: {host}",
+                    f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/search?max_results=1",
+                ],
+                capture_output=True,
+                text=True,
+            ).stdout
+        assert codes == {
+            "mlflow.pdors.svc:5000": "200",
+            "mlflow:5000": "200",
+            "localhost:5000": "200",
+            "attacker.example.com": "403",
+        }
     finally:
         end_session(server)

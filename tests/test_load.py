@@ -1,11 +1,14 @@
 """Offered load and the fluid completion bound (pdors/load.py, docs/MODEL.md "Load"): a hand-worked instance,
 and the bound against every policy and the proven offline optimum on random small instances."""
+
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tiny import tiny_instance
 
 from offline_opt import solve
 from offline_opt.profile import tiny_profile
@@ -14,7 +17,6 @@ from pdors.model import INSENSITIVE
 from pdors.policies import POLICIES
 from pdors.run import run
 from pdors.workload import generate
-from tiny import tiny_instance
 
 # Every job: g = 1 MB, gamma = 1, F = 2, b^(i) = 4, b^(e) = 1, one cpu per worker and per PS. Slots per sample
 # (eqs. 1-2): compute tau = 0.5; internal 0.5 + 2*1*1/(4*2) = 0.75; external 0.5 + 2*1*1/(1*2) = 1.5.
@@ -22,13 +24,24 @@ from tiny import tiny_instance
 # (gpu 1, cpu 4, mem 10, storage 10): cpu 8 per slot, 24 across the horizon; mem 20 per slot, 60 across it.
 # Job 0 also needs 8 GB of memory per worker (its PS none). Utilities are flat (theta2 = 0): OPT maximises the
 # number of completed jobs.
-COMMON = dict(epochs=1, grad_mb=1.0, tau=0.5, gamma=1, batch=2, bw_internal=4.0, bw_external=1.0, theta2=0.0,
-              sensitivity=INSENSITIVE)
-HAND = [dict(arrival=0, samples=4, worker_demand=(0, 1, 8, 0)),
-        dict(arrival=2, samples=2),
-        dict(arrival=2, samples=3),
-        dict(arrival=1, samples=5),
-        dict(arrival=0, samples=8)]
+COMMON = dict(
+    epochs=1,
+    grad_mb=1.0,
+    tau=0.5,
+    gamma=1,
+    batch=2,
+    bw_internal=4.0,
+    bw_external=1.0,
+    theta2=0.0,
+    sensitivity=INSENSITIVE,
+)
+HAND = [
+    dict(arrival=0, samples=4, worker_demand=(0, 1, 8, 0)),
+    dict(arrival=2, samples=2),
+    dict(arrival=2, samples=3),
+    dict(arrival=1, samples=5),
+    dict(arrival=0, samples=8),
+]
 
 
 def hand_instance():
@@ -70,8 +83,13 @@ COUNTING = dataclasses.replace(tiny_profile(), mix=(1.0, 0.0, 0.0), theta1=(10.0
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), machines=st.integers(1, 2), jobs=st.integers(2, 5), slots=st.integers(2, 4),
-       scale=st.sampled_from([1.0, 3.0, 6.0]))
+@given(
+    seed=st.integers(0, 10_000),
+    machines=st.integers(1, 2),
+    jobs=st.integers(2, 5),
+    slots=st.integers(2, 4),
+    scale=st.sampled_from([1.0, 3.0, 6.0]),
+)
 def test_nothing_completes_more_than_the_fluid_bound(seed, machines, jobs, slots, scale):
     workload = dataclasses.replace(COUNTING, workload_scale=COUNTING.scale() * scale)
     inst = generate(workload, machines, jobs, slots, seed)

@@ -2,13 +2,11 @@ import json
 
 import numpy as np
 import pytest
+from tiny import tiny_instance
 
 from pdors import instance_io
 from pdors.config import ConfigError, build
-from pdors.model import Instance
 from pdors.workload import WorkloadConfig, arrival_weights, generate
-
-from tiny import tiny_instance
 
 
 def test_generate_is_bit_reproducible_and_seed_sensitive():
@@ -20,7 +18,7 @@ def test_generate_is_bit_reproducible_and_seed_sensitive():
 
 
 def test_generated_values_lie_in_the_paper_ranges():
-    inst = generate(WorkloadConfig(workload_scale=1.0), 100, 2000, 20, seed=3)   # the literal Section V ranges
+    inst = generate(WorkloadConfig(workload_scale=1.0), 100, 2000, 20, seed=3)  # the literal Section V ranges
     j = inst.jobs
     assert j.epochs.min() >= 50 and j.epochs.max() <= 200
     assert j.samples.min() >= 20000 and j.samples.max() <= 500000
@@ -71,12 +69,15 @@ def test_instance_json_round_trip_is_exact(tmp_path):
     assert np.array_equal(inst.cluster.capacity, back.cluster.capacity) and back.slots == 6
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"arrival": 5}, "jobs.arrival"),
-    ({"gamma": 0}, "jobs.gamma"),
-    ({"tau": -1.0}, "jobs.tau"),
-    ({"theta2": -0.5}, "jobs.theta2"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"arrival": 5}, "jobs.arrival"),
+        ({"gamma": 0}, "jobs.gamma"),
+        ({"tau": -1.0}, "jobs.tau"),
+        ({"theta2": -0.5}, "jobs.theta2"),
+    ],
+)
 def test_invalid_instances_are_rejected_naming_the_field(change, field):
     with pytest.raises(ValueError, match=field):
         tiny_instance([change])
@@ -88,13 +89,16 @@ def test_instance_arrays_are_read_only():
         inst.jobs.tau[0] = 1.0
 
 
-@pytest.mark.parametrize("data, path", [
-    ({"mix": [0.5, 0.5, 0.5]}, "mix"),
-    ({"epochs": [10, 5]}, "epochs"),
-    ({"bandwidth_ratio": "fast"}, "bandwidth_ratio"),
-    ({"worker_demand": {"gpu": [0, 4], "cpu": [1, 10], "mem": [2, 32]}}, "worker_demand.storage"),
-    ({"colour": 1}, "colour"),
-])
+@pytest.mark.parametrize(
+    "data, path",
+    [
+        ({"mix": [0.5, 0.5, 0.5]}, "mix"),
+        ({"epochs": [10, 5]}, "epochs"),
+        ({"bandwidth_ratio": "fast"}, "bandwidth_ratio"),
+        ({"worker_demand": {"gpu": [0, 4], "cpu": [1, 10], "mem": [2, 32]}}, "worker_demand.storage"),
+        ({"colour": 1}, "colour"),
+    ],
+)
 def test_workload_config_errors_name_the_field(data, path):
     with pytest.raises(ConfigError) as e:
         build(WorkloadConfig, data)

@@ -1,6 +1,7 @@
 """``pdors nightly``: the hard-violation rules on hand-made comparisons, bad input, and real runs (HiGHS, the
 validator, an MLflow SQLite store): a pinned set recorded with ``--record`` passes with PD-ORS as it is, and
 fails when PD-ORS is weakened in-process or when its record is altered."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,19 @@ from pipeline.nightly import EXPERIMENT, date_seed, interval, offences, stats
 
 
 def opt(objective=100.0, status="optimal", proven=True, violations=(), bound=None):
-    return OptResult(objective, objective, bound or (objective if proven else 120.0), 0.0 if proven else 0.17,
-                     status, proven, "highs", 1.0, 300.0, 1e-6, violations=list(violations))
+    return OptResult(
+        objective,
+        objective,
+        bound or (objective if proven else 120.0),
+        0.0 if proven else 0.17,
+        status,
+        proven,
+        "highs",
+        1.0,
+        300.0,
+        1e-6,
+        violations=list(violations),
+    )
 
 
 def policy(name, utility, o=None, violations=0, bound=50.0):
@@ -46,17 +58,20 @@ def test_only_hard_violations_fail_a_fresh_instance():
     for why, c in passing.items():
         assert offences(c) == [], why
     failing = {
-        "OPT schedule has 1 validator violation(s)": comparison(opt(violations=[{"kind": "capacity"}]),
-                                                               policy("pdors", 99.0)),
+        "OPT schedule has 1 validator violation(s)": comparison(
+            opt(violations=[{"kind": "capacity"}]), policy("pdors", 99.0)
+        ),
         "OPT solve failed (highs status error": comparison(failed, policy("pdors", 99.0, failed)),
-        "fifo schedule has 2 validator violation(s)": comparison(opt(), policy("pdors", 99.0),
-                                                                 policy("fifo", 50.0, violations=2)),
+        "fifo schedule has 2 validator violation(s)": comparison(
+            opt(), policy("pdors", 99.0), policy("fifo", 50.0, violations=2)
+        ),
         "drf: ALG 101 exceeds OPT 100": comparison(opt(), policy("pdors", 99.0), policy("drf", 101.0)),
         "pdors: ALG 125 exceeds the bound 120": comparison(unproven, policy("pdors", 125.0, unproven)),
         "pdors OPT / ALG >= 1.2500 > theoretical bound 1.2": comparison(opt(), policy("pdors", 80.0, bound=1.2)),
         # unproven: the lower end of the interval (best found / ALG) is what the bound must not be below
-        "pdors OPT / ALG >= 2.0000 > theoretical bound 1.5": comparison(unproven, policy("pdors", 50.0, unproven,
-                                                                                         bound=1.5)),
+        "pdors OPT / ALG >= 2.0000 > theoretical bound 1.5": comparison(
+            unproven, policy("pdors", 50.0, unproven, bound=1.5)
+        ),
         "pdors reported no theoretical bound": comparison(opt(), policy("pdors", 99.0, bound=None)),
     }
     for expected, c in failing.items():
@@ -65,7 +80,7 @@ def test_only_hard_violations_fail_a_fresh_instance():
 
 
 def test_pdors_interval():
-    unproven = opt(status="time_limit", proven=False)   # best found 100, bound 120
+    unproven = opt(status="time_limit", proven=False)  # best found 100, bound 120
     assert interval(comparison(opt(), policy("pdors", 80.0))) == (1.25, 1.25)
     assert interval(comparison(unproven, policy("pdors", 80.0, unproven))) == (1.25, 1.5)
     assert interval(comparison(unproven, policy("pdors", 110.0, unproven))) == (1.0, 120.0 / 110.0)
@@ -80,13 +95,16 @@ def test_stats_and_date_seeds():
     assert date_seed(date(2026, 11, 24)) == 2026112400 and date_seed(date(2026, 11, 25)) == 2026112500
 
 
-@pytest.mark.parametrize("args, field", [
-    (["--fresh", "-1"], "fresh: must be >= 0"),
-    (["--tolerance", "1"], "tolerance: must lie in [0, 1)"),
-    (["--profile", "huge"], "profile: must be one of small"),
-    (["--seed", "-1"], "seed: must be >= 0"),
-    (["--record-file", "no/such.json"], "--record-file: no such file: no/such.json"),
-])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--fresh", "-1"], "fresh: must be >= 0"),
+        (["--tolerance", "1"], "tolerance: must lie in [0, 1)"),
+        (["--profile", "huge"], "profile: must be one of small"),
+        (["--seed", "-1"], "seed: must be >= 0"),
+        (["--record-file", "no/such.json"], "--record-file: no such file: no/such.json"),
+    ],
+)
 def test_bad_input_is_refused_before_any_work(args, field, tmp_path, capsys):
     assert main(["nightly", "--out", str(tmp_path / "out"), *args]) == 2
     err = capsys.readouterr().err
@@ -108,13 +126,12 @@ def frozen_high_prices(bounds, used, capacity):
 
 
 @pytest.mark.slow
-def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_altered(tmp_path, monkeypatch,
-                                                                                      capsys):
+def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_altered(tmp_path, monkeypatch, capsys):
     """Seed 6 of the small profile (OPT proven by HiGHS in a few seconds) pinned by ``--record``; fresh: seed 6,
     and seed 3 with PD-ORS weakened."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
-    mlflow.set_tracking_uri(None)   # re-read the environment (the client caches the URI per process)
+    mlflow.set_tracking_uri(None)  # re-read the environment (the client caches the URI per process)
     record = tmp_path / "record.json"
     assert main(["nightly", "--record", "--seed", "6", "--pinned", "1", "--record-file", str(record)]) == 0
     rec = json.loads(record.read_text())
@@ -132,14 +149,14 @@ def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_alt
     # the record altered: PD-ORS "used to" earn 1% more
     altered = tmp_path / "altered.json"
     rec["instances"][0]["utilities"]["pdors"] = recorded * 1.01
-    rec["instances"][0]["utilities"]["fifo"] += 1.0   # a baseline's change is reported, not failed
+    rec["instances"][0]["utilities"]["fifo"] += 1.0  # a baseline's change is reported, not failed
     altered.write_text(json.dumps(rec))
     assert main(["nightly", "--record-file", str(altered), "--fresh", "0", "--out", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
     assert f"pdors utility {recorded:.6f} below its record {recorded * 1.01:.6f}" in out and "fifo: " in out
 
     monkeypatch.setattr(pdors_policy, "prices", frozen_high_prices)
-    assert main([*args[:-3], "3", *args[-2:]]) == 1   # fresh seed 3 (OPT in about 20 s)
+    assert main([*args[:-3], "3", *args[-2:]]) == 1  # fresh seed 3 (OPT in about 20 s)
     out = capsys.readouterr().out
     assert "**FAIL**: 1 instance(s)" in out and "below its record" in out
     bad = json.loads(max((tmp_path / "out").glob("*/report.json")).read_text())
@@ -154,14 +171,16 @@ def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_alt
     assert f"pdors: utility {weak_fresh:.4f}" in capsys.readouterr().out
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
-    runs = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id],
-                              order_by=["attributes.start_time ASC"])
+    runs = client.search_runs(
+        [client.get_experiment_by_name(EXPERIMENT).experiment_id], order_by=["attributes.start_time ASC"]
+    )
     assert [r.data.tags["result"] for r in runs] == ["pass", "fail", "fail"]
     assert [r.info.status for r in runs] == ["FINISHED", "FAILED", "FAILED"]
     passed, failed = runs[0], runs[-1]
     ratio = good["fresh"][0]["policies"][0]["ratio"]
     assert {k: passed.data.metrics[f"ratio.pdors.{k}"] for k in ("median", "p90", "max")} == pytest.approx(
-        {"median": ratio, "p90": ratio, "max": ratio})
+        {"median": ratio, "p90": ratio, "max": ratio}
+    )
     assert failed.data.metrics["ratio.pdors.max"] > 1.4 and failed.data.metrics["outside_band"] == 1
     assert failed.data.tags["offenders"] == "pinned 6" and failed.data.params["profile"] == "small"
     history = client.get_metric_history(failed.info.run_id, "pinned.pdors")

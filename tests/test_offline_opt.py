@@ -1,5 +1,6 @@
 """The offline optimum (paper Section V, Fig. 10): MILP == exhaustive enumeration, OPT >= every policy, and a result
 that is not proven optimal is never reported as OPT. All solver tests use the real solvers."""
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,7 @@ def test_tiny_instances_are_not_trivial(enumerated):
     fractions = [np.mean(np.array(e.completion) >= 0) for e in enumerated.values()]
     assert sum(f > 0 for f in fractions) >= 25
     assert sum(0 < f < 1 for f in fractions) >= 10
-    assert any(max(e.slot_options) > 3 for e in enumerated.values())   # slots with real trade-offs
+    assert any(max(e.slot_options) > 3 for e in enumerated.values())  # slots with real trade-offs
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -63,9 +64,23 @@ def test_naive_formulation_is_also_exact(enumerated):
 
 def _instance(**over) -> Instance:
     """One job, two machines with 2 cpu each; a worker and a PS take 1 cpu; gamma = F = 4."""
-    jobs = dict(arrival=[0], epochs=[1], samples=[250], grad_mb=[0.0], tau=[0.01], gamma=[4], batch=[4],
-                bw_internal=[1.0], bw_external=[1.0], worker_demand=[[0, 1, 0, 0]], ps_demand=[[0, 1, 0, 0]],
-                theta1=[10.0], theta2=[0.5], theta3=[2.0], sensitivity=[1])
+    jobs = dict(
+        arrival=[0],
+        epochs=[1],
+        samples=[250],
+        grad_mb=[0.0],
+        tau=[0.01],
+        gamma=[4],
+        batch=[4],
+        bw_internal=[1.0],
+        bw_external=[1.0],
+        worker_demand=[[0, 1, 0, 0]],
+        ps_demand=[[0, 1, 0, 0]],
+        theta1=[10.0],
+        theta2=[0.5],
+        theta3=[2.0],
+        sensitivity=[1],
+    )
     jobs.update(over)
     return Instance(Jobs(**{k: np.array(v) for k, v in jobs.items()}), Cluster(np.array([[1, 2, 1, 1]] * 2)), 2)
 
@@ -105,7 +120,7 @@ def test_opt_dominates_every_policy():
 
 
 def test_unproven_result_is_not_reported_as_opt():
-    inst = generate(small_profile(), 4, 10, 10, 7)   # HiGHS needs minutes here
+    inst = generate(small_profile(), 4, 10, 10, 7)  # HiGHS needs minutes here
     r = solve(inst, "highs", time_limit=2, mip_gap=1e-6)
     assert r.status == "time_limit" and not r.proven_optimal
     assert r.bound is not None and r.gap is not None and r.gap > 1e-6
@@ -121,7 +136,7 @@ def test_validator_disagreement_is_invalid(monkeypatch):
     """If the schedule read back from the MILP is not what the MILP believed, it is not OPT."""
     import sys
 
-    module = sys.modules["offline_opt.solve"]   # the package re-exports the function under the same name
+    module = sys.modules["offline_opt.solve"]  # the package re-exports the function under the same name
     real = module.schedule_of
 
     def drop_first_job(built, instance):
@@ -146,8 +161,25 @@ def test_cli_opt_writes_json(tmp_path):
     from pdors_cli.main import main
 
     out = tmp_path / "opt.json"
-    rc = main(["opt", "--profile", "tiny", "--machines", "2", "--jobs", "3", "--slots", "3", "--seed", "3",
-               "--solver", "glpk", "--json", str(out)])
+    rc = main(
+        [
+            "opt",
+            "--profile",
+            "tiny",
+            "--machines",
+            "2",
+            "--jobs",
+            "3",
+            "--slots",
+            "3",
+            "--seed",
+            "3",
+            "--solver",
+            "glpk",
+            "--json",
+            str(out),
+        ]
+    )
     data = json.loads(out.read_text())
     assert rc == 0 and data["opt"]["proven_optimal"] and data["opt"]["solver"] == "glpk"
     names = [p["policy"] for p in data["policies"]]
@@ -161,7 +193,16 @@ def test_opt_is_proven_after_a_policy_milp_stopped_early_in_the_same_process():
     end "unknown"; Dorm now stops at a node limit, and OPT still has to be proven after it."""
     from pdors.run import run
 
-    dorm = run({"policy": "dorm", "machines": 4, "jobs": 10, "slots": 6, "seed": 1,
-                "workload": {"workload_scale": 0.02}, "params": {"node_limit": 1}})
+    dorm = run(
+        {
+            "policy": "dorm",
+            "machines": 4,
+            "jobs": 10,
+            "slots": 6,
+            "seed": 1,
+            "workload": {"workload_scale": 0.02},
+            "params": {"node_limit": 1},
+        }
+    )
     assert dorm.summary.policy_stats["node_limit_hits"] >= 1
     assert solve(tiny(1), "highs", time_limit=60, mip_gap=1e-9).proven_optimal

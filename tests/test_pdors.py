@@ -1,9 +1,12 @@
 """PD-ORS's parts against values computed by hand, and whole runs against the validator."""
+
 import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tiny import tiny_instance
 
 from pdors.policies.pdors import PDORS, Config, RoundingConfig
 from pdors.primal_dual.gain import competitive_bound, gain_eq29, gain_eq30
@@ -13,28 +16,26 @@ from pdors.simulator import simulate
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
 
-from tiny import tiny_instance
-
 
 def test_price_function_matches_eq12_by_hand():
     bounds = PriceBounds(upper=np.array([8.0, 100.0]), lower=0.5)
     capacity = np.array([[4.0, 10.0]])
-    used = np.array([[[0.0, 0.0]], [[2.0, 5.0]], [[4.0, 10.0]]])       # empty, half, full
+    used = np.array([[[0.0, 0.0]], [[2.0, 5.0]], [[4.0, 10.0]]])  # empty, half, full
     p = prices(bounds, used, capacity)
-    assert p[0, 0] == pytest.approx([0.5, 0.5])                            # p = L at rho = 0
-    assert p[1, 0] == pytest.approx([0.5 * 16 ** 0.5, 0.5 * 200 ** 0.5])   # L (U/L)^(1/2) = 2, 7.07
-    assert p[2, 0] == pytest.approx([8.0, 100.0])                          # p = U^r at rho = C
+    assert p[0, 0] == pytest.approx([0.5, 0.5])  # p = L at rho = 0
+    assert p[1, 0] == pytest.approx([0.5 * 16**0.5, 0.5 * 200**0.5])  # L (U/L)^(1/2) = 2, 7.07
+    assert p[2, 0] == pytest.approx([8.0, 100.0])  # p = U^r at rho = C
 
 
 def test_price_bounds_follow_eqs_13_and_14_on_a_one_job_instance():
-    inst = tiny_instance([{"theta2": 0.0}], machines=1, slots=5)         # u = theta1 / 2 = 5 always
+    inst = tiny_instance([{"theta2": 0.0}], machines=1, slots=5)  # u = theta1 / 2 = 5 always
     b = price_bounds(inst.jobs, inst.cluster.capacity, inst.slots, utility_floor=1e-6)
     # eq. (13): d_min = ceil(4 * 0.5 / 2) = 1, u = 5, cpu demand alpha + beta = 2 -> U^cpu = 2.5
     assert b.upper[1] == pytest.approx(2.5)
     # eq. (14): ceil(V (tau + 0)) = 2, sum_r (alpha + beta) = 2, 1/mu = 2*2 / (5 * 25) = 0.032
     assert b.lower == pytest.approx(0.032 * 5 / (2 * 2 * 2))
-    assert b.upper[0] == b.lower                                          # gpu: unused, flat price
-    assert b.lower_source == "eq14"                                       # u = 5 is far above the floor
+    assert b.upper[0] == b.lower  # gpu: unused, flat price
+    assert b.lower_source == "eq14"  # u = 5 is far above the floor
     floored = price_bounds(inst.jobs, inst.cluster.capacity, inst.slots, utility_floor=50.0)
     assert (floored.lower, floored.lower_source) == (pytest.approx(b.lower * 10), "floor")
 
@@ -44,7 +45,7 @@ def test_gain_eq29_and_eq30_by_hand():
     x = 3 * math.log(3 * 401 / 0.1) / 30
     assert gain_eq29(0.1, 15, 4, 100) == pytest.approx(1 + x - math.sqrt(x * x + 2 * x))
     assert 0 < gain_eq29(0.1, 15, 4, 100) < 1
-    assert gain_eq29(0.5, 1e9, 4, 100) == pytest.approx(1.0, abs=1e-3)    # huge W2: G -> 1
+    assert gain_eq29(0.5, 1e9, 4, 100) == pytest.approx(1.0, abs=1e-3)  # huge W2: G -> 1
     # eq. (30), delta = 0.3, W1 = 20: y = ln(10) / 20
     y = math.log(10) / 20
     assert gain_eq30(0.3, 20) == pytest.approx(1 + y + math.sqrt(y * y + 2 * y))
@@ -54,8 +55,14 @@ def test_gain_eq29_and_eq30_by_hand():
 
 
 def _shape(**kw):
-    base = dict(per_sample_internal=0.5, per_sample_external=0.5, batch=4, gamma=1,
-                worker_demand=np.array([0.0, 1.0]), ps_demand=np.array([0.0, 1.0]))
+    base = dict(
+        per_sample_internal=0.5,
+        per_sample_external=0.5,
+        batch=4,
+        gamma=1,
+        worker_demand=np.array([0.0, 1.0]),
+        ps_demand=np.array([0.0, 1.0]),
+    )
     return JobShape(**{**base, **kw})
 
 
@@ -64,8 +71,9 @@ def test_internal_case_picks_the_cheapest_feasible_machine():
     # rate is so slow that 2 samples would need 10 > F workers, so only the internal case is feasible.
     price = np.array([[0.0, 0.1], [0.0, 3.0], [0.0, 2.0]])
     free = np.array([[0.0, 1.0], [0.0, 4.0], [0.0, 4.0]])
-    costs = slot_costs(_shape(per_sample_external=5.0), np.array([0.0, 2.0]), price, free, Rounding(1.0, 1.0),
-                       (0,), LinearProgram())
+    costs = slot_costs(
+        _shape(per_sample_external=5.0), np.array([0.0, 2.0]), price, free, Rounding(1.0, 1.0), (0,), LinearProgram()
+    )
     opt = costs.options[1]
     assert opt.internal and list(opt.machines) == [2] and costs.cost[1] == pytest.approx(2 * 2.0)
 
@@ -74,15 +82,15 @@ def test_external_split_wins_when_it_is_cheaper():
     price = np.array([[0.0, 0.1], [0.0, 3.0], [0.0, 2.0]])
     free = np.array([[0.0, 1.0], [0.0, 4.0], [0.0, 4.0]])
     costs = slot_costs(_shape(), np.array([0.0, 2.0]), price, free, Rounding(1.0, 1.0), (0,), LinearProgram())
-    opt = costs.options[1]                                # worker on machine 0, PS on machine 2: 2.1 < 4
+    opt = costs.options[1]  # worker on machine 0, PS on machine 2: 2.1 < 4
     assert not opt.internal and costs.cost[1] == pytest.approx(2.1)
-    assert dict(zip(opt.machines.tolist(), opt.workers.tolist())) == {0: 1, 2: 0}
+    assert dict(zip(opt.machines.tolist(), opt.workers.tolist(), strict=True)) == {0: 1, 2: 0}
 
 
 def test_external_case_used_when_no_single_machine_fits():
     price = np.array([[0.0, 1.0], [0.0, 1.0]])
     free = np.array([[0.0, 4.0], [0.0, 4.0]])
-    shape = _shape(gamma=4, batch=4)                      # 8 samples -> 4 workers + 1 PS = 5 cpu > 4
+    shape = _shape(gamma=4, batch=4)  # 8 samples -> 4 workers + 1 PS = 5 cpu > 4
     costs = slot_costs(shape, np.array([0.0, 8.0]), price, free, Rounding(1.0, 1.0), (3,), LinearProgram())
     opt = costs.options[1]
     assert not opt.internal and opt.workers.sum() == 4 and opt.servers.sum() == 1
@@ -93,16 +101,27 @@ def test_external_case_used_when_no_single_machine_fits():
 @given(st.integers(0, 2**32 - 1), st.floats(0.2, 1.5), st.integers(2, 6))
 def test_rounding_never_returns_an_infeasible_integer_solution(seed, gain, machines):
     rng = np.random.default_rng(seed)
-    shape = _shape(gamma=int(rng.integers(1, 5)), batch=int(rng.integers(4, 30)),
-                   worker_demand=rng.integers(0, 3, 2).astype(float) + [0, 1],
-                   ps_demand=rng.integers(0, 3, 2).astype(float) + [0, 1])
+    shape = _shape(
+        gamma=int(rng.integers(1, 5)),
+        batch=int(rng.integers(4, 30)),
+        worker_demand=[*rng.integers(0, 3, 2).astype(float), 0, 1],
+        ps_demand=[*rng.integers(0, 3, 2).astype(float), 0, 1],
+    )
     free = rng.uniform(0, 12, (machines, 2))
     price = rng.uniform(0.1, 5, (machines, 2))
     w_bar, s_bar = rng.uniform(0, 5, machines), rng.uniform(0, 3, machines)
     demand = float(rng.uniform(1, 10))
-    attempts, feasible, best = _round(shape, demand, np.arange(machines), w_bar * gain, s_bar * gain, price,
-                                      free, Rounding(gain, 1.0, feasible_solutions=3, max_attempts=300),
-                                      np.random.default_rng(seed))
+    attempts, _feasible, best = _round(
+        shape,
+        demand,
+        np.arange(machines),
+        w_bar * gain,
+        s_bar * gain,
+        price,
+        free,
+        Rounding(gain, 1.0, feasible_solutions=3, max_attempts=300),
+        np.random.default_rng(seed),
+    )
     assert attempts <= 300
     if best is None:
         return
@@ -142,14 +161,14 @@ def test_tiny_instance_decisions_derived_by_hand():
 
 
 def test_a_job_with_non_positive_payoff_is_rejected():
-    inst = tiny_instance([{"theta1": 0.0}, {}])          # job 0 earns nothing: payoff = -cost < 0
+    inst = tiny_instance([{"theta1": 0.0}, {}])  # job 0 earns nothing: payoff = -cost < 0
     result = simulate(inst, _pdors(), seed=1)
     assert result.schedule.admitted.tolist() == [False, True]
     assert result.schedule.workers[:, 0].sum() == 0
 
 
 def test_a_job_that_cannot_finish_in_the_horizon_is_rejected():
-    inst = tiny_instance([{"samples": 100}])             # 100 samples need 25 slots at F = 2
+    inst = tiny_instance([{"samples": 100}])  # 100 samples need 25 slots at F = 2
     assert not simulate(inst, _pdors(), seed=1).schedule.admitted[0]
 
 
@@ -165,9 +184,14 @@ class _Recorder(PDORS):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(machines=st.integers(1, 4), jobs=st.integers(1, 6), slots=st.integers(1, 6),
-       seed=st.integers(0, 10_000), scale=st.sampled_from([0.001, 0.01, 0.05]),
-       gain=st.sampled_from([0.8, 1.0, 1.2]))
+@given(
+    machines=st.integers(1, 4),
+    jobs=st.integers(1, 6),
+    slots=st.integers(1, 6),
+    seed=st.integers(0, 10_000),
+    scale=st.sampled_from([0.001, 0.01, 0.05]),
+    gain=st.sampled_from([0.8, 1.0, 1.2]),
+)
 def test_pdors_schedules_always_validate_and_plans_cover_the_workload(machines, jobs, slots, seed, scale, gain):
     inst = generate(WorkloadConfig(workload_scale=scale), machines, jobs, slots, seed)
     policy = _Recorder(Config(workload_levels=20, rounding=RoundingConfig(gain=gain)))
@@ -187,8 +211,7 @@ def test_pdors_schedules_always_validate_and_plans_cover_the_workload(machines, 
 def test_history_price_bounds_come_from_an_independent_draw():
     from pdors.run import run
 
-    spec = dict(machines=6, jobs=12, slots=8, seed=3, workload={"workload_scale": 0.01},
-                params={"workload_levels": 20})
+    spec = dict(machines=6, jobs=12, slots=8, seed=3, workload={"workload_scale": 0.01}, params={"workload_levels": 20})
     oracle = run(spec).summary
     history = run({**spec, "params": {"workload_levels": 20, "price_bounds": "history"}}).summary
     assert history.violations == []

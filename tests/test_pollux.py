@@ -1,18 +1,19 @@
 """Pollux-style scheduler: real simulations judged by the validator, the 2x growth cap, FITNESS_p of the chosen
 allocation against the equal share (recomputed here from eqs. 15-16, not with the policy's code), the
 re-allocation penalty and the restart loss the validator charges."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pdors_cli import main as cli
 from pdors.config import ConfigError
 from pdors.policies import make_policy, policy_config
 from pdors.policies.pollux import fitness
 from pdors.simulator import simulate
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
+from pdors_cli import main as cli
 
 
 def small(seed=3, machines=6, jobs=20, slots=10, scale=0.02):
@@ -22,8 +23,11 @@ def small(seed=3, machines=6, jobs=20, slots=10, scale=0.02):
 def busy_slots(instance, completion, every=1):
     """Slots t (multiples of ``every``) in which some job has arrived and is not complete before t."""
     jobs = instance.jobs
-    return [t for t in range(0, instance.slots, every)
-            if np.any((jobs.arrival <= t) & ((completion < 0) | (completion >= t)))]
+    return [
+        t
+        for t in range(0, instance.slots, every)
+        if np.any((jobs.arrival <= t) & ((completion < 0) | (completion >= t)))
+    ]
 
 
 def simulated(instance, params=None, seed=3):
@@ -50,8 +54,8 @@ def test_runs_clean_completes_jobs_and_is_reproducible():
 def test_fitness_is_the_power_mean_of_eq_15_with_starved_jobs_ranked_last():
     served, value = fitness(np.array([[1.0, 4.0], [0.0, 4.0], [2.0, 2.0]]), -1.0)
     assert served.tolist() == [2, 1, 2]
-    assert value[0] == pytest.approx(1 / ((1 / 1 + 1 / 4) / 2))          # harmonic mean 1.6
-    assert value[1] == pytest.approx(1 / ((1 / 4) / 2))                  # 8: only comparable among 1 served
+    assert value[0] == pytest.approx(1 / ((1 / 1 + 1 / 4) / 2))  # harmonic mean 1.6
+    assert value[1] == pytest.approx(1 / ((1 / 4) / 2))  # 8: only comparable among 1 served
     assert value[2] == pytest.approx(2.0)
     _, mean = fitness(np.array([[1.0, 4.0], [0.0, 4.0]]), 1.0)
     assert mean.tolist() == [2.5, 2.0]
@@ -60,7 +64,7 @@ def test_fitness_is_the_power_mean_of_eq_15_with_starved_jobs_ranked_last():
 def test_no_job_grows_past_twice_its_largest_allocation():
     inst = generate(WorkloadConfig(workload_scale=0.05), 8, 12, 10, 5)
     sim, _, _ = simulated(inst)
-    w = sim.schedule.workers.sum(axis=2)                                   # [T, I]
+    w = sim.schedule.workers.sum(axis=2)  # [T, I]
     most = np.maximum.accumulate(w, axis=0)
     before = np.vstack([np.zeros((1, inst.num_jobs), int), most[:-1]])
     assert np.all(w <= np.maximum(1, 2 * before)), "a job grew more than 2x"
@@ -83,7 +87,7 @@ def test_chosen_fitness_is_at_least_the_equal_shares():
         n = len(active)
         per_worker = jobs.worker_demand[active] + jobs.ps_demand[active] / jobs.gamma[active, None]
         with np.errstate(divide="ignore"):
-            share = np.minimum((total / n / per_worker).min(axis=1), jobs.batch[active])     # workers in 1/n
+            share = np.minimum((total / n / per_worker).min(axis=1), jobs.batch[active])  # workers in 1/n
         goodput_equal = share * rate_ext[active]
         most = sched.workers[:t, active].sum(axis=2).max(axis=0, initial=0)
         cap = np.minimum(jobs.batch[active], np.maximum(1, 2 * most))
@@ -99,7 +103,7 @@ def test_chosen_fitness_is_at_least_the_equal_shares():
 
 def test_realloc_penalty_keeps_placements_and_the_validator_charges_restarts():
     inst = small(seed=5)
-    free_sim, free_check, _ = simulated(inst, {"restart_loss": 0.0})
+    _free_sim, free_check, _ = simulated(inst, {"restart_loss": 0.0})
     dear_sim, dear_check, policy = simulated(inst, {"restart_loss": 0.5})
     assert dear_check.restarts.sum() < free_check.restarts.sum()
     assert policy.summary()["restarts"] == int(dear_check.restarts.sum())
@@ -110,10 +114,17 @@ def test_realloc_penalty_keeps_placements_and_the_validator_charges_restarts():
     assert np.allclose(dear_check.samples, np.where(dear_check.restarts, 0.5 * full, full))
 
 
-@pytest.mark.parametrize("params, field", [
-    ({"fairness": 0}, "fairness"), ({"fairness": 2}, "fairness"), ({"interval": 0}, "interval"),
-    ({"restart_loss": 1.0}, "restart_loss"), ({"population": 3}, "population"), ({"generations": -1}, "generations"),
-])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"fairness": 0}, "fairness"),
+        ({"fairness": 2}, "fairness"),
+        ({"interval": 0}, "interval"),
+        ({"restart_loss": 1.0}, "restart_loss"),
+        ({"population": 3}, "population"),
+        ({"generations": -1}, "generations"),
+    ],
+)
 def test_config_rejects_bad_values_naming_the_field(params, field):
     with pytest.raises(ConfigError) as err:
         policy_config("pollux", params)
@@ -132,18 +143,50 @@ def test_interval_keeps_allocations_between_reallocations():
 
 
 def test_simulate_cli_runs_pollux(tmp_path):
-    assert cli.main(["simulate", "--policy", "pollux", "--machines", "6", "--jobs", "8", "--slots", "5",
-                     "--seed", "2", "--json", str(tmp_path / "p.json")]) == 0
+    assert (
+        cli.main(
+            [
+                "simulate",
+                "--policy",
+                "pollux",
+                "--machines",
+                "6",
+                "--jobs",
+                "8",
+                "--slots",
+                "5",
+                "--seed",
+                "2",
+                "--json",
+                str(tmp_path / "p.json"),
+            ]
+        )
+        == 0
+    )
 
 
 def test_both_policies_sweep_with_a_pollux_parameter_axis():
     from pipeline.grid import expand
     from pipeline.schema import parse
 
-    plan = expand(parse({"policies": {"pollux": {}, "preemptive": {}}, "instance": {"jobs": 4, "slots": 3},
-                         "grid": {"machines": [4], "pollux.fairness": [-1, 1]}, "seeds": [1, 2]}))
+    plan = expand(
+        parse(
+            {
+                "policies": {"pollux": {}, "preemptive": {}},
+                "instance": {"jobs": 4, "slots": 3},
+                "grid": {"machines": [4], "pollux.fairness": [-1, 1]},
+                "seeds": [1, 2],
+            }
+        )
+    )
     runs = sorted((t.policy, t.spec["params"].get("fairness"), t.seed) for t in plan.tasks)
-    assert runs == [("pollux", -1, 1), ("pollux", -1, 2), ("pollux", 1, 1), ("pollux", 1, 2),
-                    ("preemptive", None, 1), ("preemptive", None, 2)]
-    with pytest.raises(ConfigError, match="pollux.fairness"):
+    assert runs == [
+        ("pollux", -1, 1),
+        ("pollux", -1, 2),
+        ("pollux", 1, 1),
+        ("pollux", 1, 2),
+        ("preemptive", None, 1),
+        ("preemptive", None, 2),
+    ]
+    with pytest.raises(ConfigError, match=r"pollux\.fairness"):
         expand(parse({"policies": {"pollux": {}}, "grid": {"pollux.fairness": [0]}}))

@@ -1,9 +1,11 @@
 """Chunk-level preemptive scheduler: real simulations judged by the validator, chunks in progress never
 preempted (checked against the realised schedule), and a hand-checked single-machine example of the
 highest-average-processing-rate-first rule with preemption of pending chunks."""
+
 from __future__ import annotations
 
 import numpy as np
+from tiny import tiny_instance
 
 from pdors.policies import make_policy
 from pdors.policies.base import SlotView
@@ -11,8 +13,6 @@ from pdors.policies.preemptive import Preemptive
 from pdors.simulator import simulate
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
-
-from tiny import tiny_instance
 
 
 class Recording(Preemptive):
@@ -48,7 +48,7 @@ def test_runs_clean_completes_jobs_and_is_reproducible():
 
 def test_chunks_in_progress_are_never_preempted():
     inst = generate(WorkloadConfig(workload_scale=0.05), 4, 16, 12, 7)
-    sim, check, rec = recorded(inst)
+    sim, _check, rec = recorded(inst)
     w = sim.schedule.workers
     preempting = 0
     for t, snap in enumerate(rec.snapshots):
@@ -82,10 +82,17 @@ def test_pending_chunks_are_served_in_rate_order_on_one_machine():
     # and keeps the worker to the end of slot 2, but B's and C's chunks go ahead of the pending A2 and D
     # (each of B's 2 chunks passes 2 pending chunks, C's 1 passes 2: 6 preemptions). Then B1 (3), B2 (4),
     # C (5-7), A2 (8-10), D (11-20).
-    inst = tiny_instance([
-        {"arrival": 0, "batch": 2, "samples": 12}, {"arrival": 1, "batch": 2, "samples": 4},
-        {"arrival": 1, "batch": 1, "samples": 6}, {"arrival": 0, "batch": 1, "samples": 20},
-    ], machines=1, slots=22, capacity=(1.0, 2.0, 10.0, 10.0))
+    inst = tiny_instance(
+        [
+            {"arrival": 0, "batch": 2, "samples": 12},
+            {"arrival": 1, "batch": 2, "samples": 4},
+            {"arrival": 1, "batch": 1, "samples": 6},
+            {"arrival": 0, "batch": 1, "samples": 20},
+        ],
+        machines=1,
+        slots=22,
+        capacity=(1.0, 2.0, 10.0, 10.0),
+    )
     sim, check, rec = recorded(inst)
     final = {}
     for snap in rec.snapshots:
@@ -94,7 +101,7 @@ def test_pending_chunks_are_served_in_rate_order_on_one_machine():
     assert check.completion.tolist() == [10, 4, 7, 20]
     assert rec.summary()["preempted_pending"] == 6
     running = sim.schedule.workers.sum(axis=2)
-    assert running.sum(axis=1).max() == 1 and running[:21].sum(axis=1).min() == 1   # never idle, never two
+    assert running.sum(axis=1).max() == 1 and running[:21].sum(axis=1).min() == 1  # never idle, never two
 
 
 def test_dispatch_spreads_a_jobs_chunks_by_q():
@@ -106,4 +113,4 @@ def test_dispatch_spreads_a_jobs_chunks_by_q():
     view = SlotView(0, inst, np.zeros((T, H, R)), inst.jobs.workload.copy(), np.zeros(1, bool), np.full(1, -1))
     alloc = policy.allocate(view)
     assert policy.chunks[0].machine.tolist() == [0, 1, 0, 1]
-    assert alloc.workers[0].tolist() == [2, 2] and alloc.servers[0].tolist() == [2, 2]   # cpu 4 = 2 + 2 each
+    assert alloc.workers[0].tolist() == [2, 2] and alloc.servers[0].tolist() == [2, 2]  # cpu 4 = 2 + 2 each

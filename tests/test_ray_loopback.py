@@ -1,6 +1,7 @@
 """A sweep's local Ray, started on this machine's own network (not in a namespace): every TCP socket its processes
 listen on is on loopback, and no metrics endpoint answers. The test only lists sockets (``ss``); it connects to
 nothing but 127.0.0.1."""
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,15 @@ def test_local_sweep_ray_listens_on_loopback_only(tmp_path):
     cfg = config(tmp_path, "loopback", [6, 8], [1, 2], {"pdors": {}}, jobs=12, slots=8)
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/m.db"}
     env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
-    proc = subprocess.Popen([BIN / "pdors", "sweep", "run", cfg, "--out", tmp_path / "out", "--num-cpus", "1"],
-                            env=env, cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [BIN / "pdors", "sweep", "run", cfg, "--out", tmp_path / "out", "--num-cpus", "1"],
+        env=env,
+        cwd=tmp_path,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     seen: set[str] = set()
     try:
         while proc.poll() is None:
@@ -38,6 +45,6 @@ def test_local_sweep_ray_listens_on_loopback_only(tmp_path):
     finally:
         end_session(proc)
     assert proc.returncode == 0, log
-    assert len(seen) >= 4, seen   # GCS, raylet, agents, workers were seen
+    assert len(seen) >= 4, seen  # GCS, raylet, agents, workers were seen
     outside = {ep for ep in seen if not ep.startswith(("127.", "[::ffff:127.", "[::1]"))}
     assert not outside, f"listening beyond loopback: {sorted(outside)}"

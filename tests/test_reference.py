@@ -1,30 +1,44 @@
 """PD-ORS's fast path against the literal reference implementation of Algorithms 2-4
 (pdors/policies/pdors_reference.py): the same decisions on random instances, and each optimisation checked
 where it acts (rounding that cannot succeed, vectorised disaggregation, the DP stopping early)."""
+
 import itertools
 import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tiny import tiny_instance
 
-from pdors.policies.pdors import PDORS, Config, RoundingConfig
 from pdors.policies import pdors_reference as ref
+from pdors.policies.pdors import PDORS, Config, RoundingConfig
 from pdors.primal_dual.dynamic_program import plan_levels
-from pdors.primal_dual.slot_cost import (JobShape, LinearProgram, Rounding, _count_bounds_allow, _disaggregate,
-                                         _round, _roundable, ClassMembers, slot_costs)
+from pdors.primal_dual.slot_cost import (
+    ClassMembers,
+    JobShape,
+    LinearProgram,
+    Rounding,
+    _count_bounds_allow,
+    _disaggregate,
+    _round,
+    _roundable,
+    slot_costs,
+)
 from pdors.simulator import simulate
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
 
-from tiny import tiny_instance
-
 
 def _shape(rng, machines_r=4):
-    return JobShape(per_sample_internal=float(rng.uniform(0.05, 0.5)), per_sample_external=float(rng.uniform(0.1, 1)),
-                    batch=int(rng.integers(4, 40)), gamma=int(rng.integers(1, 6)),
-                    worker_demand=rng.integers(0, 3, machines_r).astype(float) + np.eye(machines_r)[1],
-                    ps_demand=rng.integers(0, 3, machines_r).astype(float) * (rng.random(machines_r) < 0.7))
+    return JobShape(
+        per_sample_internal=float(rng.uniform(0.05, 0.5)),
+        per_sample_external=float(rng.uniform(0.1, 1)),
+        batch=int(rng.integers(4, 40)),
+        gamma=int(rng.integers(1, 6)),
+        worker_demand=rng.integers(0, 3, machines_r).astype(float) + np.eye(machines_r)[1],
+        ps_demand=rng.integers(0, 3, machines_r).astype(float) * (rng.random(machines_r) < 0.7),
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -35,8 +49,14 @@ def test_roundable_matches_exhaustive_enumeration(seed):
     rng = np.random.default_rng(seed)
     m = int(rng.integers(1, 6))
     possible = rng.random((m, 4)) < rng.uniform(0.3, 1.0)
-    shape = JobShape(1.0, 1.0, batch=int(rng.integers(1, 12)), gamma=int(rng.integers(1, 4)),
-                     worker_demand=np.ones(1), ps_demand=np.ones(1))
+    shape = JobShape(
+        1.0,
+        1.0,
+        batch=int(rng.integers(1, 12)),
+        gamma=int(rng.integers(1, 4)),
+        worker_demand=np.ones(1),
+        ps_demand=np.ones(1),
+    )
     base_w, base_s = float(rng.integers(0, 6)), float(rng.integers(0, 3))
     demand = float(rng.uniform(0, 10))
     exists = False
@@ -70,28 +90,45 @@ def test_rounding_matches_the_attempt_by_attempt_reference(seed, gain, tightness
     shape = _shape(rng)
     m = int(rng.integers(1, 7))
     w, s = rng.uniform(0, 6, m) * gain, rng.uniform(0, 2, m) * gain
-    whole = rng.random(m) < 0.2                                      # integral entries never round up
+    whole = rng.random(m) < 0.2  # integral entries never round up
     w[whole] = np.floor(w[whole])
     load = np.ceil(w)[:, None] * shape.worker_demand + np.ceil(s)[:, None] * shape.ps_demand
-    free = load * rng.uniform(0.7, 1.0, (m, 4)) * tightness          # round-ups often do not fit
+    free = load * rng.uniform(0.7, 1.0, (m, 4)) * tightness  # round-ups often do not fit
     price = rng.uniform(0.1, 5, (m, 4))
     demand = float(w.sum() / gain * rng.uniform(0.8, 1.0))
-    _compare_rounding(shape, demand, np.arange(m), w, s, price, free,
-                      Rounding(gain, 1.0, feasible_solutions=3, max_attempts=200), seed)
+    _compare_rounding(
+        shape,
+        demand,
+        np.arange(m),
+        w,
+        s,
+        price,
+        free,
+        Rounding(gain, 1.0, feasible_solutions=3, max_attempts=200),
+        seed,
+    )
 
 
 def test_rounding_that_cannot_succeed_reports_the_full_attempt_count():
     """One machine, 2.5 workers and 0.5 PS at gamma = 3, cover 3: every feasible rounding needs both counts
     up, which its capacity (3 cpu) forbids. The count bounds allow it; the exact check does not; the result
     is the reference's after all its attempts."""
-    shape = JobShape(1.0, 1.0, batch=10, gamma=3, worker_demand=np.array([0.0, 1.0]),
-                     ps_demand=np.array([0.0, 1.0]))
+    shape = JobShape(1.0, 1.0, batch=10, gamma=3, worker_demand=np.array([0.0, 1.0]), ps_demand=np.array([0.0, 1.0]))
     possible_args = dict(job=shape, demand=3.0, base_w=2.0, base_s=0.0)
-    possible = np.array([[True, True, True, False]])               # (0,0), (1,0), (0,1) fit; (1,1) does not
+    possible = np.array([[True, True, True, False]])  # (0,0), (1,0), (0,1) fit; (1,1) does not
     assert _count_bounds_allow(**possible_args, possible=possible)
     assert not _roundable(**possible_args, possible=possible)
-    slow = _compare_rounding(shape, 3.0, np.array([0]), np.array([2.5]), np.array([0.5]), np.ones((1, 2)),
-                             np.array([[0.0, 3.0]]), Rounding(1.0, 1.0, feasible_solutions=2, max_attempts=700), 4)
+    slow = _compare_rounding(
+        shape,
+        3.0,
+        np.array([0]),
+        np.array([2.5]),
+        np.array([0.5]),
+        np.ones((1, 2)),
+        np.array([[0.0, 3.0]]),
+        Rounding(1.0, 1.0, feasible_solutions=2, max_attempts=700),
+        4,
+    )
     assert slow[:2] == (700, 0) and slow[2] is None
 
 
@@ -102,15 +139,17 @@ def test_vectorised_disaggregation_matches_the_machine_by_machine_loop(seed):
     shape = _shape(rng)
     classes = int(rng.integers(1, 5))
     member_class = rng.integers(0, classes, int(rng.integers(classes, 12)))
-    member_class[:classes] = np.arange(classes)                      # every class has a member
+    member_class[:classes] = np.arange(classes)  # every class has a member
     counts = np.bincount(member_class, minlength=classes)
     cls_free = rng.uniform(0, 30, (classes, 4))
     free = cls_free[member_class]
-    lp_sol = (rng.uniform(0, 20, classes) * (rng.random(classes) < 0.7),
-              rng.uniform(0, 5, classes) * (rng.random(classes) < 0.7))
+    lp_sol = (
+        rng.uniform(0, 20, classes) * (rng.random(classes) < 0.7),
+        rng.uniform(0, 5, classes) * (rng.random(classes) < 0.7),
+    )
     fast = _disaggregate(shape, lp_sol, ClassMembers(member_class, classes), free)
     slow = ref.disaggregate(shape, lp_sol, member_class, counts, free)
-    for a, b in zip(fast, slow):
+    for a, b in zip(fast, slow, strict=True):
         assert a.tolist() == b.tolist()
 
 
@@ -134,8 +173,12 @@ def test_theta_matches_the_reference_on_random_slot_states(seed, gain):
         assert fast.cost[k] == (opt.cost if opt else math.inf)
         if opt is not None:
             got = fast.options[k]
-            assert (got.internal, got.machines.tolist(), got.workers.tolist(), got.servers.tolist()) == \
-                   (opt.internal, opt.machines.tolist(), opt.workers.tolist(), opt.servers.tolist())
+            assert (got.internal, got.machines.tolist(), got.workers.tolist(), got.servers.tolist()) == (
+                opt.internal,
+                opt.machines.tolist(),
+                opt.workers.tolist(),
+                opt.servers.tolist(),
+            )
 
 
 def _full_dp(theta, utility):
@@ -143,8 +186,11 @@ def _full_dp(theta, utility):
     slots, width = theta.shape
     best = None
     for done in range(slots):
-        total = min((sum(theta[j, k] for j, k in enumerate(split)), split)
-                    for split in itertools.product(range(width), repeat=done + 1) if sum(split) == width - 1)[0]
+        total = min(
+            (sum(theta[j, k] for j, k in enumerate(split)), split)
+            for split in itertools.product(range(width), repeat=done + 1)
+            if sum(split) == width - 1
+        )[0]
         payoff = utility[done] - total
         if payoff > (best[1] if best else 0.0):
             best = (done, payoff)
@@ -223,13 +269,20 @@ CASES = [
 
 @pytest.mark.parametrize("on_failure", ["reject", "plan_around"])
 def test_fast_path_decides_exactly_like_the_reference(on_failure):
-    exercised = {"external": 0, "skipped_slots": 0, "unroundable": 0, "admitted": 0, "rejected": 0,
-                 "rounding_rejects": int(on_failure == "plan_around")}
+    exercised = {
+        "external": 0,
+        "skipped_slots": 0,
+        "unroundable": 0,
+        "admitted": 0,
+        "rejected": 0,
+        "rounding_rejects": int(on_failure == "plan_around"),
+    }
     for seed, (machines, jobs, slots, scale, gain, levels, mix) in enumerate(CASES, start=11):
         workload = WorkloadConfig(workload_scale=scale, **({"mix": mix} if mix else {}))
         inst = generate(workload, machines, jobs, slots, seed)
-        config = Config(workload_levels=levels, rounding=RoundingConfig(gain=gain, max_attempts=400),
-                        on_rounding_failure=on_failure)
+        config = Config(
+            workload_levels=levels, rounding=RoundingConfig(gain=gain, max_attempts=400), on_rounding_failure=on_failure
+        )
         fast_policy, ref_policy = FastRecorder(config), ReferenceRecorder(config)
         fast, slow = simulate(inst, fast_policy, seed), simulate(inst, ref_policy, seed)
         for name in ("admitted", "workers", "servers"):

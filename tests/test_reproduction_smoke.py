@@ -1,6 +1,7 @@
 """Every sweep config under configs/ at reduced size, end to end: validate, run in process (real simulations, real
 OPT solves, real Parquet, real MLflow on a SQLite store), then ``pdors report``; the figures' PNG, CSV and Markdown
 must exist, hold the series the config asks for, and be attached to the sweep's MLflow parent run."""
+
 from __future__ import annotations
 
 import copy
@@ -35,7 +36,7 @@ def tiny_google_trace(directory: Path) -> Path:
     rows = []
     for k in range(8):
         rows.append(f"{(k + 1) * 1_000_000},,{100 + k},0,user{k},{k % 4},name{k},logical{k}")
-        rows.append(f"{(k + 1) * 1_000_000 + 5},,{100 + k},1,user{k},{k % 4},name{k},logical{k}")   # SCHEDULE
+        rows.append(f"{(k + 1) * 1_000_000 + 5},,{100 + k},1,user{k},{k % 4},name{k},logical{k}")  # SCHEDULE
     with gzip.open(directory / "part-00000-of-00001.csv.gz", "wt") as f:
         f.write("\n".join(rows) + "\n")
     return directory
@@ -48,10 +49,10 @@ def shrink(data: dict, trace_dir: Path) -> dict:
     data = copy.deepcopy(data)
     data["seeds"] = [1]
     data.pop("output", None)
-    scale_axis = "workload.workload_scale"   # a regime axis shrinks with the instance, as the 1% below
+    scale_axis = "workload.workload_scale"  # a regime axis shrinks with the instance, as the 1% below
     if scale_axis in data.get("grid", {}):
         data["grid"][scale_axis] = [v * SMALL_WORKLOAD_SCALE for v in data["grid"][scale_axis]]
-    for fig in data.get("report", []):   # size axes become SMALL_SIZES: a figure's slice moves to the first
+    for fig in data.get("report", []):  # size axes become SMALL_SIZES: a figure's slice moves to the first
         for axis in fig.get("where", {}).keys() & SMALL_SIZES.keys():
             fig["where"][axis] = SMALL_SIZES[axis][0]
         if scale_axis in fig.get("where", {}):
@@ -105,8 +106,9 @@ def test_config_runs_end_to_end_and_reports(path, tmp_path, mlflow_home, monkeyp
     small.write_text(yaml.safe_dump(shrink(yaml.safe_load(path.read_text()), tmp_path / "trace"), sort_keys=False))
     # MLflow down during the sweep (nothing listens on the discard port): runs ok, logging failed -> 3.
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
-    assert main(["sweep", "run", str(small), "--out", str(tmp_path / "out"), "--in-process"]) == 3, \
+    assert main(["sweep", "run", str(small), "--out", str(tmp_path / "out"), "--in-process"]) == 3, (
         capsys.readouterr().err
+    )
     sweep_dir = next((tmp_path / "out" / "sweeps").iterdir())
     # MLflow up again: `pdors report` logs the never-logged sweep, then attaches its files to the parent run.
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{mlflow_home}/mlflow.db")
@@ -120,12 +122,12 @@ def test_config_runs_end_to_end_and_reports(path, tmp_path, mlflow_home, monkeyp
         assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size < 200_000 * panels_drawn
         expected = set(fig.policies or config.policies)
         assert set(table["policy"]) == expected, (fig.name, table)
-        if fig.x != "policy":   # every policy has every x of the sweep in every panel ("-": another policy's axis)
-            panels = table["panel"].astype(object).fillna("")   # "" (no panel) reads back as NaN
+        if fig.x != "policy":  # every policy has every x of the sweep in every panel ("-": another policy's axis)
+            panels = table["panel"].astype(object).fillna("")  # "" (no panel) reads back as NaN
             for (_, policy), xs in table.groupby([panels, "policy"])["x"]:
                 assert list(xs) == ["-"] or same_values(list(xs), config.grid[fig.x]), (fig.name, policy, table)
         assert all(math.isfinite(v) for v in table["mean"]), (fig.name, table)
-        pooled = math.prod(len(config.grid[a]) for a in fig.average)   # one seed: pooled axes only
+        pooled = math.prod(len(config.grid[a]) for a in fig.average)  # one seed: pooled axes only
         assert (table["n"] == pooled).all(), (fig.name, table)
         assert pdf.read_bytes()[:5] == b"%PDF-"
         if fig.normalise:
@@ -136,8 +138,9 @@ def test_config_runs_end_to_end_and_reports(path, tmp_path, mlflow_home, monkeyp
 
     client = MlflowClient()
     experiment = client.get_experiment_by_name("smoke").experiment_id
-    parents = client.search_runs([experiment], f"tags.`pdors.sweep_id` = '{manifest['sweep_id']}' and "
-                                               "tags.`pdors.role` = 'sweep'")
+    parents = client.search_runs(
+        [experiment], f"tags.`pdors.sweep_id` = '{manifest['sweep_id']}' and tags.`pdors.role` = 'sweep'"
+    )
     assert len(parents) == 1
     attached = {Path(a.path).name for a in client.list_artifacts(parents[0].info.run_id, "report")}
     assert {f"{fig.name}.{ext}" for fig in figures_of(manifest) for ext in ("png", "pdf", "csv", "md")} <= attached
@@ -157,8 +160,9 @@ BAD_FIGURES = [
 ]
 
 
-@pytest.mark.parametrize("figure, message", BAD_FIGURES, ids=[m.split(":")[0] + str(k) for k, (_, m) in
-                                                              enumerate(BAD_FIGURES)])
+@pytest.mark.parametrize(
+    "figure, message", BAD_FIGURES, ids=[m.split(":")[0] + str(k) for k, (_, m) in enumerate(BAD_FIGURES)]
+)
 def test_bad_figure_config_is_one_line_naming_the_field(tmp_path, capsys, figure, message):
     config = {**FIGURE_BASE, "report": [{"name": "f", "title": "t", **figure}]}
     path = tmp_path / "bad.yaml"
@@ -178,9 +182,10 @@ def test_duplicate_figure_names_are_rejected():
 def test_report_of_nothing_says_what_it_looked_for(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["report", "no-such-sweep"]) == 2
-    assert "'no-such-sweep': no such sweep config, directory, or sweep id under results/" in \
-        capsys.readouterr().err
+    assert "'no-such-sweep': no such sweep config, directory, or sweep id under results/" in capsys.readouterr().err
     (tmp_path / "plain").mkdir()
     assert main(["report", "plain"]) == 2
-    assert "plain: neither a sweep config, a sweep directory (with manifest.json) nor an output root" in \
-        capsys.readouterr().err
+    assert (
+        "plain: neither a sweep config, a sweep directory (with manifest.json) nor an output root"
+        in capsys.readouterr().err
+    )

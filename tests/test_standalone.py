@@ -1,5 +1,6 @@
 """The repository stands alone: no tracked file points readers at documents they do not have (the working
 spec, the source texts, the stack notes). Interpretations live in docs/MODEL.md."""
+
 from __future__ import annotations
 
 import re
@@ -8,8 +9,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Spelled in pieces so that this file does not match itself.
-OUTSIDE_DOCUMENTS = re.compile("|".join([r"\bSP" + r"EC\b", "seeds" + r"/0\d\d", "STACK" + "[-_]NOTES",
-                                         "reading" + " notes"]))
+OUTSIDE_DOCUMENTS = re.compile(
+    "|".join([r"\bSP" + r"EC\b", "seeds" + r"/0\d\d", "STACK" + "[-_]NOTES", "reading" + " notes"])
+)
 
 
 def test_no_file_refers_to_documents_outside_the_repository():
@@ -20,5 +22,7 @@ def test_no_file_refers_to_documents_outside_the_repository():
         if not path.is_file() or path.suffix in (".png", ".parquet", ".gz"):
             continue
         text = path.read_text(errors="ignore")
-        hits += [f"{name}:{text.count(chr(10), 0, m.start()) + 1}: {m.group()}" for m in OUTSIDE_DOCUMENTS.finditer(text)]
+        hits += [
+            f"{name}:{text.count(chr(10), 0, m.start()) + 1}: {m.group()}" for m in OUTSIDE_DOCUMENTS.finditer(text)
+        ]
     assert hits == []

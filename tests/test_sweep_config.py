@@ -1,16 +1,15 @@
 """The sweep config without Ray: validation (one-line errors naming the field), grid expansion and ids."""
+
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-import yaml
+from sweep_fixtures import TINY, write_config
 
 from pdors_cli.main import main
 from pipeline import grid, schema, storage
 from pipeline.executor import execute
-from sweep_fixtures import TINY, write_config
 
 
 def no_ray(*args, **kwargs):
@@ -43,14 +42,18 @@ BAD = [
     ({"grid": {"jobs,slots": [[4, 4], [5]]}}, "grid.jobs,slots[1]: must list 2 values"),
     ({"grid": {"jobs,slots": [[4, 4], [5, 0]]}}, "grid.jobs,slots[1][1]: must be >= 1"),
     ({"grid": {"jobs,pdors.rounding.gain": [[4, 1.0]]}}, "grid.jobs,pdors.rounding.gain: paired axes must"),
-    ({"policies": {"pdors": {"rounding": {"feasible_solutions": 10, "max_attempts": 20}}},
-      "grid": {"pdors.rounding.max_attempts": [5]}}, "grid.pdors.rounding.max_attempts[0]: must be >= feasible"),
+    (
+        {
+            "policies": {"pdors": {"rounding": {"feasible_solutions": 10, "max_attempts": 20}}},
+            "grid": {"pdors.rounding.max_attempts": [5]},
+        },
+        "grid.pdors.rounding.max_attempts[0]: must be >= feasible",
+    ),
 ]
 
 
 @pytest.mark.parametrize("change, expected", BAD, ids=[e.split(":")[0] for _, e in BAD])
-def test_bad_config_is_one_line_naming_the_field_and_writes_nothing(tmp_path, capsys, monkeypatch, change,
-                                                                    expected):
+def test_bad_config_is_one_line_naming_the_field_and_writes_nothing(tmp_path, capsys, monkeypatch, change, expected):
     monkeypatch.setattr("pipeline.executor.fan_out", no_ray)
     cfg = write_config(tmp_path / "bad.yaml", {**TINY, **change})
     out = tmp_path / "out"
@@ -83,13 +86,22 @@ def test_bad_override_is_one_line_naming_the_field(tmp_path, capsys, monkeypatch
 
 def test_overrides_ranges_and_paired_axes(tmp_path):
     cfg = write_config(tmp_path / "ok.yaml", TINY)
-    data = schema.raw(cfg, ["seeds.count=3", "grid.machines=range(4,10,2)", "instance.jobs=3",
-                            "policies.pdors.rounding.gain=0.8", "grid.pdors.rounding.gain=[0.8]"])
+    data = schema.raw(
+        cfg,
+        [
+            "seeds.count=3",
+            "grid.machines=range(4,10,2)",
+            "instance.jobs=3",
+            "policies.pdors.rounding.gain=0.8",
+            "grid.pdors.rounding.gain=[0.8]",
+        ],
+    )
     config = schema.parse(data)
     assert config.seed_list() == [1, 2, 3] and config.grid["machines"] == [4, 6, 8]
     assert config.instance["jobs"] == 3 and config.policies["pdors"]["rounding"]["gain"] == 0.8
     assert schema.parse({**TINY, "grid": {"pdors.rounding.gain": "range(0.5, 1.01, 0.25)"}}).grid[
-        "pdors.rounding.gain"] == [0.5, 0.75, 1.0]
+        "pdors.rounding.gain"
+    ] == [0.5, 0.75, 1.0]
     paired = grid.expand(schema.parse({**TINY, "grid": {"jobs,slots": [[3, 4], [5, 6]]}, "seeds": [1]}))
     sizes = {(t.spec["jobs"], t.spec["slots"]) for t in paired.tasks}
     assert sizes == {(3, 4), (5, 6)} and paired.axes == ["jobs", "slots"] and len(paired.tasks) == 4
@@ -104,17 +116,22 @@ def test_dry_run_writes_nothing_and_errors_before_writing(tmp_path, capsys, monk
     text = capsys.readouterr().out
     assert "0 already recorded, 6 to run" in text and "a probe run of" in text and not out.exists()
     (tmp_path / "file").write_text("x")
-    for args in (["--out", str(tmp_path / "file")], ["--out", str(tmp_path / "file" / "sub")],
-                 ["--out", str(out), "--ray-address", "127.0.0.1:9"],
-                 ["grid.machines=[30]", "instance.jobs=50", "instance.slots=100000", "--out", str(out)],
-                 ["grid.machines=[30]", "instance.jobs=100000", "instance.slots=20", "--out", str(out)]):
+    for args in (
+        ["--out", str(tmp_path / "file")],
+        ["--out", str(tmp_path / "file" / "sub")],
+        ["--out", str(out), "--ray-address", "127.0.0.1:9"],
+        ["grid.machines=[30]", "instance.jobs=50", "instance.slots=100000", "--out", str(out)],
+        ["grid.machines=[30]", "instance.jobs=100000", "instance.slots=20", "--out", str(out)],
+    ):
         assert main(["sweep", "run", str(cfg), *args]) == 2, args
         said = capsys.readouterr()
         err = said.err.strip()
         assert err.startswith("pdors sweep") and "\n" not in err and not said.out, (err, said.out)
     assert not out.exists()
-    assert err.startswith("pdors sweep: error: too large: H=30 I=100000 T=20 needs about 1.93 GB per run, over "
-                          "the limit of 1.00 GB (--max-run-memory GB raises it"), err
+    assert err.startswith(
+        "pdors sweep: error: too large: H=30 I=100000 T=20 needs about 1.93 GB per run, over "
+        "the limit of 1.00 GB (--max-run-memory GB raises it"
+    ), err
 
 
 def test_unreadable_config_files(tmp_path, capsys, monkeypatch):
@@ -131,8 +148,22 @@ def test_num_cpus_is_for_a_local_ray_only(tmp_path, capsys, monkeypatch):
     seen = []
     monkeypatch.setattr("pipeline.executor.fan_out", lambda *a, **k: seen.append(a) or iter(()))
     cfg = write_config(tmp_path / "ok.yaml", TINY)
-    assert main(["sweep", "run", str(cfg), "--out", str(tmp_path / "out"), "--ray-address", "127.0.0.1:1",
-                 "--num-cpus", "1"]) == 2
+    assert (
+        main(
+            [
+                "sweep",
+                "run",
+                str(cfg),
+                "--out",
+                str(tmp_path / "out"),
+                "--ray-address",
+                "127.0.0.1:1",
+                "--num-cpus",
+                "1",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("pdors sweep: error: --num-cpus: applies to a local Ray only") and not seen
     assert not (tmp_path / "out").exists()
@@ -160,8 +191,9 @@ def test_ids_are_stable_and_follow_the_resolved_spec():
     b = grid.expand(schema.parse(shuffled))
     assert a.sweep_id == b.sweep_id and {t.run_id for t in a.tasks} == {t.run_id for t in b.tasks}
     # an explicit default is the same run; a changed value is another
-    explicit = grid.expand(schema.parse({**TINY, "instance": {"jobs": 4, "slots": 4, "workload": {
-        "bandwidth_ratio": 40.0}}}))
+    explicit = grid.expand(
+        schema.parse({**TINY, "instance": {"jobs": 4, "slots": 4, "workload": {"bandwidth_ratio": 40.0}}})
+    )
     assert {t.run_id for t in explicit.tasks} == {t.run_id for t in a.tasks}
     other = grid.expand(schema.parse({**TINY, "seeds": {"start": 2, "count": 2}}))
     assert len({t.run_id for t in other.tasks} & {t.run_id for t in a.tasks}) == len(a.tasks) // 2
@@ -175,8 +207,18 @@ def test_opt_block_adds_one_opt_task_per_instance():
 
 
 def test_opt_task_through_the_adapter():
-    plan = grid.expand(schema.parse({**TINY, "instance": {"jobs": 3, "slots": 3}, "grid": {}, "seeds": [1],
-                                     "policies": {"pdors": {}}, "opt": {"time_limit": 30}}))
+    plan = grid.expand(
+        schema.parse(
+            {
+                **TINY,
+                "instance": {"jobs": 3, "slots": 3},
+                "grid": {},
+                "seeds": [1],
+                "policies": {"pdors": {}},
+                "opt": {"time_limit": 30},
+            }
+        )
+    )
     task = next(t for t in plan.tasks if t.kind == "opt")
     outcome = execute(task)
     assert outcome.status == "ok", outcome.error
@@ -199,8 +241,8 @@ def test_overrides_are_taken_after_options_too(tmp_path, capsys):
 def test_chunks_hold_about_half_a_second_of_runs_and_share_the_tail():
     from pipeline.executor import CHUNK_SECONDS, MAX_CHUNK, chunk_size
 
-    assert chunk_size(None, 10_000, 4) == 1                       # nothing timed yet
+    assert chunk_size(None, 10_000, 4) == 1  # nothing timed yet
     assert chunk_size(0.01, 10_000, 4) == round(CHUNK_SECONDS / 0.01)
     assert chunk_size(1e-5, 10**6, 4) == MAX_CHUNK
-    assert chunk_size(0.01, 40, 4) == 10 and chunk_size(0.01, 3, 4) == 1   # the runs left, shared
-    assert chunk_size(2.0, 10_000, 4) == 1                        # slow runs: one per task
+    assert chunk_size(0.01, 40, 4) == 10 and chunk_size(0.01, 3, 4) == 1  # the runs left, shared
+    assert chunk_size(2.0, 10_000, 4) == 1  # slow runs: one per task

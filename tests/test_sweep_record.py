@@ -1,5 +1,6 @@
 """The sweep record without Ray: run rows, the Parquet batch files and their schema, compaction (and a crash in
 its middle), status's reads, the aggregate over seeds, MLflow tracking and the plot."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.dataset as ds
 import pytest
+from sweep_fixtures import TINY
 
 from pipeline import columns, grid, schema, storage, summary
 from pipeline.executor import execute
 from pipeline.storage import Store
-from sweep_fixtures import TINY
 
 
 # --- rows and Parquet ---------------------------------------------------------------------------------------------
@@ -22,11 +23,13 @@ def test_summary_keys_are_all_columns():
     """Guard: a metric added to pdors.run.summarise must get a typed column here."""
     task = grid.expand(schema.parse(dict(TINY))).tasks[0]
     result = execute(task).result
-    metrics = storage.flatten({k: v for k, v in result.items()
-                               if k not in columns.SUMMARY_IDENTITY + columns.JSON_SOURCES})
-    assert set(metrics) | {"violations"} == {name for name, _ in columns.METRICS}   # violations: a count
-    assert set(result["jobs"][0]) | {"run_id", "policy", "seed", "point_id", "instance_id"} == \
-        set(columns.JOBS_SCHEMA.names)
+    metrics = storage.flatten(
+        {k: v for k, v in result.items() if k not in columns.SUMMARY_IDENTITY + columns.JSON_SOURCES}
+    )
+    assert set(metrics) | {"violations"} == {name for name, _ in columns.METRICS}  # violations: a count
+    assert set(result["jobs"][0]) | {"run_id", "policy", "seed", "point_id", "instance_id"} == set(
+        columns.JOBS_SCHEMA.names
+    )
 
 
 def test_rows_written_atomically_and_readable(tmp_path):
@@ -37,24 +40,27 @@ def test_rows_written_atomically_and_readable(tmp_path):
     with store.lock():
         (store.part("runs")).mkdir(parents=True)
         (store.part("runs") / ".tmp-1-stale.parquet").write_bytes(b"partial")
-    with store.lock():   # a new writer removes a dead writer's temp files
+    with store.lock():  # a new writer removes a dead writer's temp files
         assert not list(store.part("runs").glob(".tmp-*"))
-        for task in (ok_task, broken, ok_task):   # a run written again: the later batch's row counts
+        for task in (ok_task, broken, ok_task):  # a run written again: the later batch's row counts
             store.write([(task, execute(task))], "abc123")
     assert store.recorded() == {ok_task.run_id: "ok", broken.run_id: "failed"}
     runs = storage.read(tmp_path).to_pandas()
     assert len(runs) == 2 and set(runs["git_commit"]) == {"abc123"}
     late = runs.set_index("run_id").loc[ok_task.run_id, "finished_at"]
     with store.lock():
-        assert store.compact() == 3 and store.compact() == 0   # one file per table; then nothing to do
+        assert store.compact() == 3 and store.compact() == 0  # one file per table; then nothing to do
     assert [len(list(store.part(t).glob("*.parquet"))) for t in ("runs", "jobs")] == [1, 1]
     runs = storage.read(tmp_path).to_pandas().set_index("run_id")
     assert len(runs) == 2 and runs.loc[ok_task.run_id, "finished_at"] == late
     failed = runs.loc[broken.run_id]
     assert failed["error"].startswith("ConfigError: machines: must be >= 1") and pd.isna(failed["total_utility"])
     good = runs.loc[ok_task.run_id]
-    assert good["git_commit"] == "abc123" and good["pdors.rounding.gain"] == ok_task.spec["params"]["rounding"][
-        "gain"] and json.loads(good["spec"]) == ok_task.spec
+    assert (
+        good["git_commit"] == "abc123"
+        and good["pdors.rounding.gain"] == ok_task.spec["params"]["rounding"]["gain"]
+        and json.loads(good["spec"]) == ok_task.spec
+    )
     assert all(ds.dataset(f).schema == storage.runs_schema() for f in store.part("runs").glob("*.parquet"))
 
 
@@ -67,49 +73,60 @@ def test_documented_reads_of_a_live_folder(tmp_path):
     two = grid.expand(schema.parse({**TINY, "policies": {"drf": {}}, "grid": {"machines": [4]}, "seeds": [1, 2]}))
     for plan in (one, two):
         Store(root, plan.sweep_id).write([(task, execute(task)) for task in plan.tasks], "abc123")
-    (root / "runs" / ".tmp-99-x.parquet").write_bytes(b"partial")   # a write in progress
+    (root / "runs" / ".tmp-99-x.parquet").write_bytes(b"partial")  # a write in progress
     (root / "jobs" / ".tmp-99-x.parquet").write_bytes(b"partial")
     n_runs = len(one.tasks) + len(two.tasks)
     runs = pd.read_parquet(root / "runs")
     assert list(runs.columns) == storage.runs_schema().names and runs["run_id"].is_unique and len(runs) == n_runs
     assert set(runs["policy"]) == {"pdors", "fifo", "drf"} and runs["pdors.rounding.gain"].notna().sum() == 1
-    got = duckdb.sql(f"select count(*), count(distinct run_id), count(\"pdors.rounding.gain\") from read_parquet("
-                     f"'{root}/runs/[!.]*.parquet')").fetchall()[0]
+    got = duckdb.sql(
+        f'select count(*), count(distinct run_id), count("pdors.rounding.gain") from read_parquet('
+        f"'{root}/runs/[!.]*.parquet')"
+    ).fetchall()[0]
     assert got == (n_runs, n_runs, 1)
     jobs = duckdb.sql(f"select count(*) from read_parquet('{root}/jobs/[!.]*.parquet')").fetchall()[0][0]
     assert jobs == sum(t.spec["jobs"] for p in (one, two) for t in p.tasks)
     assert len(pd.read_parquet(root / "jobs")) == jobs
-    Store(root, one.sweep_id).write([(one.tasks[0], execute(one.tasks[0]))], "later")   # a run held twice
-    query = (f"select run_id, git_commit from read_parquet('{root}/runs/[!.]*.parquet', filename = true) "
-             "qualify row_number() over (partition by run_id order by filename desc) = 1")   # docs/PIPELINE.md
+    Store(root, one.sweep_id).write([(one.tasks[0], execute(one.tasks[0]))], "later")  # a run held twice
+    query = (
+        f"select run_id, git_commit from read_parquet('{root}/runs/[!.]*.parquet', filename = true) "
+        "qualify row_number() over (partition by run_id order by filename desc) = 1"
+    )  # docs/PIPELINE.md
     latest = dict(duckdb.sql(query).fetchall())
     assert len(latest) == n_runs and latest[one.tasks[0].run_id] == "later"
 
 
 def test_status_finds_damaged_batches_and_run_repairs_them(tmp_path, capsys):
-    from pdors_cli.main import main
     from sweep_fixtures import write_config
 
-    cfg = write_config(tmp_path / "tiny.yaml", {**TINY, "grid": {"machines": [4]}, "seeds": [1, 2],
-                                                "mlflow": {"enabled": False}})
+    from pdors_cli.main import main
+
+    cfg = write_config(
+        tmp_path / "tiny.yaml", {**TINY, "grid": {"machines": [4]}, "seeds": [1, 2], "mlflow": {"enabled": False}}
+    )
     out = tmp_path / "out"
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--in-process"]) == 0
     assert main(["sweep", "status", str(cfg), "--out", str(out)]) == 0
     assert "4 ok, 0 failed, 0 lost, 0 not run; records intact" in capsys.readouterr().out
     [runs] = (out / "runs").glob("*.parquet")
     jobs = out / "jobs" / runs.name
-    jobs.write_bytes(jobs.read_bytes()[:100])                     # a truncated jobs file
+    jobs.write_bytes(jobs.read_bytes()[:100])  # a truncated jobs file
     (out / "runs" / "p99999999999999999999.parquet").write_bytes(b"not parquet")
-    assert main(["sweep", "status", "--out", str(out)]) == 1      # no target: the latest sweep
+    assert main(["sweep", "status", "--out", str(out)]) == 1  # no target: the latest sweep
     text = capsys.readouterr().out
-    assert "0 ok, 0 failed, 0 lost, 4 not run; 2 damaged batches" in text and \
-        f"batch {runs.stem} (4 runs): jobs file unreadable" in text and \
-        "batch p99999999999999999999 (unknown runs): runs file unreadable" in text and "repair: `pdors sweep run" in text
+    assert (
+        "0 ok, 0 failed, 0 lost, 4 not run; 2 damaged batches" in text
+        and f"batch {runs.stem} (4 runs): jobs file unreadable" in text
+        and "batch p99999999999999999999 (unknown runs): runs file unreadable" in text
+        and "repair: `pdors sweep run" in text
+    )
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--resume", "--in-process"]) == 0
     assert "0 already recorded, 4 to run (2 damaged batches set aside)" in capsys.readouterr().out
     assert main(["sweep", "status", str(cfg), "--out", str(out)]) == 0
-    assert sorted(p.name for p in (out / "runs").glob(".damaged-*")) == [f".damaged-{runs.name}",
-                                                                        ".damaged-p99999999999999999999.parquet"]
+    assert sorted(p.name for p in (out / "runs").glob(".damaged-*")) == [
+        f".damaged-{runs.name}",
+        ".damaged-p99999999999999999999.parquet",
+    ]
 
 
 def test_status_reads_four_run_columns_and_no_job_row(tmp_path, capsys, monkeypatch):
@@ -117,25 +134,35 @@ def test_status_reads_four_run_columns_and_no_job_row(tmp_path, capsys, monkeypa
     files' footers only."""
     import pyarrow.dataset
     import pyarrow.parquet as pq
-
-    from pdors_cli.main import main
     from sweep_fixtures import write_config
 
-    cfg = write_config(tmp_path / "tiny.yaml", {**TINY, "grid": {"machines": [4]}, "seeds": [1, 2],
-                                                "mlflow": {"enabled": False}})
+    from pdors_cli.main import main
+
+    cfg = write_config(
+        tmp_path / "tiny.yaml", {**TINY, "grid": {"machines": [4]}, "seeds": [1, 2], "mlflow": {"enabled": False}}
+    )
     out = tmp_path / "out"
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--in-process"]) == 0
     reads = []
     real_table, real_dataset = pq.read_table, pyarrow.dataset.dataset
-    monkeypatch.setattr(pq, "read_table", lambda path, columns=None, **kw: (
-        reads.append((str(path), columns)), real_table(path, columns=columns, **kw))[1])
-    monkeypatch.setattr(pyarrow.dataset, "dataset", lambda source, *a, **kw: (
-        reads.append((str(source), "dataset")), real_dataset(source, *a, **kw))[1])
+    monkeypatch.setattr(
+        pq,
+        "read_table",
+        lambda path, columns=None, **kw: (reads.append((str(path), columns)), real_table(path, columns=columns, **kw))[
+            1
+        ],
+    )
+    monkeypatch.setattr(
+        pyarrow.dataset,
+        "dataset",
+        lambda source, *a, **kw: (reads.append((str(source), "dataset")), real_dataset(source, *a, **kw))[1],
+    )
     capsys.readouterr()
     assert main(["sweep", "status", "--out", str(out)]) == 0 and "4 ok" in capsys.readouterr().out
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--resume", "--in-process", "--dry-run"]) == 0
     assert reads and {(Path(path).parent.name, tuple(columns)) for path, columns in reads} == {
-        ("runs", ("run_id", "status", "kind", "jobs"))}
+        ("runs", ("run_id", "status", "kind", "jobs"))
+    }
 
 
 def test_a_crash_anywhere_in_compaction_neither_loses_nor_duplicates_a_run(tmp_path, monkeypatch):
@@ -158,16 +185,17 @@ def test_a_crash_anywhere_in_compaction_neither_loses_nor_duplicates_a_run(tmp_p
 
     real_replace, real_remove = storage.os.replace, storage._remove
     ops = []
-    for crash_at in range(7):   # 2 files written into place, 3 runs and 2 jobs batches removed
+    for crash_at in range(7):  # 2 files written into place, 3 runs and 2 jobs batches removed
         root = tmp_path / f"crash{crash_at}"
         shutil.copytree(source.root, root)
 
-        def op(real):
+        def op(real, crash_at=crash_at):
             def step(*args):
                 ops.append(args)
                 if len(ops) > crash_at:
                     raise Killed()
                 return real(*args)
+
             return step
 
         ops.clear()
@@ -184,16 +212,17 @@ def test_a_crash_anywhere_in_compaction_neither_loses_nor_duplicates_a_run(tmp_p
         with store.lock():
             store.compact()
         assert [len(list(store.part(t).glob("*.parquet"))) for t in ("runs", "jobs")] == [1, 1]
-        pd.testing.assert_frame_equal(storage.read(root).to_pandas().sort_values("run_id").reset_index(drop=True),
-                                      expected)
-    assert len(ops) == 7   # the last crash point was the last operation
+        pd.testing.assert_frame_equal(
+            storage.read(root).to_pandas().sort_values("run_id").reset_index(drop=True), expected
+        )
+    assert len(ops) == 7  # the last crash point was the last operation
 
 
 def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
     from pipeline import plots, tracking
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
-    monkeypatch.chdir(tmp_path)   # the SQLite store's artifacts go to ./mlruns
+    monkeypatch.chdir(tmp_path)  # the SQLite store's artifacts go to ./mlruns
     plan = grid.expand(schema.parse({**TINY, "grid": {**TINY["grid"], "workload.mix": [[0.1, 0.55, 0.35]]}}))
     store = Store(tmp_path / "out", plan.sweep_id)
     store.write([(task, execute(task)) for task in plan.tasks], "abc123")
@@ -204,32 +233,46 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
     for axes in (plan.axes, ["workload.mix"], []):
         png = plots.utility_vs_axis(runs, axes, tmp_path / f"plot{len(axes)}.png")
         assert png.read_bytes()[:4] == b"\x89PNG"
-    manifest = {"sweep_id": plan.sweep_id, "name": "tiny", "experiment": "unit", "tasks": len(plan.tasks),
-                "config_path": "x.yaml", "axes": plan.axes, "seeds": [1, 2], "output": "out",
-                "config": {"policies": TINY["policies"], "opt": None}, "packages": {"pdors": "0"},
-                "git_commit": "abc123"}
+    manifest = {
+        "sweep_id": plan.sweep_id,
+        "name": "tiny",
+        "experiment": "unit",
+        "tasks": len(plan.tasks),
+        "config_path": "x.yaml",
+        "axes": plan.axes,
+        "seeds": [1, 2],
+        "output": "out",
+        "config": {"policies": TINY["policies"], "opt": None},
+        "packages": {"pdors": "0"},
+        "git_commit": "abc123",
+    }
     first = tracking.log_sweep(manifest, runs, agg, [png], store.root)
     db = sqlite3.connect(tmp_path / "mlflow.db")
     points = db.execute("select count(*) from metrics").fetchone()[0]
-    again = tracking.log_sweep(manifest, runs, agg, [png], store.root)   # re-logging updates, never duplicates
+    again = tracking.log_sweep(manifest, runs, agg, [png], store.root)  # re-logging updates, never duplicates
     assert first == again and db.execute("select count(*) from metrics").fetchone()[0] == points
     n_runs = db.execute("select count(*) from runs").fetchone()[0]
-    n_children = db.execute("select count(*) from tags where key = 'mlflow.parentRunId' and value = ?",
-                            (first,)).fetchone()[0]
+    n_children = db.execute(
+        "select count(*) from tags where key = 'mlflow.parentRunId' and value = ?", (first,)
+    ).fetchone()[0]
     assert (n_runs, n_children) == (7, 6)
-    other = tracking.log_sweep(manifest, runs, agg, [], tmp_path / "elsewhere")   # another output: own parent
+    other = tracking.log_sweep(manifest, runs, agg, [], tmp_path / "elsewhere")  # another output: own parent
     assert other != first and db.execute("select count(*) from runs").fetchone()[0] == 14
     kind = db.execute("select value from experiment_tags where key = 'mlflow.experimentKind'").fetchall()
     assert kind == [("custom_model_development",)]
     from mlflow.tracking import MlflowClient
+
     client = MlflowClient()
-    child = client.search_runs([client.get_experiment_by_name("unit").experiment_id],
-                               f"tags.`mlflow.parentRunId` = '{first}' and params.policy = 'pdors'")[0]
-    assert {"machines", "jobs", "slots", "workload.mix", "workload.bandwidth_ratio",
-            "pdors.rounding.gain"} <= set(child.data.params)
+    child = client.search_runs(
+        [client.get_experiment_by_name("unit").experiment_id],
+        f"tags.`mlflow.parentRunId` = '{first}' and params.policy = 'pdors'",
+    )[0]
+    assert {"machines", "jobs", "slots", "workload.mix", "workload.bandwidth_ratio", "pdors.rounding.gain"} <= set(
+        child.data.params
+    )
     assert child.data.params["jobs"] == str(TINY["instance"]["jobs"])
     history = client.get_metric_history(child.info.run_id, "total_utility")
-    assert sorted(m.step for m in history) == [1, 2]   # one value per seed, step = seed
+    assert sorted(m.step for m in history) == [1, 2]  # one value per seed, step = seed
     assert {a.path for a in client.list_artifacts(child.info.run_id)} == {"seeds.csv"}
 
 
@@ -241,9 +284,11 @@ def test_a_record_of_one_file_per_run_is_read_and_compacted(tmp_path):
     plan = grid.expand(schema.parse({**TINY, "grid": {"machines": [4]}, "seeds": [1, 2]}))
     store = Store(tmp_path, plan.sweep_id)
     done = [(task, execute(task)) for task in plan.tasks]
-    for task, outcome in done:   # as the code before batches wrote them
-        for table, rows, schema_ in (("jobs", storage.job_rows(task, outcome), columns.JOBS_SCHEMA),
-                                     ("runs", [storage.run_row(task, outcome, "old")], storage.runs_schema())):
+    for task, outcome in done:  # as the code before batches wrote them
+        for table, rows, schema_ in (
+            ("jobs", storage.job_rows(task, outcome), columns.JOBS_SCHEMA),
+            ("runs", [storage.run_row(task, outcome, "old")], storage.runs_schema()),
+        ):
             (tmp_path / table).mkdir(exist_ok=True)
             pq.write_table(storage.to_table(rows, schema_), tmp_path / table / f"{task.run_id}.parquet")
     store.write(done[:1], "new")

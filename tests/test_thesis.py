@@ -1,5 +1,6 @@
 """The thesis profile: its throughput model on a hand-worked job, the validator's (3.4) and (3.5), and every
 policy either keeping those rules or being refused."""
+
 import subprocess
 import sys
 
@@ -27,19 +28,29 @@ INTERNAL_PER_SLOT = 10 * 60 / 0.22
 
 
 def _hand_instance() -> Instance:
-    arrays = thesis.job_arrays(np.array([2]), np.array([30]), np.array([10]), np.array([50.0]), np.array([0.02]),
-                               np.array([100.0]), 40.0)
-    jobs = Jobs(arrival=[0], **arrays, worker_demand=[(0, 1, 0, 0)], ps_demand=[(0, 1, 0, 0)], theta1=[10.0],
-                theta2=[1.0], theta3=[0.0], sensitivity=[SENSITIVE])
-    return Instance(jobs, Cluster(np.tile([0.0, 20.0, 0.0, 0.0], (2, 1))), 3,
-                    ps_bandwidth=thesis.gbps_to_mb_per_slot([4.0]))
+    arrays = thesis.job_arrays(
+        np.array([2]), np.array([30]), np.array([10]), np.array([50.0]), np.array([0.02]), np.array([100.0]), 40.0
+    )
+    jobs = Jobs(
+        arrival=[0],
+        **arrays,
+        worker_demand=[(0, 1, 0, 0)],
+        ps_demand=[(0, 1, 0, 0)],
+        theta1=[10.0],
+        theta2=[1.0],
+        theta3=[0.0],
+        sensitivity=[SENSITIVE],
+    )
+    return Instance(
+        jobs, Cluster(np.tile([0.0, 20.0, 0.0, 0.0], (2, 1))), 3, ps_bandwidth=thesis.gbps_to_mb_per_slot([4.0])
+    )
 
 
 def _hand_schedule(inst, internal_servers=10, external_servers=1):
     s = Schedule.empty(inst)
     s.admitted[:] = True
-    s.workers[0, 0, 0], s.servers[0, 0, 1] = 10, external_servers        # slot 0: external
-    s.workers[1, 0, 0], s.servers[1, 0, 0] = 10, internal_servers        # slot 1: internal
+    s.workers[0, 0, 0], s.servers[0, 0, 1] = 10, external_servers  # slot 0: external
+    s.workers[1, 0, 0], s.servers[1, 0, 0] = 10, internal_servers  # slot 1: internal
     s.claimed_internal[1, 0] = True
     s.claimed_completion[:] = [1]
     return s
@@ -54,21 +65,21 @@ def test_throughput_model_on_a_hand_worked_job():
     assert v.violations == []
     assert v.samples[:2, 0] == pytest.approx([EXTERNAL_PER_SLOT, INTERNAL_PER_SLOT], rel=1e-12)
     assert list(v.internal[:2, 0]) == [False, True]
-    assert v.completion[0] == 1                          # 74.8 < 600 <= 74.8 + 2727.3
+    assert v.completion[0] == 1  # 74.8 < 600 <= 74.8 + 2727.3
 
 
 def test_validator_rejects_a_schedule_breaking_the_ps_bandwidth_rule():
     inst = _hand_instance()
-    bad = _hand_schedule(inst, internal_servers=9)       # 9 PSs carry 4500 < 5000 MB/s
+    bad = _hand_schedule(inst, internal_servers=9)  # 9 PSs carry 4500 < 5000 MB/s
     assert {x.kind for x in validate(inst, bad).violations} == {"ps_bandwidth"}
-    paper = Instance(inst.jobs, inst.cluster, inst.slots)    # the paper's model has no (3.4)
+    paper = Instance(inst.jobs, inst.cluster, inst.slots)  # the paper's model has no (3.4)
     assert validate(paper, bad).violations == []
 
 
 def test_validator_rejects_more_servers_than_workers():
     inst = _hand_instance()
     s = _hand_schedule(inst)
-    s.workers[0, 0, 0], s.servers[0, 0, 1] = 2, 3        # 2 workers, 3 PSs: (3.4) holds, (3.5) does not
+    s.workers[0, 0, 0], s.servers[0, 0, 1] = 2, 3  # 2 workers, 3 PSs: (3.4) holds, (3.5) does not
     assert {x.kind for x in validate(inst, s).violations} >= {"ps_over_workers"}
     assert "ps_bandwidth" not in {x.kind for x in validate(inst, s).violations}
 
@@ -76,26 +87,32 @@ def test_validator_rejects_more_servers_than_workers():
 def test_generated_thesis_instance_follows_section_4_1():
     inst = generate(WorkloadConfig(profile="thesis"), 4, 200, 50, 3)
     j = inst.jobs
-    assert np.array_equal(j.batch, j.gamma) and 5 <= j.batch.min() and j.batch.max() <= 20
+    assert np.array_equal(j.batch, j.gamma) and j.batch.min() >= 5 and j.batch.max() <= 20
     minibatches = j.samples / j.batch
     assert np.all((minibatches >= 20) & (minibatches <= 40) & (minibatches == np.round(minibatches)))
-    assert 50 <= j.epochs.min() and j.epochs.max() <= 150
+    assert j.epochs.min() >= 50 and j.epochs.max() <= 150
     assert np.all(j.worker_demand[:, 1] == 0) and j.worker_demand[:, 2].min() >= 2
     B = inst.ps_bandwidth / thesis.MBPS_TO_MB_PER_SLOT / 1000.0
-    assert 4.0 <= B.min() and B.max() <= 20.0
+    assert B.min() >= 4.0 and B.max() <= 20.0
     assert from_dict(to_dict(inst)).ps_bandwidth.tolist() == inst.ps_bandwidth.tolist()
 
 
 def test_paper_fields_are_refused_with_the_thesis_profile():
-    with pytest.raises(ConfigError, match="workload.epochs: not used with profile thesis"):
+    with pytest.raises(ConfigError, match=r"workload\.epochs: not used with profile thesis"):
         build(RunSpec, {"workload": {"profile": "thesis", "epochs": [1, 2]}})
 
 
 @pytest.mark.parametrize("policy", THESIS_POLICIES)
 @pytest.mark.parametrize("ratio", [1.0, 10.0, 60.0])
 def test_thesis_policies_give_schedules_the_validator_accepts(policy, ratio):
-    spec = {"policy": policy, "machines": 8, "jobs": 15, "slots": 30, "seed": 2,
-            "workload": {"profile": "thesis", "bandwidth_ratio": ratio}}
+    spec = {
+        "policy": policy,
+        "machines": 8,
+        "jobs": 15,
+        "slots": 30,
+        "seed": 2,
+        "workload": {"profile": "thesis", "bandwidth_ratio": ratio},
+    }
     result = run(spec)
     assert result.validation.violations == []
     assert result.summary.admitted > 0
@@ -109,9 +126,22 @@ def test_other_policies_are_refused_with_exit_2(tmp_path):
             build(RunSpec, {"policy": policy, "workload": {"profile": "thesis"}})
     config = tmp_path / "thesis.yaml"
     config.write_text("workload: {profile: thesis}\n")
-    out = subprocess.run([sys.executable, "-m", "pdors_cli.main", "simulate", "--policy", refused[0],
-                          "--config", str(config), "--json", str(tmp_path / "out.json")],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pdors_cli.main",
+            "simulate",
+            "--policy",
+            refused[0],
+            "--config",
+            str(config),
+            "--json",
+            str(tmp_path / "out.json"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2
     assert "policy:" in out.stderr and "(3.4)-(3.5)" in out.stderr
     assert not (tmp_path / "out.json").exists()

@@ -1,5 +1,6 @@
 """The policy registry. A policy lives in ``pdors/policies/<name>.py`` with a config dataclass ``Config``
 and a factory ``make(config, spec) -> Policy``; adding one means adding its name here."""
+
 from __future__ import annotations
 
 import importlib

@@ -9,6 +9,7 @@ Two kinds serve every scheduler in the project:
 
 Policies never see the validator; the simulator executes what they return and the validator judges it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -19,6 +19,7 @@ are counted in ``summary()``. Changed jobs are then placed round-robin; where pe
 job short of its count, it gets the most workers that fit (``placement_shortfall`` counts the workers lost)
 [choice: the paper places Dorm's tasks by the MILP, a machine-level MILP is far too large per slot at H = 100].
 """
+
 from __future__ import annotations
 
 import time
@@ -68,9 +69,16 @@ class Dorm(SlotPolicy):
         self.total = instance.cluster.capacity.sum(axis=0)
         self.previous: dict[int, Placement] = {}
         self.cursor = 0
-        self.stats = {"solves": 0, "node_limit_hits": 0, "no_incumbent": 0, "nodes_max": 0,
-                      "solve_seconds_max": 0.0, "solve_seconds_total": 0.0, "adjustments_max": 0,
-                      "placement_shortfall": 0}
+        self.stats = {
+            "solves": 0,
+            "node_limit_hits": 0,
+            "no_incumbent": 0,
+            "nodes_max": 0,
+            "solve_seconds_max": 0.0,
+            "solve_seconds_total": 0.0,
+            "adjustments_max": 0,
+            "placement_shortfall": 0,
+        }
 
     def allocate(self, view: SlotView) -> SlotAllocation:
         inst, jobs = view.instance, view.instance.jobs
@@ -83,8 +91,9 @@ class Dorm(SlotPolicy):
         for i, w in changed:
             if w == 0:
                 continue
-            p, self.cursor = place_largest(free, jobs.worker_demand[i], jobs.ps_demand[i], w, int(jobs.gamma[i]),
-                                           self.cursor)
+            p, self.cursor = place_largest(
+                free, jobs.worker_demand[i], jobs.ps_demand[i], w, int(jobs.gamma[i]), self.cursor
+            )
             self.stats["placement_shortfall"] += w - int(p.workers.sum())
             if p.workers.sum() > 0:
                 placements[i] = p
@@ -121,7 +130,7 @@ class Dorm(SlotPolicy):
         add(np.hstack([-eye, eye * gamma, np.zeros((n, m))]), 0.0, gamma - 1.0)
         # Fairness: usage^r <= cap^r = factor / n * C^r, relaxed by M (1 - z) for jobs that may stay unchanged.
         cap = cfg.fairness_factor / n * self.total[has]
-        for r, c in zip(np.flatnonzero(has), cap):
+        for r, c in zip(np.flatnonzero(has), cap, strict=True):
             big = np.maximum(prev * alpha[:, r] + np.ceil(prev / gamma) * beta[:, r] - c, 0.0)
             z_cols = np.zeros((n, m))
             z_cols[ran, np.arange(m)] = big[ran]
@@ -135,10 +144,16 @@ class Dorm(SlotPolicy):
         a = sparse.vstack(rows).tocsc()
         weight = np.zeros_like(self.total)
         weight[has] = 1.0 / (self.total[has] * has.sum())
-        cost = -np.concatenate([dot(alpha, weight), dot(beta, weight), np.zeros(m)])   # maximise utilisation
-        lp = highs_lp(cost, a.shape[0], (a.indptr, a.indices, a.data), np.array(lower, float),
-                      np.array(upper, float), col_upper=np.concatenate([batch, np.ceil(batch / gamma), np.ones(m)]),
-                      integer=True)
+        cost = -np.concatenate([dot(alpha, weight), dot(beta, weight), np.zeros(m)])  # maximise utilisation
+        lp = highs_lp(
+            cost,
+            a.shape[0],
+            (a.indptr, a.indices, a.data),
+            np.array(lower, float),
+            np.array(upper, float),
+            col_upper=np.concatenate([batch, np.ceil(batch / gamma), np.ones(m)]),
+            integer=True,
+        )
         self.highs.clearModel()
         self.highs.passModel(lp)
         tick = time.perf_counter()
@@ -149,8 +164,8 @@ class Dorm(SlotPolicy):
         self.stats["solve_seconds_max"] = max(self.stats["solve_seconds_max"], elapsed)
         status, info = self.highs.getModelStatus(), self.highs.getInfo()
         self.stats["nodes_max"] = max(self.stats["nodes_max"], int(info.mip_node_count))
-        has_solution = info.primal_solution_status == 2   # kSolutionStatusFeasible
-        if status == highspy.HighsModelStatus.kSolutionLimit:   # the node limit
+        has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+        if status == highspy.HighsModelStatus.kSolutionLimit:  # the node limit
             self.stats["node_limit_hits"] += 1
         elif status != highspy.HighsModelStatus.kOptimal:
             raise RuntimeError(f"Dorm MILP: HiGHS returned {self.highs.modelStatusToString(status)}")

@@ -7,6 +7,7 @@ grows; both are placed round-robin. A job stops growing when it reaches F_i work
 increment does not fit; filling ends when no job can grow. The dominant share counts the job's workers and PSs
 against the whole cluster's capacity [choice: the paper does not say how DRF treats PSs].
 """
+
 from __future__ import annotations
 
 import heapq
@@ -37,8 +38,10 @@ class DRF(SlotPolicy):
         inst, jobs = view.instance, view.instance.jobs
         H = inst.num_machines
         free = view.free(view.t)
-        placed = {int(i): Placement(np.zeros(H, dtype=np.int64), np.zeros(H, dtype=np.int64))
-                  for i in np.flatnonzero(view.pending)}
+        placed = {
+            int(i): Placement(np.zeros(H, dtype=np.int64), np.zeros(H, dtype=np.int64))
+            for i in np.flatnonzero(view.pending)
+        }
         workers = dict.fromkeys(placed, 0)
         servers = dict.fromkeys(placed, 0)
         # Per increment only scalars change: Python floats, the same IEEE operations as numpy's on one element.
@@ -59,7 +62,7 @@ class DRF(SlotPolicy):
             kept = free[h].copy()
             free[h] -= alpha
             s = servers[i]
-            if -(-w // jobs.gamma[i]) > s:           # ceil(w / gamma) grew: one more PS
+            if -(-w // jobs.gamma[i]) > s:  # ceil(w / gamma) grew: one more PS
                 ps_host = next_machine(free, beta, (h + 1) % H)
                 if ps_host is None:
                     free[h] = kept
@@ -74,7 +77,10 @@ class DRF(SlotPolicy):
             workers[i], servers[i] = w, s
             self.increments += 1
             # dominant_share(w alpha + s beta, total), on Python floats
-            share = max([0.0] + [(w * a + s * b) / c for a, b, c in zip(alpha.tolist(), beta.tolist(), total) if c > 0])
+            share = max(
+                [0.0]
+                + [(w * a + s * b) / c for a, b, c in zip(alpha.tolist(), beta.tolist(), total, strict=True) if c > 0]
+            )
             heapq.heappush(heap, (share, i))
         return slot_allocation(inst.num_jobs, H, placed)
 

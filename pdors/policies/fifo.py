@@ -5,6 +5,7 @@ count drawn uniformly from ``workers`` ("between 1 to 30") and capped at F_i (eq
 PSs, placed round-robin. The head of the queue waits until it fits and blocks the jobs behind it. A started job
 keeps its placement in every slot until it completes (no preemption, no resizing).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,9 +42,9 @@ class FIFO(SlotPolicy):
         self.servers = ps_count(self.workers, jobs.gamma)
         self.running: dict[int, Placement] = {}
         self.queue = np.argsort(jobs.arrival, kind="stable")
-        self.started = 0           # queue[started] is the head: every job before it has started
+        self.started = 0  # queue[started] is the head: every job before it has started
         self.cursor = 0
-        self.blocked_slots = 0     # slots in which an arrived job waited at the head of the queue
+        self.blocked_slots = 0  # slots in which an arrived job waited at the head of the queue
 
     def allocate(self, view: SlotView) -> SlotAllocation:
         inst, jobs = view.instance, view.instance.jobs
@@ -52,8 +53,9 @@ class FIFO(SlotPolicy):
         reserve(free, jobs, self.running)
         while self.started < inst.num_jobs and jobs.arrival[self.queue[self.started]] <= view.t:
             i = int(self.queue[self.started])
-            got = place_job(free, jobs.worker_demand[i], jobs.ps_demand[i], int(self.workers[i]),
-                            int(self.servers[i]), self.cursor)
+            got = place_job(
+                free, jobs.worker_demand[i], jobs.ps_demand[i], int(self.workers[i]), int(self.servers[i]), self.cursor
+            )
             if got is None:
                 self.blocked_slots += 1
                 break
@@ -64,8 +66,11 @@ class FIFO(SlotPolicy):
         return slot_allocation(inst.num_jobs, inst.num_machines, self.running)
 
     def summary(self) -> dict:
-        return {"started": self.started, "blocked_slots": self.blocked_slots,
-                "workers_mean": float(self.workers.mean()) if self.workers.size else 0.0}
+        return {
+            "started": self.started,
+            "blocked_slots": self.blocked_slots,
+            "workers_mean": float(self.workers.mean()) if self.workers.size else 0.0,
+        }
 
 
 def make(config: Config, spec) -> FIFO:

@@ -18,6 +18,7 @@ arriving at a_i:
 Under the thesis's model the PS count is ceil(y / min(gamma, B_i / b^(e))) (3.4), and a level with more PSs
 than workers is infeasible (3.5).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -64,7 +65,7 @@ class Greedy:
         self.order = order[k[order] > 0]
         self.room = k[self.order]
         self.unit = unit[self.order]
-        self.filled = np.cumsum(self.room)                       # tasks placed once machine j is full
+        self.filled = np.cumsum(self.room)  # tasks placed once machine j is full
         self.spent = np.cumsum(self.room * self.unit)
 
     def cost(self, tasks: np.ndarray) -> np.ndarray:
@@ -96,11 +97,11 @@ class OASiS(PlanningPolicy):
         floor = self.config.utility_floor
         self.bounds_w = half_bounds(instance, self.worker_half, jobs.worker_demand, floor)
         self.bounds_s = half_bounds(instance, self.ps_half, jobs.ps_demand, floor)
-        self.gamma = ps_ratio(instance, False)      # gamma_i; under the thesis's (3.4) also B_i / b_i^(e)
+        self.gamma = ps_ratio(instance, False)  # gamma_i; under the thesis's (3.4) also B_i / b_i^(e)
         cap = instance.cluster.capacity
         self.prices_w = SlotPrices(self.bounds_w, cap[self.worker_half])
         self.prices_s = SlotPrices(self.bounds_s, cap[self.ps_half])
-        self.payoffs: list[float] = []       # best payoff of every decided job (admitted iff > 0)
+        self.payoffs: list[float] = []  # best payoff of every decided job (admitted iff > 0)
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
         inst = view.instance
@@ -113,9 +114,9 @@ class OASiS(PlanningPolicy):
         price_w, price_s = self.prices_w.price[a:], self.prices_s.price[a:]
         free = view.free(slice(a, None))
         levels = np.arange(q + 1) * (jobs.workload[job] / q)
-        workers = np.ceil(levels * jobs.time_per_sample(False)[job]).astype(np.int64)   # always external
+        workers = np.ceil(levels * jobs.time_per_sample(False)[job]).astype(np.int64)  # always external
         servers = ps_count(workers, gamma).astype(np.int64)
-        allowed = (workers <= batch) & ((inst.ps_bandwidth is None) | (servers <= workers))   # eq. 4; (3.5)
+        allowed = (workers <= batch) & ((inst.ps_bandwidth is None) | (servers <= workers))  # eq. 4; (3.5)
         fillers = []
 
         def theta(j: int) -> np.ndarray:

@@ -6,6 +6,7 @@ completion slot and schedule maximising u_i(t~ - a_i) - cost; admit iff that pay
 Prices are a pure function of the committed resources (rho), so "update rho and prices" is the simulator
 committing the plan.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,8 +19,17 @@ from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.gain import competitive_bound
 from ..primal_dual.prices import PriceBounds, SlotPrices, instance_price_bounds, prices
-from ..primal_dual.slot_cost import (ExternalSolve, JobShape, LinearProgram, MachineClasses, Rounding, SlotCosts,
-                                     machine_classes, slot_costs, state_digest)
+from ..primal_dual.slot_cost import (
+    ExternalSolve,
+    JobShape,
+    LinearProgram,
+    MachineClasses,
+    Rounding,
+    SlotCosts,
+    machine_classes,
+    slot_costs,
+    state_digest,
+)
 from ..thesis import ps_ratio
 from .base import JobPlan, PlanningPolicy, SlotView
 
@@ -75,8 +85,9 @@ class PDORS(PlanningPolicy):
         self.config = config
         self.history = history
         r = config.rounding
-        self.rounding = Rounding(r.gain, r.delta, r.theorem, r.feasible_solutions, r.max_attempts,
-                                 config.on_rounding_failure == "reject")
+        self.rounding = Rounding(
+            r.gain, r.delta, r.theorem, r.feasible_solutions, r.max_attempts, config.on_rounding_failure == "reject"
+        )
 
     def reset(self, instance: Instance, seed: int) -> None:
         source = self.history if self.config.price_bounds == "history" else instance
@@ -89,24 +100,30 @@ class PDORS(PlanningPolicy):
         self._slots_skipped = 0
         self._lp_solves = 0
         self._rounding_rejects = 0
-        self._prices = SlotPrices(self.bounds, instance.cluster.capacity, prices)   # this module's eq. (12)
-        self._keys: list[int | None] = [None] * instance.slots              # state key per slot
-        self._classes: list[MachineClasses | None] = [None] * instance.slots   # machine classes per slot
+        self._prices = SlotPrices(self.bounds, instance.cluster.capacity, prices)  # this module's eq. (12)
+        self._keys: list[int | None] = [None] * instance.slots  # state key per slot
+        self._classes: list[MachineClasses | None] = [None] * instance.slots  # machine classes per slot
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
         inst = view.instance
         jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), self.config.workload_levels
-        for t in self._prices.update(view.reserved, a).tolist():   # states of these slots changed
+        for t in self._prices.update(view.reserved, a).tolist():  # states of these slots changed
             self._keys[t] = self._classes[t] = None
         price = self._prices.price[a:]
         free = view.free(slice(a, None))
-        shape = JobShape(float(jobs.time_per_sample(True)[job]), float(jobs.time_per_sample(False)[job]),
-                         int(jobs.batch[job]), float(self.gamma_external[job]), jobs.worker_demand[job],
-                         jobs.ps_demand[job], *self._thesis_rules(job))
+        shape = JobShape(
+            float(jobs.time_per_sample(True)[job]),
+            float(jobs.time_per_sample(False)[job]),
+            int(jobs.batch[job]),
+            float(self.gamma_external[job]),
+            jobs.worker_demand[job],
+            jobs.ps_demand[job],
+            *self._thesis_rules(job),
+        )
         levels = np.arange(q + 1) * (jobs.workload[job] / q)
-        cache: dict[int, SlotCosts] = {}         # theta by slot state: identical states cost the same
-        first_slot: dict[int, int] = {}          # the first slot of each state
-        keys: list[int] = []                     # the state of each slot asked for
+        cache: dict[int, SlotCosts] = {}  # theta by slot state: identical states cost the same
+        first_slot: dict[int, int] = {}  # the first slot of each state
+        keys: list[int] = []  # the state of each slot asked for
 
         def theta(j: int) -> np.ndarray:
             key = self._keys[a + j]
@@ -115,9 +132,17 @@ class PDORS(PlanningPolicy):
             if key not in cache:
                 if self._classes[a + j] is None:
                     self._classes[a + j] = machine_classes(price[j], free[j])
-                cache[key] = slot_costs(shape, levels, price[j], free[j], self.rounding, (self.seed, job, key),
-                                        self.lp, lazy=not self.config.round_all_levels,
-                                        classes=self._classes[a + j])
+                cache[key] = slot_costs(
+                    shape,
+                    levels,
+                    price[j],
+                    free[j],
+                    self.rounding,
+                    (self.seed, job, key),
+                    self.lp,
+                    lazy=not self.config.round_all_levels,
+                    classes=self._classes[a + j],
+                )
                 first_slot[key] = j
             keys.append(key)
             return cache[key].cost
@@ -126,8 +151,9 @@ class PDORS(PlanningPolicy):
             """Round (slot j, level k) if the DP's schedule uses it; every slot of that state changes."""
             return first_slot[keys[j]] if cache[keys[j]].refine(k) else None
 
-        result = plan_levels(theta, jobs.utility_of(job, np.arange(inst.slots - a)), refine,
-                             stop_early=not self.config.round_all_levels)
+        result = plan_levels(
+            theta, jobs.utility_of(job, np.arange(inst.slots - a)), refine, stop_early=not self.config.round_all_levels
+        )
         self._slots_skipped += inst.slots - a - result.reached
         for costs in cache.values():
             self._solves.extend(costs.external_solves)
@@ -152,14 +178,15 @@ class PDORS(PlanningPolicy):
 
     def summary(self) -> dict:
         solves = self._solves
-        attempts, lp_cost, best_cost, gains = (np.array([getattr(s, k) for s in solves], dtype=float)
-                                               for k in ("attempts", "lp_cost", "best_cost", "gain"))
+        attempts, lp_cost, best_cost, gains = (
+            np.array([getattr(s, k) for s in solves], dtype=float) for k in ("attempts", "lp_cost", "best_cost", "gain")
+        )
         found = np.isfinite(best_cost)
         log_ratio = self.bounds.log_ratio()
         gains = gains if len(solves) else np.array([self.rounding.gain or 0.0])
         gain = self.rounding.gain if self.rounding.gain is not None else float(gains.max(initial=0.0))
         return {
-            "external_solves": int(len(solves)),
+            "external_solves": len(solves),
             "lp_solves": self._lp_solves,
             "slots_skipped": self._slots_skipped,
             "rounding_attempts_mean": float(attempts.mean()) if len(solves) else 0.0,
@@ -168,7 +195,8 @@ class PDORS(PlanningPolicy):
             "infeasible_solves": int((~found).sum()),
             "rounding_rejects": self._rounding_rejects,
             "lp_vs_rounded_ratio": float(np.mean(best_cost[found] / np.maximum(lp_cost[found], 1e-300)))
-            if found.any() else None,
+            if found.any()
+            else None,
             "gain_min": float(gains.min()) if len(solves) else gain,
             "gain_max": float(gains.max()) if len(solves) else gain,
             "price_upper": self.bounds.upper.tolist(),
@@ -183,5 +211,6 @@ def make(config: Config, spec) -> PDORS:
     history = None
     if config.price_bounds == "history":
         from ..workload import generate
+
         history = generate(spec.workload, spec.machines, spec.jobs, spec.slots, spec.seed + HISTORY_SEED_OFFSET)
     return PDORS(config, history)

@@ -23,21 +23,31 @@ PS draws). Everything the fast path does to be fast (caching by slot state, warm
 internal case and rounding, skipping roundings that cannot succeed, skipping external solves a lower bound
 rules out, stopping the DP early) is absent here.
 """
+
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import highspy
 import numpy as np
 from scipy import sparse
 
-from ..model import Instance
-from ..primal_dual.prices import prices
 from ..highs_lp import highs_lp, new_highs
+from ..model import Instance
 from ..portable_math import dot
-from ..primal_dual.slot_cost import (FIT_ATOL, JobShape, Option, Rounding, rescaled_costs, rounded_cost,
-                                     rounding_gain, state_digest, unit_price)
+from ..primal_dual.prices import prices
+from ..primal_dual.slot_cost import (
+    FIT_ATOL,
+    JobShape,
+    Option,
+    Rounding,
+    rescaled_costs,
+    rounded_cost,
+    rounding_gain,
+    state_digest,
+    unit_price,
+)
 from .base import JobPlan, SlotView
 from .pdors import PDORS
 
@@ -133,18 +143,26 @@ def disaggregate(job: JobShape, lp_sol, member_class: np.ndarray, counts: np.nda
         room = free[members[0]] - round_up
         stretch = min([room[r] / load[r] for r in range(len(load)) if load[r] > 0], default=np.inf)
         stretch = max(1.0, min(stretch, float(counts[c])))
-        full = int(np.floor(counts[c] / stretch + 1e-12))           # members taking a whole stretch
+        full = int(np.floor(counts[c] / stretch + 1e-12))  # members taking a whole stretch
         rest = counts[c] - full * stretch
-        for h, share in zip(members, [stretch] * full + ([rest] if rest > 1e-9 else [])):
+        for h, share in zip(members, [stretch] * full + ([rest] if rest > 1e-9 else []), strict=True):
             machines.append(h)
             ws.append(per_w * share)
             ss.append(per_s * share)
     return np.array(machines, dtype=np.int64), np.array(ws), np.array(ss)
 
 
-def round_solution(job: JobShape, demand: float, machines: np.ndarray, w_scaled: np.ndarray,
-                   s_scaled: np.ndarray, price: np.ndarray, free: np.ndarray, rounding: Rounding,
-                   rng: np.random.Generator) -> tuple[int, int, Option | None]:
+def round_solution(
+    job: JobShape,
+    demand: float,
+    machines: np.ndarray,
+    w_scaled: np.ndarray,
+    s_scaled: np.ndarray,
+    price: np.ndarray,
+    free: np.ndarray,
+    rounding: Rounding,
+    rng: np.random.Generator,
+) -> tuple[int, int, Option | None]:
     """(27)-(28) one attempt at a time: round every entry up with probability its fractional part; keep the
     cheapest of the first S integer solutions that satisfy (24), (25), (26) and the ratio (ties to the
     earliest); stop after S of them or ``max_attempts`` attempts."""
@@ -160,8 +178,12 @@ def round_solution(job: JobShape, demand: float, machines: np.ndarray, w_scaled:
         w = w_floor + (draws[:m] < w_scaled - w_floor)
         s = s_floor + (draws[m:] < s_scaled - s_floor)
         load = w[:, None] * job.worker_demand + s[:, None] * job.ps_demand
-        if not (np.all(load <= free[machines] + FIT_ATOL) and demand <= w.sum() <= job.batch
-                and job.gamma * s.sum() >= w.sum() and s.sum() > 0):
+        if not (
+            np.all(load <= free[machines] + FIT_ATOL)
+            and demand <= w.sum() <= job.batch
+            and job.gamma * s.sum() >= w.sum()
+            and s.sum() > 0
+        ):
             continue
         feasible += 1
         cost = rounded_cost(w, s, p_w, p_s)
@@ -171,8 +193,9 @@ def round_solution(job: JobShape, demand: float, machines: np.ndarray, w_scaled:
     return attempts, feasible, best
 
 
-def external_case(job: JobShape, demand: float, price: np.ndarray, free: np.ndarray, rounding: Rounding,
-                  rng: np.random.Generator) -> tuple[Option | None, float]:
+def external_case(
+    job: JobShape, demand: float, price: np.ndarray, free: np.ndarray, rounding: Rounding, rng: np.random.Generator
+) -> tuple[Option | None, float]:
     """Case 2: LP relaxation (Step 8), scaled by G_delta (Step 9), randomly rounded (Steps 10-11).
     Returns the rounding (None if none is feasible) and the LP's cost (inf if the LP is infeasible)."""
     lp_sol, (member_class, counts), (p_w, p_s) = external_lp(job, demand, price, free)
@@ -184,8 +207,9 @@ def external_case(job: JobShape, demand: float, price: np.ndarray, free: np.ndar
     return round_solution(job, demand, machines, w_bar * g, s_bar * g, price, free, rounding, rng)[2], lp_cost
 
 
-def theta(job: JobShape, v: float, k: int, price: np.ndarray, free: np.ndarray, rounding: Rounding,
-          seed_key: tuple) -> Option | float | None:
+def theta(
+    job: JobShape, v: float, k: int, price: np.ndarray, free: np.ndarray, rounding: Rounding, seed_key: tuple
+) -> Option | float | None:
     """Algorithm 4 for v samples (workload level k) in one slot: the cheaper of Case 1 and Case 2. With
     ``rounding.reject_on_failure``, an external case cheaper than Case 1 by its LP but with no feasible
     rounding gives that LP cost (a float): a schedule using it discards the job."""
@@ -205,21 +229,27 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
     jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), policy.config.workload_levels
     price = prices(policy.bounds, view.reserved[a:], inst.cluster.capacity)
     free = view.free(slice(a, None))
-    shape = JobShape(float(jobs.time_per_sample(True)[job]), float(jobs.time_per_sample(False)[job]),
-                     int(jobs.batch[job]), int(jobs.gamma[job]), jobs.worker_demand[job], jobs.ps_demand[job])
+    shape = JobShape(
+        float(jobs.time_per_sample(True)[job]),
+        float(jobs.time_per_sample(False)[job]),
+        int(jobs.batch[job]),
+        int(jobs.gamma[job]),
+        jobs.worker_demand[job],
+        jobs.ps_demand[job],
+    )
     step = jobs.workload[job] / q
 
-    @lru_cache(maxsize=None)
+    @cache
     def slot_theta(j: int, k: int) -> tuple[float, Option | None]:
         if k == 0:
             return 0.0, None
         key = (policy.seed, job, state_digest(price[j], free[j]))
         opt = theta(shape, k * step, k, price[j], free[j], policy.rounding, key)
-        if isinstance(opt, float):                          # failed rounding: costed at the LP, marked
+        if isinstance(opt, float):  # failed rounding: costed at the LP, marked
             return opt, None
         return (opt.cost, opt) if opt is not None else (math.inf, None)
 
-    @lru_cache(maxsize=None)
+    @cache
     def big_theta(j: int, k: int) -> tuple[float, tuple[int, ...]]:
         """Theta over slots a_i .. a_i + j for k levels, and the levels per slot (eq. 21)."""
         if j < 0:
@@ -234,7 +264,7 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
 
     utility = jobs.utility_of(job, np.arange(inst.slots - a))
     lam, plan = 0.0, None
-    for j in range(inst.slots - a):                         # Algorithm 2, t~ = a_i + j
+    for j in range(inst.slots - a):  # Algorithm 2, t~ = a_i + j
         total, levels = big_theta(j, q)
         payoff = float(utility[j] - total)
         if payoff > lam:
@@ -243,7 +273,7 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
         return None
     done, levels = plan
     if any(k and slot_theta(j, k)[1] is None for j, k in enumerate(levels)):
-        policy._rounding_rejects += 1                       # Section V: the job is discarded
+        policy._rounding_rejects += 1  # Section V: the job is discarded
         return None
     workers = np.zeros((inst.slots, inst.num_machines), dtype=np.int64)
     servers = np.zeros_like(workers)

@@ -6,6 +6,7 @@ to the next machine (from the cursor) with room for it. For ``count`` identical 
 over the machines that still have room plus one partial pass, which :func:`round_robin` computes in closed
 form instead of task by task.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ FIT_ATOL = 1e-9
 
 
 def ps_count(workers, gamma):
-    """Fewest PSs for ``workers`` at ratio ``gamma``: ceil(w / gamma), hence 0 iff w = 0 (eq. 2 as docs/MODEL.md reads it)."""
+    """Fewest PSs for ``workers`` at ratio ``gamma``: ceil(w / gamma), hence 0 iff w = 0
+    (eq. 2 as docs/MODEL.md reads it)."""
     return -(-np.asarray(workers) // np.asarray(gamma))
 
 
@@ -79,8 +81,10 @@ def round_robin(free: np.ndarray, demand: np.ndarray, count: int, cursor: int) -
 def next_machine(free: np.ndarray, demand: np.ndarray, cursor: int) -> int | None:
     """The machine one task of ``demand`` goes to round-robin from ``cursor``: the first with room for it,
     cyclically (``None`` if none has)."""
-    if all(x + FIT_ATOL >= d for x, d in zip(free[cursor].tolist(), demand.tolist())):   # fast path: the cursor's
-        return cursor                                                                      # machine has room
+    if all(
+        x + FIT_ATOL >= d for x, d in zip(free[cursor].tolist(), demand.tolist(), strict=True)
+    ):  # fast path: the cursor's
+        return cursor  # machine has room
     order = (cursor + np.arange(free.shape[0])) % free.shape[0]
     fits = np.flatnonzero(room(free, demand, 1)[order])
     return int(order[fits[0]]) if fits.size else None
@@ -106,14 +110,15 @@ def reserve(free: np.ndarray, jobs, placements: dict[int, Placement]) -> None:
         p.take_from(free, jobs.worker_demand[i], jobs.ps_demand[i])
 
 
-def keep_unchanged(free: np.ndarray, jobs, previous: dict[int, Placement], active, counts
-                   ) -> tuple[dict[int, Placement], list[tuple[int, int]]]:
+def keep_unchanged(
+    free: np.ndarray, jobs, previous: dict[int, Placement], active, counts
+) -> tuple[dict[int, Placement], list[tuple[int, int]]]:
     """Jobs of ``active`` whose new worker count (``counts``) equals their previous placement's keep that
     placement (no restart), and its resources leave ``free`` (in place). Returns the kept placements and the
     changed jobs as (job, count) in ``active`` order, stops (count 0 of a job that had a placement) included."""
     kept: dict[int, Placement] = {}
     changed: list[tuple[int, int]] = []
-    for i, w in zip(active, counts):
+    for i, w in zip(active, counts, strict=True):
         i, w = int(i), int(w)
         old = previous.get(i)
         if old is not None and old.workers.sum() == w:
@@ -124,8 +129,9 @@ def keep_unchanged(free: np.ndarray, jobs, previous: dict[int, Placement], activ
     return kept, changed
 
 
-def place_job(free: np.ndarray, worker_demand: np.ndarray, ps_demand: np.ndarray, workers: int, servers: int,
-              cursor: int) -> tuple[Placement, int] | None:
+def place_job(
+    free: np.ndarray, worker_demand: np.ndarray, ps_demand: np.ndarray, workers: int, servers: int, cursor: int
+) -> tuple[Placement, int] | None:
     """Workers, then PSs, round-robin from ``cursor`` on ``free`` [H, R]; ``None`` if not all fit."""
     w = round_robin(free, worker_demand, workers, cursor)
     if w is None:
@@ -137,8 +143,9 @@ def place_job(free: np.ndarray, worker_demand: np.ndarray, ps_demand: np.ndarray
     return Placement(w[0], s[0]), s[1]
 
 
-def place_largest(free: np.ndarray, worker_demand: np.ndarray, ps_demand: np.ndarray, workers: int, gamma: int,
-                  cursor: int) -> tuple[Placement, int]:
+def place_largest(
+    free: np.ndarray, worker_demand: np.ndarray, ps_demand: np.ndarray, workers: int, gamma: int, cursor: int
+) -> tuple[Placement, int]:
     """The most workers <= ``workers`` (with ceil(w / gamma) PSs) that round-robin placement fits.
 
     Used where counts come from aggregate capacity (Dorm): per-machine fragmentation can leave a job a few

@@ -34,6 +34,7 @@ with fairness ``p`` (``fairness``; p = 1 is the mean speedup, p -> -inf the wors
 * Dropped: batch-size and learning-rate tuning (fixed batch), Pollux's one-distributed-job-per-node rule (this
   model has no network interference) and cluster autoscaling.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,25 +46,26 @@ from ..portable_math import dot, power
 from .base import SlotAllocation, SlotPolicy, SlotView
 from .placement import FIT_ATOL, Placement, keep_unchanged, place_job, ps_count, room, slot_allocation
 
-SEED_STREAM = 0x9011   # keeps the GA's draws independent of the workload generator's stream for the same seed
-GROWTH = 2             # PolluxAgent: at most twice the largest allocation a job has had
-ELITE = 2              # best individuals carried unchanged into the next generation
-SEEDS = 4              # starting allocations of the GA (see _reallocate)
+SEED_STREAM = 0x9011  # keeps the GA's draws independent of the workload generator's stream for the same seed
+GROWTH = 2  # PolluxAgent: at most twice the largest allocation a job has had
+ELITE = 2  # best individuals carried unchanged into the next generation
+SEEDS = 4  # starting allocations of the GA (see _reallocate)
 
 
 @dataclass(frozen=True)
 class Config:
-    fairness: float = -1.0          # p of eq. 15 (Pollux's evaluation uses -1)
-    interval: int = 1               # re-allocate every `interval` slots; in between allocations are kept
-    restart_loss: float = 1 / 30    # slot fraction lost per restart: 120 s of a one-hour slot (Pollux: 15-120 s)
+    fairness: float = -1.0  # p of eq. 15 (Pollux's evaluation uses -1)
+    interval: int = 1  # re-allocate every `interval` slots; in between allocations are kept
+    restart_loss: float = 1 / 30  # slot fraction lost per restart: 120 s of a one-hour slot (Pollux: 15-120 s)
     population: int = 32
     generations: int = 30
 
     def check(self) -> list[str]:
         out = []
         if self.fairness == 0 or self.fairness > 1:
-            out.append(f"fairness: p must be non-zero and <= 1 (1 = mean speedup, negative = fairer), "
-                       f"got {self.fairness}")
+            out.append(
+                f"fairness: p must be non-zero and <= 1 (1 = mean speedup, negative = fairer), got {self.fairness}"
+            )
         if self.interval < 1:
             out.append(f"interval: must be >= 1 slot, got {self.interval}")
         if not 0 <= self.restart_loss < 1:
@@ -86,7 +88,7 @@ def fitness(speedup: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]:
     if p > 0:
         return np.full(speedup.shape[:-1], n), power(np.sum(power(speedup, p), axis=-1) / n, 1 / p)
     count = (speedup > 0).sum(axis=-1)
-    powered = power(np.where(speedup > 0, speedup, np.inf), p).sum(axis=-1)     # a starved job adds inf^p = 0
+    powered = power(np.where(speedup > 0, speedup, np.inf), p).sum(axis=-1)  # a starved job adds inf^p = 0
     with np.errstate(divide="ignore"):
         return count, np.where(count > 0, power(powered / n, 1 / p), 0.0)
 
@@ -97,8 +99,9 @@ def best_index(served: np.ndarray, value: np.ndarray) -> int:
     return int(np.flatnonzero(top & (value == value[top].max()))[0])
 
 
-def equal_share_workers(alpha: np.ndarray, beta: np.ndarray, gamma: np.ndarray, batch: np.ndarray,
-                        total: np.ndarray, n: int) -> np.ndarray:
+def equal_share_workers(
+    alpha: np.ndarray, beta: np.ndarray, gamma: np.ndarray, batch: np.ndarray, total: np.ndarray, n: int
+) -> np.ndarray:
     """Fractional workers each job gets from 1/n of ``total`` capacity (PSs amortised at beta / gamma), <= F."""
     per_worker = alpha + beta / gamma[:, None]
     with np.errstate(divide="ignore"):
@@ -131,12 +134,19 @@ class Pollux(SlotPolicy):
         self.rate_ext = 1.0 / jobs.time_per_sample(False)
         self.rate_int = 1.0 / jobs.time_per_sample(True)
         self.one_machine = _one_machine_workers(instance)
-        self.most = np.zeros(instance.num_jobs, dtype=np.int64)       # largest worker count each job has had
-        self.restarts = np.zeros(instance.num_jobs, dtype=np.int64)   # R_j
+        self.most = np.zeros(instance.num_jobs, dtype=np.int64)  # largest worker count each job has had
+        self.restarts = np.zeros(instance.num_jobs, dtype=np.int64)  # R_j
         self.placements: dict[int, Placement] = {}
         self.cursor = 0
-        self.stats = {"reallocations": 0, "restarts": 0, "chose_ga": 0, "chose_current": 0, "chose_equal": 0,
-                      "placement_shortfall": 0, "fitness_mean": 0.0}
+        self.stats = {
+            "reallocations": 0,
+            "restarts": 0,
+            "chose_ga": 0,
+            "chose_current": 0,
+            "chose_equal": 0,
+            "placement_shortfall": 0,
+            "fitness_mean": 0.0,
+        }
 
     def allocate(self, view: SlotView) -> SlotAllocation:
         inst = view.instance
@@ -172,13 +182,16 @@ class Pollux(SlotPolicy):
         share = equal_share_workers(alpha, beta, gamma, batch, free.sum(axis=0), n)
         # SPEEDUP per worker (eq. 16) at each rate; 0 for a job no share can serve (a resource the cluster lacks).
         goodput_equal = share * self.rate_ext[active]
-        per_ext, per_int = (np.divide(r[active], goodput_equal, out=np.zeros(n), where=goodput_equal > 0)
-                            for r in (self.rate_ext, self.rate_int))
+        per_ext, per_int = (
+            np.divide(r[active], goodput_equal, out=np.zeros(n), where=goodput_equal > 0)
+            for r in (self.rate_ext, self.rate_int)
+        )
         ran = self.most[active] > 0
-        age = (t - jobs.arrival[active]).astype(float)          # >= 1 for every job that ran before
+        age = (t - jobs.arrival[active]).astype(float)  # >= 1 for every job that ran before
         delta = self.restart_loss
-        realloc = np.where(ran, np.clip((age - self.restarts[active] * delta) / (np.maximum(age, 1) + delta), 0, 1),
-                           1.0)
+        realloc = np.where(
+            ran, np.clip((age - self.restarts[active] * delta) / (np.maximum(age, 1) + delta), 0, 1), 1.0
+        )
 
         def speedups(counts, internal, moved):
             return counts * np.where(internal, per_int, per_ext) * np.where(ran & moved & (counts > 0), realloc, 1.0)
@@ -200,12 +213,15 @@ class Pollux(SlotPolicy):
 
         repair = _Repair(alpha, beta, gamma, cap, free.sum(axis=0))
         equal = repair(np.floor(share).astype(np.int64))
-        seeds = np.stack([repair(current), equal, _water_fill(share, cap, repair),
-                          repair(np.where(current > 0, current, equal))])     # keep running jobs, add new ones
+        seeds = np.stack(
+            [repair(current), equal, _water_fill(share, cap, repair), repair(np.where(current > 0, current, equal))]
+        )  # keep running jobs, add new ones
         best = self._evolve(seeds, cap, repair, estimate)
-        candidates = [realised(self._decode(view, active, best, previous)),
-                      realised(Candidate({int(i): previous[i] for i in active if i in previous}, self.cursor, 0)),
-                      realised(self._decode(view, active, equal, previous))]
+        candidates = [
+            realised(self._decode(view, active, best, previous)),
+            realised(Candidate({int(i): previous[i] for i in active if i in previous}, self.cursor, 0)),
+            realised(self._decode(view, active, equal, previous)),
+        ]
         k = best_index(np.array([c.served for c in candidates]), np.array([c.value for c in candidates]))
         self.stats[("chose_ga", "chose_current", "chose_equal")[k]] += 1
         return candidates[k]
@@ -218,11 +234,11 @@ class Pollux(SlotPolicy):
         pop = np.concatenate([seeds, repair(_mutate(seeds[pick], cap, rng))])
         served, value = estimate(pop)
         for _ in range(cfg.generations):
-            order = np.lexsort((value, served))[::-1]              # best first
+            order = np.lexsort((value, served))[::-1]  # best first
             rank = np.empty(size, dtype=np.int64)
             rank[order] = np.arange(size)
             a, b = rng.integers(0, size, size=(2, size - ELITE))
-            parents = np.where(rank[a] < rank[b], a, b)             # binary tournaments
+            parents = np.where(rank[a] < rank[b], a, b)  # binary tournaments
             mates = np.roll(parents, 1)
             point = rng.integers(1, max(n, 2), size=(size - ELITE, 1))
             children = np.where(np.arange(n) < point, pop[parents], pop[mates])
@@ -230,8 +246,9 @@ class Pollux(SlotPolicy):
             served, value = estimate(pop)
         return pop[best_index(served, value)]
 
-    def _decode(self, view: SlotView, active: np.ndarray, counts: np.ndarray,
-                previous: dict[int, Placement]) -> Candidate:
+    def _decode(
+        self, view: SlotView, active: np.ndarray, counts: np.ndarray, previous: dict[int, Placement]
+    ) -> Candidate:
         """Placements for worker ``counts``: unchanged jobs keep theirs; changed ones, smallest first, go on the
         tightest single machine that holds them (internal), else get one worker and one PS round-robin; then
         those jobs grow round-robin to as many workers as fit. A fragmented cluster thus costs the big jobs a
@@ -283,7 +300,7 @@ class _Repair:
 
     def __call__(self, counts: np.ndarray) -> np.ndarray:
         counts = np.clip(counts, 0, self.cap).astype(np.int64)
-        while True:     # each pass strictly lowers every over-capacity row's total, so this ends
+        while True:  # each pass strictly lowers every over-capacity row's total, so this ends
             use = self.usage(counts)
             with np.errstate(divide="ignore", invalid="ignore"):
                 scale = np.where(use > self.total + FIT_ATOL, self.total / use, 1.0).min(axis=-1)
@@ -299,15 +316,17 @@ def _one_machine_workers(instance: Instance) -> np.ndarray:
     for i in range(instance.num_jobs):
         w = np.arange(1, jobs.batch[i] + 1)
         bundle = w[:, None] * jobs.worker_demand[i] + ps_count(w, jobs.gamma[i])[:, None] * jobs.ps_demand[i]
-        out[i] = np.all(bundle[:, None, :] <= cap[None] + FIT_ATOL, axis=2).any(axis=1).sum()   # monotone in w
+        out[i] = np.all(bundle[:, None, :] <= cap[None] + FIT_ATOL, axis=2).any(axis=1).sum()  # monotone in w
     return out
 
 
-def _grow(free: np.ndarray, alpha: np.ndarray, beta: np.ndarray, upto: int, gamma: int,
-          cursor: int) -> tuple[Placement, int]:
+def _grow(
+    free: np.ndarray, alpha: np.ndarray, beta: np.ndarray, upto: int, gamma: int, cursor: int
+) -> tuple[Placement, int]:
     """The most extra workers x <= ``upto`` (with the ceil((1 + x) / gamma) - 1 extra PSs a job that already
     has one worker and one PS needs) that fit round-robin; fitting is monotone in x, so bisect below the
     number of workers that fit at all."""
+
     def place(x: int):
         return place_job(free, alpha, beta, x, int(ps_count(1 + x, gamma)) - 1, cursor)
 
@@ -328,11 +347,12 @@ def _grow(free: np.ndarray, alpha: np.ndarray, beta: np.ndarray, upto: int, gamm
 def _water_fill(share: np.ndarray, cap: np.ndarray, repair: _Repair) -> np.ndarray:
     """Max-min counts min(cap, floor(lam * share)) with the largest lam that fits (equal speedups at the
     external rate), found by bisection."""
+
     def counts(lam: float) -> np.ndarray:
         return np.minimum(cap, np.floor(lam * share)).astype(np.int64)
 
     lo, hi = 0.0, float(np.max(cap / np.maximum(share, 1e-12))) + 1.0
-    for _ in range(24):         # precise enough for a starting point of the GA
+    for _ in range(24):  # precise enough for a starting point of the GA
         mid = (lo + hi) / 2
         if np.array_equal(repair(counts(mid)), counts(mid)):
             lo = mid

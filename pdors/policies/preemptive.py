@@ -31,6 +31,7 @@ in Edge-Cloud Networks", IEEE JSAC 2022, adapted to one cluster.
 Progress bookkeeping uses the rate the allocation earns (Fact 1); the simulator and the validator count the
 samples independently, and a job is complete when they say so.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -79,19 +80,25 @@ class Preemptive(SlotPolicy):
         jobs, cap = instance.jobs, instance.cluster.capacity
         self.rate_ext = 1.0 / jobs.time_per_sample(False)
         self.rate_int = 1.0 / jobs.time_per_sample(True)
-        self.size = jobs.workload / jobs.batch                        # samples per chunk, D_i = F_i
-        self.slots_per_chunk = self.size / self.rate_ext              # p_i
-        self.priority = self.rate_ext / jobs.workload                 # average processing rate of a chunk
+        self.size = jobs.workload / jobs.batch  # samples per chunk, D_i = F_i
+        self.slots_per_chunk = self.size / self.rate_ext  # p_i
+        self.priority = self.rate_ext / jobs.workload  # average processing rate of a chunk
         per_worker = jobs.worker_demand + jobs.ps_demand / jobs.gamma[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = per_worker[:, None, :] / cap[None]                # a demand on a zero capacity: inf
-        self.share = np.where(per_worker[:, None, :] > 0, ratio, 0.0).max(axis=2)   # s_{i,h}  [I, H]
-        self.fits = np.all(jobs.worker_demand[:, None, :] <= cap[None] + FIT_ATOL, axis=2)   # one worker fits h
-        self.order = np.lexsort((np.arange(instance.num_jobs), jobs.arrival, -self.priority))   # rate order
+            ratio = per_worker[:, None, :] / cap[None]  # a demand on a zero capacity: inf
+        self.share = np.where(per_worker[:, None, :] > 0, ratio, 0.0).max(axis=2)  # s_{i,h}  [I, H]
+        self.fits = np.all(jobs.worker_demand[:, None, :] <= cap[None] + FIT_ATOL, axis=2)  # one worker fits h
+        self.order = np.lexsort((np.arange(instance.num_jobs), jobs.arrival, -self.priority))  # rate order
         self.chunks: dict[int, Chunks] = {}
         self.cursor = 0
-        self.stats = {"dispatched_chunks": 0, "undispatchable_jobs": 0, "preempted_pending": 0,
-                      "chunks_started": 0, "chunks_finished": 0, "ps_shortfall_skips": 0}
+        self.stats = {
+            "dispatched_chunks": 0,
+            "undispatchable_jobs": 0,
+            "preempted_pending": 0,
+            "chunks_started": 0,
+            "chunks_finished": 0,
+            "ps_shortfall_skips": 0,
+        }
 
     def allocate(self, view: SlotView) -> SlotAllocation:
         inst, jobs, t = view.instance, view.instance.jobs, view.t
@@ -100,15 +107,16 @@ class Preemptive(SlotPolicy):
             self._dispatch(int(i), inst)
         free = view.free(t)
         workers = {i: np.bincount(c.machine[c.running], minlength=inst.num_machines) for i, c in self.chunks.items()}
-        for i, c in self.chunks.items():      # chunks in progress keep their workers; surplus PSs leave
+        for i, c in self.chunks.items():  # chunks in progress keep their workers; surplus PSs leave
             c.servers = _trim_servers(c.servers, workers[i], int(ps_count(workers[i].sum(), jobs.gamma[i])))
             free -= workers[i][:, None] * jobs.worker_demand[i] + c.servers[:, None] * jobs.ps_demand[i]
         for i in self.order:
             c = self.chunks.get(int(i))
             if c is not None and c.pending.any():
                 free = self._start(int(i), c, workers, free, jobs, t)
-        placements = {i: Placement(workers[i], c.servers.copy()) for i, c in self.chunks.items()
-                      if workers[i].sum() > 0}
+        placements = {
+            i: Placement(workers[i], c.servers.copy()) for i, c in self.chunks.items() if workers[i].sum() > 0
+        }
         for i, p in placements.items():
             self._progress(i, p, t)
         return slot_allocation(inst.num_jobs, inst.num_machines, placements)
@@ -128,10 +136,11 @@ class Preemptive(SlotPolicy):
             h = int(np.argmin(q))
             machine[d] = h
             self.stats["preempted_pending"] += int(behind[h])
-            q[h] += p * s[h] / D                      # this chunk now runs ahead of the job's next ones
+            q[h] += p * s[h] / D  # this chunk now runs ahead of the job's next ones
         self.stats["dispatched_chunks"] += D
-        self.chunks[j] = Chunks(machine, np.full(D, self.size[j]), np.full(D, -1), np.full(D, -1),
-                                np.zeros(H, dtype=np.int64))
+        self.chunks[j] = Chunks(
+            machine, np.full(D, self.size[j]), np.full(D, -1), np.full(D, -1), np.zeros(H, dtype=np.int64)
+        )
 
     def _load_ahead(self, j: int, H: int, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per machine, over the dispatched jobs: the remaining work (slots x share) of the chunks that run before
@@ -156,8 +165,7 @@ class Preemptive(SlotPolicy):
         later = pending & ~first
         ahead = np.bincount(key[first], weights=rem[first], minlength=jobs.size * H).reshape(jobs.size, H)
         count = np.bincount(key[later], minlength=jobs.size * H).reshape(jobs.size, H)
-        return (np.cumsum(ahead, axis=0)[-1], np.cumsum(count / batch[jobs][:, None], axis=0)[-1],
-                count.sum(axis=0))
+        return (np.cumsum(ahead, axis=0)[-1], np.cumsum(count / batch[jobs][:, None], axis=0)[-1], count.sum(axis=0))
 
     def _start(self, i: int, c: Chunks, workers: dict, free: np.ndarray, jobs, t: int) -> np.ndarray:
         """Start job i's pending chunks where a worker fits on their machine, as many as the PSs they add can be
@@ -172,11 +180,16 @@ class Preemptive(SlotPolicy):
         def attempt(k: int):
             new = _first(fit, k)
             after = free - new[:, None] * alpha
-            return new, after, _place_servers(after, beta, int(ps_count(running + k, gamma)) - held,
-                                              workers[i] + new, queued, self.cursor)
+            return (
+                new,
+                after,
+                _place_servers(
+                    after, beta, int(ps_count(running + k, gamma)) - held, workers[i] + new, queued, self.cursor
+                ),
+            )
 
         new, after, placed = attempt(int(fit.sum()))
-        if placed is None:      # too few PS slots: the most chunks whose PSs fit (k = 0 always does)
+        if placed is None:  # too few PS slots: the most chunks whose PSs fit (k = 0 always does)
             self.stats["ps_shortfall_skips"] += 1
             lo, hi = 0, int(fit.sum()) - 1
             while lo < hi:
@@ -185,7 +198,7 @@ class Preemptive(SlotPolicy):
             new, after, placed = attempt(lo)
         servers, self.cursor = placed
         for h in np.flatnonzero(new):
-            idle = np.flatnonzero(c.pending & (c.machine == h))[:new[h]]
+            idle = np.flatnonzero(c.pending & (c.machine == h))[: new[h]]
             c.start[idle] = t
         self.stats["chunks_started"] += int(new.sum())
         workers[i] = workers[i] + new
@@ -219,8 +232,9 @@ def _trim_servers(servers: np.ndarray, workers: np.ndarray, need: int) -> np.nda
     return out
 
 
-def _place_servers(free: np.ndarray, beta: np.ndarray, count: int, workers: np.ndarray, queued: np.ndarray,
-                   cursor: int) -> tuple[np.ndarray, int] | None:
+def _place_servers(
+    free: np.ndarray, beta: np.ndarray, count: int, workers: np.ndarray, queued: np.ndarray, cursor: int
+) -> tuple[np.ndarray, int] | None:
     """``count`` PSs, round-robin over the machines hosting the job's workers (most workers first), then over
     the other machines holding its queued chunks, then over all machines from ``cursor``; returns (PSs per
     machine, new cursor) or ``None`` if they do not fit. Spreading them this way keeps each machine's PS load

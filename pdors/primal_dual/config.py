@@ -1,4 +1,5 @@
 """Settings every primal-dual policy shares (PD-ORS, OASiS)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

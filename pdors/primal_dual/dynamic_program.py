@@ -7,6 +7,7 @@ stands for at least k V_i / Q samples, so any plan whose levels sum to Q process
 completion slot t~ at once; Algorithm 2 then keeps the t~ with the largest payoff u_i(t~ - a_i) -
 Theta(t~, V_i) (ties to the earliest).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -17,15 +18,19 @@ import numpy as np
 
 @dataclass
 class DPResult:
-    completion: int          # index into the slots given (0 = the arrival slot); -1 if nothing is finite
-    payoff: float            # u - Theta at that completion (-inf if none)
-    levels: np.ndarray       # levels per slot, summing to Q, zero after ``completion``
-    totals: np.ndarray       # Theta(t~, V_i) per candidate completion slot (inf where not reached)
-    reached: int             # slots whose theta was asked for
+    completion: int  # index into the slots given (0 = the arrival slot); -1 if nothing is finite
+    payoff: float  # u - Theta at that completion (-inf if none)
+    levels: np.ndarray  # levels per slot, summing to Q, zero after ``completion``
+    totals: np.ndarray  # Theta(t~, V_i) per candidate completion slot (inf where not reached)
+    reached: int  # slots whose theta was asked for
 
 
-def plan_levels(theta: np.ndarray | Callable[[int], np.ndarray], utility: np.ndarray,
-                refine: Callable[[int, int], int | None] | None = None, stop_early: bool = True) -> DPResult:
+def plan_levels(
+    theta: np.ndarray | Callable[[int], np.ndarray],
+    utility: np.ndarray,
+    refine: Callable[[int, int], int | None] | None = None,
+    stop_early: bool = True,
+) -> DPResult:
     """``theta[j, k]`` (or ``theta(j)[k]``): cost of level k in the j-th slot (theta[:, 0] = 0); ``utility[j]``: u_i(j).
 
     Slots are visited in order and theta is asked for slot j only while a later completion can still win:
@@ -62,10 +67,10 @@ class _ForwardPass:
         self.utility = utility
         # max_{t >= j} u_i(t): no completion from slot j on can beat a best payoff at least this large
         self.best_ahead = np.maximum.accumulate(utility[::-1])[::-1] if stop_early else np.full(len(utility), np.inf)
-        self.rows: list[np.ndarray] = []          # theta per slot, asked for once
-        self.best: list[np.ndarray] = []          # Theta(slot j, k levels) for every k
-        self.choice: list[np.ndarray] = []        # levels in slot j behind best[j]
-        self.leader: list[float] = []             # best payoff (or 0) up to slot j
+        self.rows: list[np.ndarray] = []  # theta per slot, asked for once
+        self.best: list[np.ndarray] = []  # Theta(slot j, k levels) for every k
+        self.choice: list[np.ndarray] = []  # levels in slot j behind best[j]
+        self.leader: list[float] = []  # best payoff (or 0) up to slot j
 
     def run(self, start: int) -> None:
         del self.best[start:], self.choice[start:], self.leader[start:]
@@ -79,10 +84,10 @@ class _ForwardPass:
             width = len(costs)
             if not self.best:
                 k = self.k = np.arange(width)
-                q_minus_k = k[:, None] - k[None, :]                    # [q, k] -> q - k
+                q_minus_k = k[:, None] - k[None, :]  # [q, k] -> q - k
                 self.back = np.where(q_minus_k >= 0, q_minus_k, width)  # k > q: the inf sentinel below
                 previous = np.full(width + 1, np.inf)
-                previous[0] = 0.0                                      # Theta(a_i - 1, .)
+                previous[0] = 0.0  # Theta(a_i - 1, .)
             else:
                 previous = np.append(self.best[-1], np.inf)
             # Only the finite levels of this slot, and only the totals q that a finite level and a finite
@@ -91,11 +96,11 @@ class _ForwardPass:
             # beyond ``top`` are all inf. Every entry kept is the same sum as over the full [q, k] grid.
             finite = np.flatnonzero(costs != np.inf)
             top = min(width - 1, int(finite[-1]) + int(np.flatnonzero(previous != np.inf)[-1]))
-            combined = costs[finite][None, :] + previous[self.back[:top + 1, finite]]
+            combined = costs[finite][None, :] + previous[self.back[: top + 1, finite]]
             first_min = np.argmin(combined, axis=1)
             choice, best = np.zeros(width, dtype=np.int64), np.full(width, np.inf)
-            choice[:top + 1] = finite[first_min]
-            best[:top + 1] = combined[self.k[:top + 1], first_min]
+            choice[: top + 1] = finite[first_min]
+            best[: top + 1] = combined[self.k[: top + 1], first_min]
             self.choice.append(choice)
             self.best.append(best)
             payoff = self.utility[j] - self.best[-1][-1]

@@ -1,4 +1,5 @@
 """The pre-rounding gain G_delta of Theorems 3-4 and the competitive bound of Theorems 5-6."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Exponential resource prices of PD-ORS, eqs. (12)-(14)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,12 +37,12 @@ def price_bounds(jobs: Jobs, cluster_capacity: np.ndarray, slots: int, utility_f
     the paper's condition allows, and u_i(T - a_i) is floored at ``utility_floor`` so that time-critical jobs,
     whose utility underflows at T - a_i, do not drive L to zero.
     """
-    demand = jobs.worker_demand + jobs.ps_demand                        # [I, R]
-    best = jobs.utility(shortest_duration(jobs))                        # u_i(d_i^min)
+    demand = jobs.worker_demand + jobs.ps_demand  # [I, R]
+    best = jobs.utility(shortest_duration(jobs))  # u_i(d_i^min)
     with np.errstate(divide="ignore", invalid="ignore"):
         unit = np.where(demand > 0, best[:, None] / demand, -np.inf)
     upper = unit.max(axis=0)
-    external_work = np.ceil(jobs.workload * jobs.time_per_sample(False))   # ceil(V_i (tau + 2 g gamma / (b_e F)))
+    external_work = np.ceil(jobs.workload * jobs.time_per_sample(False))  # ceil(V_i (tau + 2 g gamma / (b_e F)))
     size = external_work * demand.sum(axis=1)
     inv_mu = np.min(size / (slots * cluster_capacity.sum()))
     at_horizon = jobs.utility(slots - jobs.arrival)

@@ -28,6 +28,7 @@ cost (:func:`_separable_bound`, then the LP optimum) that decide most levels wit
 HiGHS model per state; roundings checked by lookup per machine in batches, and not drawn at all where no
 outcome can be feasible (:func:`_count_bounds_allow`, :func:`_roundable`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,12 +46,12 @@ from ..portable_math import dot
 from .gain import gain_eq29, gain_eq30
 
 FIT_ATOL = 1e-9
-UP_W, UP_S = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])     # rounding outcome o = dw + 2 ds
-ROUNDING_BATCH = 64        # first batch of rounding attempts; batches double up to ROUNDING_BATCH_MAX
+UP_W, UP_S = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])  # rounding outcome o = dw + 2 ds
+ROUNDING_BATCH = 64  # first batch of rounding attempts; batches double up to ROUNDING_BATCH_MAX
 ROUNDING_BATCH_MAX = 1024
-LP_BOUND_RTOL = 1e-6       # margin on the LP optimum used as a lower bound (solver tolerances are ~1e-7)
-COST_RANGE = 1e12          # LP costs are rescaled to [1, COST_RANGE]: prices start near L ~ 1e-15,
-                           # below HiGHS's tolerances, which would make every feasible point "optimal"
+LP_BOUND_RTOL = 1e-6  # margin on the LP optimum used as a lower bound (solver tolerances are ~1e-7)
+COST_RANGE = 1e12  # LP costs are rescaled to [1, COST_RANGE]: prices start near L ~ 1e-15,
+# below HiGHS's tolerances, which would make every feasible point "optimal"
 
 
 @dataclass(frozen=True)
@@ -79,10 +80,10 @@ class Rounding:
 
     gain: float | None
     delta: float | None
-    theorem: int = 29          # 29: G <= 1 from W_2 (Theorem 3); 30: G > 1 from W_1 (Theorem 4)
+    theorem: int = 29  # 29: G <= 1 from W_2 (Theorem 3); 30: G > 1 from W_1 (Theorem 4)
     feasible_solutions: int = 5
     max_attempts: int = 5000
-    reject_on_failure: bool = False   # a level whose rounding fails keeps its LP cost and is marked failed
+    reject_on_failure: bool = False  # a level whose rounding fails keeps its LP cost and is marked failed
 
 
 @dataclass
@@ -124,7 +125,7 @@ class SlotState:
     demand: np.ndarray
     rounding: Rounding
     seed_key: tuple
-    lp: "LinearProgram"
+    lp: LinearProgram
 
     @functools.cached_property
     def members(self) -> ClassMembers:
@@ -148,10 +149,10 @@ class SlotCosts:
 
     def __init__(self, cost: np.ndarray, options: list, exact: np.ndarray, candidates: list[int], state: SlotState):
         self.cost, self.options, self.exact = cost, options, exact
-        self.failed = np.zeros(len(cost), dtype=bool)     # rounding failed (with ``reject_on_failure``)
-        self.external_solves: list[ExternalSolve] = []   # one per rounding
+        self.failed = np.zeros(len(cost), dtype=bool)  # rounding failed (with ``reject_on_failure``)
+        self.external_solves: list[ExternalSolve] = []  # one per rounding
         self.lp_solves = 0
-        self._candidates = candidates       # levels whose external case may beat the internal one
+        self._candidates = candidates  # levels whose external case may beat the internal one
         self._solutions: dict | None = None  # level -> (class LP solution, LP cost), once solved
         self._state = state
 
@@ -168,11 +169,12 @@ class SlotCosts:
         machines, w_bar, s_bar = _disaggregate(st.job, lp_sol, st.members, st.free)
         g = rounding_gain(st.rounding, st.job, d, st.free)
         rng = np.random.Generator(np.random.PCG64([*st.seed_key, k]))
-        attempts, feasible, best = _round(st.job, d, machines, w_bar * g, s_bar * g, st.prices, st.free,
-                                          st.rounding, rng)
+        attempts, feasible, best = _round(
+            st.job, d, machines, w_bar * g, s_bar * g, st.prices, st.free, st.rounding, rng
+        )
         self.external_solves.append(ExternalSolve(attempts, feasible, lp_cost, best.cost if best else np.inf, g))
         if best is None and st.rounding.reject_on_failure and lp_cost < self._internal(k):
-            self.cost[k], self.exact[k], self.failed[k] = lp_cost, True, True   # the job is discarded if used
+            self.cost[k], self.exact[k], self.failed[k] = lp_cost, True, True  # the job is discarded if used
             return True
         self._settle(k, best)
         return True
@@ -184,7 +186,7 @@ class SlotCosts:
         for k in self._candidates:
             solved = _solve_external_lp(st.demand[k], st.job, len(st.counts), st.lp)
             self.lp_solves += 1
-            if solved is None or solved[1] >= self._internal(k):    # no rounding could beat internal
+            if solved is None or solved[1] >= self._internal(k):  # no rounding could beat internal
                 self._settle(k, None)
                 continue
             lp_sol, bound = solved
@@ -288,9 +290,17 @@ def machine_classes(prices: np.ndarray, free: np.ndarray) -> MachineClasses:
     return MachineClasses(first[by_first], counts[by_first], member_class)
 
 
-def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.ndarray,
-               rounding: Rounding, seed_key: tuple, lp: LinearProgram, lazy: bool = False,
-               classes: MachineClasses | None = None) -> SlotCosts:
+def slot_costs(
+    job: JobShape,
+    levels: np.ndarray,
+    prices: np.ndarray,
+    free: np.ndarray,
+    rounding: Rounding,
+    seed_key: tuple,
+    lp: LinearProgram,
+    lazy: bool = False,
+    classes: MachineClasses | None = None,
+) -> SlotCosts:
     """theta for workload ``levels`` (samples, levels[0] = 0) in a slot with ``prices``/``free`` [H, R].
 
     ``seed_key`` (ints) seeds the randomised rounding together with the level, so the outcome is a
@@ -308,32 +318,31 @@ def slot_costs(job: JobShape, levels: np.ndarray, prices: np.ndarray, free: np.n
     # Case 1 (internal), all levels and classes at once.
     w_int = np.ceil(levels * job.per_sample_internal)
     s_int = np.ceil(w_int / (job.gamma if job.gamma_internal is None else job.gamma_internal))
-    need = w_int[:, None] * job.worker_demand + s_int[:, None] * job.ps_demand       # [Q, R]
-    fits = np.ones((len(first), q), dtype=bool)                                      # [C, Q]
-    for r in range(need.shape[1]):          # one [C, Q] comparison per resource: cheaper than np.all over R
+    need = w_int[:, None] * job.worker_demand + s_int[:, None] * job.ps_demand  # [Q, R]
+    fits = np.ones((len(first), q), dtype=bool)  # [C, Q]
+    for r in range(need.shape[1]):  # one [C, Q] comparison per resource: cheaper than np.all over R
         fits &= need[None, :, r] <= cls_free[:, r, None] + FIT_ATOL
     fits &= ((w_int <= job.batch) & job.servers_allowed(w_int, s_int))[None, :]
     fits[:, 0] = False
-    int_cost = np.full(fits.shape, np.inf)                                            # [C, Q]
-    fit_cls, fit_level = np.nonzero(fits)           # priced only where it fits: each cost is its own sum
+    int_cost = np.full(fits.shape, np.inf)  # [C, Q]
+    fit_cls, fit_level = np.nonzero(fits)  # priced only where it fits: each cost is its own sum
     int_cost[fit_cls, fit_level] = unit_price(cls_prices[fit_cls], need[fit_level])
     best_cls = np.argmin(int_cost, axis=0)
     internal = int_cost[best_cls, np.arange(q)]
     host, w_one, s_one = first[best_cls], w_int.astype(np.int64), s_int.astype(np.int64)
-    for k in np.flatnonzero(np.isfinite(internal)).tolist():    # one-element slices: no array built per level
+    for k in np.flatnonzero(np.isfinite(internal)).tolist():  # one-element slices: no array built per level
         cost[k] = internal[k]
-        options[k] = Option(float(internal[k]), host[k:k + 1], w_one[k:k + 1], s_one[k:k + 1], True)
+        options[k] = Option(float(internal[k]), host[k : k + 1], w_one[k : k + 1], s_one[k : k + 1], True)
 
     # Case 2 (external): bounds now, the LP and the rounding when refined.
     p_w, p_s = unit_price(cls_prices, job.worker_demand), unit_price(cls_prices, job.ps_demand)
     demand = levels * job.per_sample_external
     bound = _separable_bound(job, demand, p_w, p_s, cls_free, counts)
-    candidates = np.flatnonzero(bound < cost)          # D > F or no room: bound = inf
+    candidates = np.flatnonzero(bound < cost)  # D > F or no room: bound = inf
     exact = np.ones(q, dtype=bool)
     exact[candidates] = False
     cost[candidates] = bound[candidates]
-    state = SlotState(job, prices, free, member_class, counts, cls_free, p_w, p_s,
-                      demand, rounding, seed_key, lp)
+    state = SlotState(job, prices, free, member_class, counts, cls_free, p_w, p_s, demand, rounding, seed_key, lp)
     out = SlotCosts(cost, options, exact, candidates.tolist(), state)
     if not lazy:
         for k in candidates.tolist():
@@ -353,12 +362,12 @@ def _separable_bound(job, demand, p_w, p_s, cls_free, counts) -> np.ndarray:
     for price, per_task, need in ((p_w, job.worker_demand, demand), (p_s, job.ps_demand, demand / job.gamma)):
         with np.errstate(divide="ignore", invalid="ignore"):
             room = np.where(per_task > 0, cls_free / per_task, np.inf).min(axis=1)
-        room = np.minimum(np.maximum(room, 0.0) * counts, job.batch)    # no class needs more than F tasks
+        room = np.minimum(np.maximum(room, 0.0) * counts, job.batch)  # no class needs more than F tasks
         order = np.argsort(price, kind="stable")
-        filled = np.concatenate([[0.0], np.cumsum(room[order])])       # tasks held by the j cheapest classes
+        filled = np.concatenate([[0.0], np.cumsum(room[order])])  # tasks held by the j cheapest classes
         spent = np.concatenate([[0.0], np.cumsum(room[order] * price[order])])
         j = np.minimum(np.searchsorted(filled[1:], need, side="left"), len(order) - 1)
-        cost = spent[j] + (need - filled[j]) * price[order][j]          # j classes full, the next one partly
+        cost = spent[j] + (need - filled[j]) * price[order][j]  # j classes full, the next one partly
         total += np.where(need <= filled[-1], cost, np.inf)
     return np.where(demand <= job.batch, total * (1.0 - LP_BOUND_RTOL), np.inf)
 
@@ -368,12 +377,13 @@ def _load_external_lp(job, p_w, p_s, cls_free, counts, lp) -> None:
     n = len(counts)
     used = (job.worker_demand > 0) | (job.ps_demand > 0)
     alpha, beta = job.worker_demand[used], job.ps_demand[used]
-    cap = (cls_free[:, used] * counts[:, None]).clip(min=0)                   # [C, R']
+    cap = (cls_free[:, used] * counts[:, None]).clip(min=0)  # [C, R']
     r = alpha.size
     lower = np.concatenate([np.full(n * r, -np.inf), [0.0, 0.0]])
     upper = np.concatenate([cap.ravel(), [job.batch, np.inf]])
-    lp.load(np.concatenate([p_w, p_s]), _external_lp_matrix(alpha, beta, float(job.gamma), n), lower, upper,
-            cover_row=n * r)
+    lp.load(
+        np.concatenate([p_w, p_s]), _external_lp_matrix(alpha, beta, float(job.gamma), n), lower, upper, cover_row=n * r
+    )
 
 
 def _external_lp_matrix(alpha: np.ndarray, beta: np.ndarray, gamma: float, n: int) -> tuple:
@@ -390,8 +400,11 @@ def _external_lp_matrix(alpha: np.ndarray, beta: np.ndarray, gamma: float, n: in
     s_vals = np.tile(np.concatenate([beta[jb], [gamma]]), n)
     sizes = np.repeat([ja.size + 2, jb.size + 1], n)
     start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
-    return (start, np.concatenate([w_rows.ravel(), s_rows.ravel()]).astype(np.int32),
-            np.concatenate([w_vals, s_vals]).astype(float))
+    return (
+        start,
+        np.concatenate([w_rows.ravel(), s_rows.ravel()]).astype(np.int32),
+        np.concatenate([w_vals, s_vals]).astype(float),
+    )
 
 
 def _solve_external_lp(demand, job, n, lp):
@@ -416,7 +429,7 @@ def _disaggregate(job, lp_sol, members, free):
     used = np.flatnonzero((cls_w > 1e-12) | (cls_s > 1e-12))
     count = np.array([len(members[c]) for c in used])
     per_w, per_s = cls_w[used] / count, cls_s[used] / count
-    load = per_w[:, None] * job.worker_demand + per_s[:, None] * job.ps_demand            # [P, R]
+    load = per_w[:, None] * job.worker_demand + per_s[:, None] * job.ps_demand  # [P, R]
     round_up = (per_w > 0)[:, None] * job.worker_demand + (per_s > 0)[:, None] * job.ps_demand
     room = free[[members[c][0] for c in used]] - round_up
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -429,10 +442,10 @@ def _disaggregate(job, lp_sol, members, free):
     full = np.floor(count / stretch + 1e-12).astype(np.int64)
     rest = count - full * stretch
     partial = rest > 1e-9
-    taken = full + partial                                      # machines used per class
+    taken = full + partial  # machines used per class
     share = np.repeat(stretch, taken)
-    share[np.cumsum(taken)[partial] - 1] = rest[partial]         # the last machine of a class takes the rest
-    machines = np.concatenate([members[c][:n] for c, n in zip(used, taken)] or [np.zeros(0, np.int64)])
+    share[np.cumsum(taken)[partial] - 1] = rest[partial]  # the last machine of a class takes the rest
+    machines = np.concatenate([members[c][:n] for c, n in zip(used, taken, strict=True)] or [np.zeros(0, np.int64)])
     return machines.astype(np.int64), np.repeat(per_w, taken) * share, np.repeat(per_s, taken) * share
 
 
@@ -448,7 +461,7 @@ class ClassMembers:
         return len(self.ends)
 
     def __getitem__(self, c: int) -> np.ndarray:
-        return self.order[(self.ends[c - 1] if c > 0 else 0):self.ends[c]]
+        return self.order[(self.ends[c - 1] if c > 0 else 0) : self.ends[c]]
 
 
 def rounding_gain(rounding: Rounding, job: JobShape, demand: float, free: np.ndarray) -> float:
@@ -456,7 +469,7 @@ def rounding_gain(rounding: Rounding, job: JobShape, demand: float, free: np.nda
     if rounding.gain is not None:
         return rounding.gain
     if rounding.theorem == 30:
-        return gain_eq30(rounding.delta, demand)                               # W_1 = V_i[t] (tau + ...)
+        return gain_eq30(rounding.delta, demand)  # W_1 = V_i[t] (tau + ...)
     usable = free[np.all(free > 0, axis=1)]
     ratios = [float(job.batch)]
     for demand_vec in (job.worker_demand, job.ps_demand):
@@ -478,9 +491,10 @@ def _round(job, demand, machines, w_scaled, s_scaled, prices, free, rounding, rn
     """
     w_floor, s_floor = np.floor(w_scaled), np.floor(s_scaled)
     w_frac, s_frac = w_scaled - w_floor, s_scaled - s_floor
-    load = ((w_floor[:, None] + UP_W)[:, :, None] * job.worker_demand
-            + (s_floor[:, None] + UP_S)[:, :, None] * job.ps_demand)              # [m, 4, R]
-    fits = np.all(load <= (free[machines] + FIT_ATOL)[:, None, :], axis=2)      # [m, 4], index dw + 2 ds
+    load = (w_floor[:, None] + UP_W)[:, :, None] * job.worker_demand + (s_floor[:, None] + UP_S)[
+        :, :, None
+    ] * job.ps_demand  # [m, 4, R]
+    fits = np.all(load <= (free[machines] + FIT_ATOL)[:, None, :], axis=2)  # [m, 4], index dw + 2 ds
     base_w, base_s = w_floor.sum(), s_floor.sum()
     possible = fits & ((UP_W == 0) | (w_frac > 0)[:, None]) & ((UP_S == 0) | (s_frac > 0)[:, None])
     if not _count_bounds_allow(job, demand, base_w, base_s, possible):
@@ -502,7 +516,7 @@ def _round(job, demand, machines, w_scaled, s_scaled, prices, free, rounding, rn
         wsum, ssum = base_w + up_w.sum(axis=1), base_s + up_s.sum(axis=1)
         ok = (wsum <= job.batch) & (wsum >= demand) & (job.gamma * ssum >= wsum) & (ssum > 0)
         ok &= job.servers_allowed(wsum, ssum)
-        if job.gamma_internal is not None:      # an outcome on one machine runs internally (Fact 1)
+        if job.gamma_internal is not None:  # an outcome on one machine runs internally (Fact 1)
             hosts = ((w_floor + up_w > 0) | (s_floor + up_s > 0)).sum(axis=1)
             ok &= (hosts != 1) | (job.gamma_internal * ssum >= wsum)
         if critical.size:
@@ -514,13 +528,12 @@ def _round(job, demand, machines, w_scaled, s_scaled, prices, free, rounding, rn
         feasible += take.size
         if take.size:
             w, s = w_floor + up_w[take], s_floor + up_s[take]
-            costs = dot(w, p_w) + dot(s, p_s)     # per row: the same sums as rounded_cost's, row by row
+            costs = dot(w, p_w) + dot(s, p_s)  # per row: the same sums as rounded_cost's, row by row
             j = int(np.argmin(costs))
             if costs[j] < best_cost:
                 best_cost, best = float(costs[j]), (w[j], s[j])
-        elif attempts == batch < rounding.max_attempts:          # the first batch found nothing: can any?
-            if not _roundable(job, demand, base_w, base_s, possible):
-                return rounding.max_attempts, 0, None
+        elif attempts == batch < rounding.max_attempts and not _roundable(job, demand, base_w, base_s, possible):
+            return rounding.max_attempts, 0, None  # the first batch found nothing, and none can
     if best is None:
         return attempts, 0, None
     w, s = best
@@ -535,11 +548,11 @@ def _count_bounds_allow(job, demand, base_w, base_s, possible) -> bool:
     ratio, ignoring which (A, B) pairs the machines can reach together."""
     if not possible.any(axis=1).all():
         return False
-    up_min = int((~(possible[:, 0] | possible[:, 2])).sum())       # machines whose every outcome rounds w up
+    up_min = int((~(possible[:, 0] | possible[:, 2])).sum())  # machines whose every outcome rounds w up
     up_max = int((possible[:, 1] | possible[:, 3]).sum())
     ssum_max = base_s + int((possible[:, 2] | possible[:, 3]).sum())
     up = max(up_min, math.ceil(demand - base_w) - 1)
-    while base_w + up < demand:                                     # the fewest meeting the cover, as checked
+    while base_w + up < demand:  # the fewest meeting the cover, as checked
         up += 1
     return up <= up_max and base_w + up <= job.batch and job.gamma * ssum_max >= base_w + up and ssum_max > 0
 
@@ -559,12 +572,16 @@ def _roundable(job, demand, base_w, base_s, possible) -> bool:
     if not possible.any(axis=1).all():
         return False
     m = len(possible)
-    stride = m + 2                                   # B <= m never carries into the next row
-    reach = 1                                        # {(0, 0)}
-    loose = possible.all(axis=1) | (possible == [True, True, False, False]).all(axis=1) \
-        | (possible == [True, False, True, False]).all(axis=1) | (possible == [True, False, False, False]).all(axis=1)
+    stride = m + 2  # B <= m never carries into the next row
+    reach = 1  # {(0, 0)}
+    loose = (
+        possible.all(axis=1)
+        | (possible == [True, True, False, False]).all(axis=1)
+        | (possible == [True, False, True, False]).all(axis=1)
+        | (possible == [True, False, False, False]).all(axis=1)
+    )
     for row in possible[~loose]:
-        shifts = [(o & 1) * stride + (o >> 1) for o in np.flatnonzero(row).tolist()]      # o = dw + 2 ds
+        shifts = [(o & 1) * stride + (o >> 1) for o in np.flatnonzero(row).tolist()]  # o = dw + 2 ds
         reach = functools.reduce(operator.or_, (reach << shift for shift in shifts))
     reach = _dilate(reach, int(possible[loose, 1].sum()), stride)
     reach = _dilate(reach, int(possible[loose, 2].sum()), 1)
