@@ -17,6 +17,7 @@ usage() { echo "usage: $0 head [ray start args...] | $0 worker HEAD_HOST:PORT [r
 
 [ $# -ge 1 ] || usage
 ROLE="$1"; shift
+case "$ROLE" in head|worker) ;; *) usage ;; esac   # before the token check: a wrong role is a usage error
 [ -x "$RAY" ] || { echo "$0: no Ray at $RAY: run 'make setup' in $HERE first (or set RAY=...)" >&2; exit 2; }
 
 export RAY_AUTH_MODE="${RAY_AUTH_MODE:-token}"
