@@ -18,15 +18,62 @@ from pdors.model import Instance
 EPS = 1e-12
 
 
-def _max_count(limit: int, unit: np.ndarray, capacity: np.ndarray, extra=None) -> int:
-    """Largest n <= limit with n * unit (+ extra(n)) <= capacity on every resource."""
-    best = 0
-    for n in range(1, limit + 1):
-        use = n * unit + (extra(n) if extra is not None else 0.0)
-        if np.any(use > capacity + 1e-9):
-            break
-        best = n
-    return best
+@dataclass(frozen=True)
+class MachineClasses:
+    """Machines grouped by identical capacity: ``capacity[c]`` (C x R), ``count[c]`` machines of class c,
+    ``of_machine[h]`` the class of machine h."""
+
+    capacity: np.ndarray
+    count: np.ndarray
+    of_machine: np.ndarray
+
+
+def machine_classes(instance: Instance) -> MachineClasses:
+    capacity, of_machine = np.unique(instance.cluster.capacity, axis=0, return_inverse=True)
+    return MachineClasses(capacity, np.bincount(of_machine.ravel(), minlength=len(capacity)), of_machine.ravel())
+
+
+def _fit_count(
+    limit: np.ndarray, unit: np.ndarray, capacity: np.ndarray, gamma: np.ndarray | None = None, ps=None
+) -> np.ndarray:
+    """[I, C] largest n <= limit_i with n unit_i (+ ceil(n / gamma_i) ps_i) <= capacity_c (+1e-9) on every
+    resource. Usage grows with n, so the feasible n form a prefix 1..n*: n* is the length of that prefix."""
+    n = np.arange(1, int(limit.max(initial=0)) + 1, dtype=float)  # [N]
+    use = n[None, :, None] * unit[:, None, :]  # [I, N, R]
+    if gamma is not None:
+        use = use + np.ceil(n[None, :] / gamma[:, None])[:, :, None] * ps[:, None, :]
+    fits = np.all(use[:, None] <= capacity[None, :, None, :] + 1e-9, axis=3)  # [I, C, N]
+    fits &= n[None, None, :] <= limit[:, None, None]
+    return np.cumprod(fits, axis=2).sum(axis=2).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class CountLimits:
+    """Vectorised per-job count bounds (eqs. 2, 4, 5), per machine class: ``w_internal[i, c]`` most workers job i
+    runs internally on one machine of class c (with their ceil(w / gamma) PSs), ``w_machine``/``s_machine`` most
+    workers / PSs of job i alone on such a machine, ``w_external[i]`` most workers of an external allocation
+    (0 on one machine): they fit the per-machine worker limits and, with their PSs, the whole cluster."""
+
+    classes: MachineClasses
+    w_internal: np.ndarray
+    w_machine: np.ndarray
+    s_machine: np.ndarray
+    w_external: np.ndarray
+
+
+def count_limits(instance: Instance) -> CountLimits:
+    jobs, cl = instance.jobs, machine_classes(instance)
+    F, g = jobs.batch, jobs.gamma.astype(float)
+    alpha, beta = jobs.worker_demand, jobs.ps_demand
+    w_int = _fit_count(F, alpha, cl.capacity, g, beta)
+    w_mac = _fit_count(F, alpha, cl.capacity)
+    s_mac = _fit_count(-(-F // jobs.gamma), beta, cl.capacity)
+    if instance.num_machines >= 2:
+        whole = _fit_count(F, alpha, instance.cluster.capacity.sum(axis=0)[None, :], g, beta)[:, 0]
+        w_ext = np.minimum(w_mac @ cl.count, whole)
+    else:
+        w_ext = np.zeros(len(F), dtype=np.int64)
+    return CountLimits(cl, w_int, w_mac, s_mac, w_ext)
 
 
 @dataclass(frozen=True)
@@ -57,24 +104,15 @@ class JobBounds:
 
 
 def job_bounds(instance: Instance) -> list[JobBounds]:
-    jobs, cap, T = instance.jobs, instance.cluster.capacity, instance.slots
-    H = instance.num_machines
+    jobs, T = instance.jobs, instance.slots
     rate_int = 1.0 / jobs.time_per_sample(True)
     rate_ext = 1.0 / jobs.time_per_sample(False)
+    lim = count_limits(instance)
+    of = lim.classes.of_machine
     out = []
     for i in range(instance.num_jobs):
-        F, g = int(jobs.batch[i]), int(jobs.gamma[i])
-        alpha, beta = jobs.worker_demand[i], jobs.ps_demand[i]
-
-        def ps_for(n: int, g: int = g, beta: float = beta) -> float:
-            return -(-n // g) * beta  # the ceil(n / gamma) PSs of n workers (eq. 2)
-
-        w_int = tuple(_max_count(F, alpha, cap[h], ps_for) for h in range(H))
-        w_mac = tuple(_max_count(F, alpha, cap[h]) for h in range(H))
-        s_mac = tuple(_max_count(-(-F // g), beta, cap[h]) for h in range(H))
-        # External needs >= 2 machines; its workers and PSs together fit in the whole cluster.
-        w_ext = min(sum(w_mac), _max_count(F, alpha, cap.sum(axis=0), ps_for)) if H >= 2 else 0
-        max_samples = max(rate_int[i] * max(w_int), rate_ext[i] * w_ext)
+        w_int = tuple(int(x) for x in lim.w_internal[i, of])
+        max_samples = max(rate_int[i] * max(w_int), rate_ext[i] * int(lim.w_external[i]))
         a, V = int(jobs.arrival[i]), float(jobs.workload[i])
         completion = tuple(k for k in range(a, T) if (k - a + 1) * max_samples >= V * (1.0 - EPS))
         out.append(
@@ -82,14 +120,14 @@ def job_bounds(instance: Instance) -> list[JobBounds]:
                 i,
                 a,
                 V,
-                F,
-                g,
+                int(jobs.batch[i]),
+                int(jobs.gamma[i]),
                 float(rate_int[i]),
                 float(rate_ext[i]),
                 w_int,
-                w_mac,
-                s_mac,
-                w_ext,
+                tuple(int(x) for x in lim.w_machine[i, of]),
+                tuple(int(x) for x in lim.s_machine[i, of]),
+                int(lim.w_external[i]),
                 float(max_samples),
                 completion,
             )

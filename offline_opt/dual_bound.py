@@ -1,0 +1,394 @@
+"""A certified upper bound on the offline DMLRS optimum at any size: the Lagrangian dual of R-DMLRS (paper Section IV).
+
+For prices ``p[t, c, r] >= 0`` on (slot, machine class, resource),
+
+    D(p) = sum_i max(0, max_k [u_i(k - a_i) - L_ik(p)]) + sum_{t,c,r} p[t,c,r] n_c C_c^r  >=  OPT,
+
+where ``L_ik(p)`` is at most the cost ``p . usage`` of every schedule of job i alone that completes by slot k
+(weak duality: for the optimal schedule, OPT = sum_i (u_i - p . usage_i) + p . sum_i usage_i, and the last
+term is at most ``p . capacity``). The proof, one line per relaxation, is in docs/OFFLINE_OPT.md; in short:
+
+* machines of one class are pooled (capacity n_c C_c, one price per class);
+* an external allocation pays, per worker and per PS, the cheapest class that can hold one (not its real spread);
+* a slot's options are the job's integer allocations: W workers with ceil(W / gamma) PSs (surplus PSs only
+  cost), internal on one machine of class c (W <= ``w_internal[i, c]``) or external (W <= ``w_external[i]``);
+  restarts lose nothing;
+* the job must process V_i (1 - 1e-9) samples by k, below what any real completion needs in floating point;
+* ``L_ik(p) = mu V'_i - sum_{t = a_i..k} max_o (mu sigma_o - kappa_to(p))`` for ANY ``mu >= 0`` (o ranges over the
+  slot's options and idling): every schedule's cost is at least that (sum over its slots of
+  ``kappa >= mu sigma - max_o(...)``, and its samples sum to >= V'). ``mu`` is the water-filling slope, at which
+  ``L_ik`` equals the least cost of the per-slot convex hulls of the options.
+
+The prices come from column generation on the LP dual of the pooled, per-job-schedule R-DMLRS: a HiGHS master
+LP (one convexity row per job, one capacity row per (t, c, r)) whose duals are the prices; the pricing oracle
+is the water-filling above, each job's best (k, fractional schedule) a column. Every round's prices give a valid
+D; the smallest is kept. The certified value adds an explicit rounding margin (module constant, argued in
+docs/OFFLINE_OPT.md) to D evaluated in float64 at the final prices.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdors.highs_lp import new_highs
+from pdors.model import Instance
+
+from .bounds import MachineClasses, count_limits
+
+WORKLOAD_SLACK = 1e-9  # V' = V (1 - 1e-9): below the validator's V (1 - 1e-12) less any float64 sum's error
+ROUNDING_MARGIN = 1e-9  # relative to the magnitude of D's terms; >= 100x the float64 error of <= 1e6 operations
+MAX_OPERATIONS = 10**6  # the margin's argument holds while a term sums fewer values than this
+
+
+@dataclass(frozen=True)
+class Options:
+    """Each job's per-slot options, fixed for the instance (only their costs change with the prices).
+
+    Candidate 0 is idling; then per machine class c an internal allocation of ``g floor(N / g)`` and of ``N =
+    w_internal[i, c]`` workers; then the same two for an external allocation. These are the only vertices the lower
+    convex hull of a mode's (samples, cost) points can have: cost(W) = a W + b ceil(W / g) lies on the line of
+    slope a + b / g at multiples of g and above it elsewhere, so the hull is 0 -> g floor(N / g) -> N."""
+
+    classes: MachineClasses
+    sigma: np.ndarray  # [I, P] samples per slot (0 where unusable)
+    workers: np.ndarray  # [I, P]
+    servers: np.ndarray  # [I, P] ceil(workers / gamma)
+    klass: np.ndarray  # [P] machine class of an internal candidate, -1 for external / idle
+    worker_ok: np.ndarray  # [I, C] a worker of i fits a machine of class c
+    server_ok: np.ndarray  # [I, C] a PS of i fits a machine of class c
+    target: np.ndarray  # [I] V'
+    utility: np.ndarray  # [I, T] u_i(k - a_i) where job i can complete by k, else -inf
+    arrival: np.ndarray  # [I]
+    alpha: np.ndarray  # [I, R]
+    beta: np.ndarray  # [I, R]
+    capacity: np.ndarray  # [C, R] capacity of a class: n_c C_c
+
+    @property
+    def slots(self) -> int:
+        return int(self.utility.shape[1])
+
+
+def options(instance: Instance) -> Options:
+    if instance.slots + instance.num_jobs + 64 > MAX_OPERATIONS:
+        raise ValueError(f"dual bound: I + T must stay below {MAX_OPERATIONS} for its rounding margin")
+    jobs, lim = instance.jobs, count_limits(instance)
+    C = lim.classes.capacity.shape[0]
+    gamma = jobs.gamma[:, None]
+    rate_int = 1.0 / jobs.time_per_sample(True)
+    rate_ext = 1.0 / jobs.time_per_sample(False)
+    tops = np.concatenate([lim.w_internal, lim.w_external[:, None]], axis=1)  # [I, C + 1]
+    workers = np.concatenate(
+        [np.zeros((len(jobs), 1), np.int64), np.stack([tops // gamma * gamma, tops], 2).reshape(len(jobs), -1)], 1
+    )
+    klass = np.concatenate([[-1], np.repeat(np.append(np.arange(C), -1), 2)])
+    rate = np.where(klass[None, :] >= 0, rate_int[:, None], rate_ext[:, None])
+    sigma = workers * rate
+    V = jobs.workload * (1.0 - WORKLOAD_SLACK)
+    k = np.arange(instance.slots)
+    reach = (k[None, :] - jobs.arrival[:, None] + 1) * sigma.max(axis=1)[:, None]  # most samples by slot k
+    can = (k[None, :] >= jobs.arrival[:, None]) & (reach >= V[:, None])
+    duration = np.maximum(k[None, :] - jobs.arrival[:, None], 0)
+    utility = np.where(can, jobs.utility(duration.T).T, -np.inf)
+    return Options(
+        lim.classes,
+        sigma,
+        workers,
+        -(-workers // gamma),
+        klass,
+        lim.w_machine > 0,
+        lim.s_machine > 0,
+        V,
+        utility,
+        jobs.arrival.copy(),
+        jobs.worker_demand,
+        jobs.ps_demand,
+        lim.classes.capacity * lim.classes.count[:, None],
+    )
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Option costs at one price vector: ``kappa[i, t, o]`` (+inf before arrival), and the classes an external
+    option's workers / PSs are charged to."""
+
+    kappa: np.ndarray  # [I, T, P]
+    ext_worker_class: np.ndarray  # [I, T]
+    ext_server_class: np.ndarray  # [I, T]
+
+
+def costs(opt: Options, prices: np.ndarray) -> Costs:
+    per_worker = np.einsum("tcr,ir->itc", prices, opt.alpha)  # [I, T, C]
+    per_server = np.einsum("tcr,ir->itc", prices, opt.beta)
+    ext_w = np.where(opt.worker_ok[:, None, :], per_worker, np.inf)
+    ext_s = np.where(opt.server_ok[:, None, :], per_server, np.inf)
+    cw, cs = ext_w.argmin(axis=2), ext_s.argmin(axis=2)
+    internal = opt.klass >= 0
+    cls = np.where(internal, opt.klass, 0)
+    w_cost = np.where(internal, per_worker[:, :, cls], np.take_along_axis(ext_w, cw[:, :, None], 2))
+    s_cost = np.where(internal, per_server[:, :, cls], np.take_along_axis(ext_s, cs[:, :, None], 2))
+    use = opt.workers[:, None, :] > 0
+    with np.errstate(invalid="ignore"):  # 0 workers x an unusable class's inf: masked by ``use``
+        kappa = np.where(use, opt.workers[:, None, :] * w_cost + opt.servers[:, None, :] * s_cost, 0.0)
+    before = np.arange(opt.slots)[None, :] < opt.arrival[:, None]
+    return Costs(np.where(before[:, :, None], np.inf, kappa), cw, cs)
+
+
+@dataclass(frozen=True)
+class Hull:
+    """Lower convex hull of each (job, slot)'s (samples, cost) options as up to P - 1 segments from idling:
+    segment q goes from option ``start`` to ``end``, ``length`` samples at cost ``slope`` per sample (length 0
+    and slope +inf past the last vertex)."""
+
+    start: np.ndarray  # [I, T, Q]
+    end: np.ndarray
+    length: np.ndarray
+    slope: np.ndarray
+
+
+def hull(opt: Options, kappa: np.ndarray) -> Hull:
+    J, T, P = kappa.shape
+    sigma = np.broadcast_to(opt.sigma[:, None, :], kappa.shape)
+    cur = np.zeros((J, T), dtype=np.int64)
+    parts: list[tuple[np.ndarray, ...]] = []
+    for _ in range(P - 1):
+        s0 = np.take_along_axis(sigma, cur[:, :, None], 2)
+        k0 = np.take_along_axis(kappa, cur[:, :, None], 2)
+        ahead = (sigma > s0) & np.isfinite(kappa) & np.isfinite(k0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            slope = np.where(ahead, (kappa - k0) / np.where(ahead, sigma - s0, 1.0), np.inf)
+        best = slope.min(axis=2, keepdims=True)
+        # among equally steep options take the farthest, so no segment is split at a collinear point
+        far = np.where(ahead & (slope == best), sigma, -1.0).argmax(axis=2)
+        ok = np.isfinite(best[:, :, 0])
+        nxt = np.where(ok, far, cur)
+        length = np.where(ok, np.take_along_axis(sigma, nxt[:, :, None], 2)[:, :, 0] - s0[:, :, 0], 0.0)
+        parts.append((cur, nxt, length, np.where(ok, best[:, :, 0], np.inf)))
+        cur = nxt
+    start, end, length, slope = (np.stack(x, axis=2) for x in zip(*parts, strict=True))
+    return Hull(start, end, length, slope)
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """The oracle's answer at one price vector: per job the best completion slot and its value
+    u - cost (``value`` = max(0, that)), and per (job, k) the water-filling slope ``mu``."""
+
+    value: np.ndarray  # [I]
+    best: np.ndarray  # [I] best completion slot (-1 if none is feasible)
+    gain: np.ndarray  # [I] u - cost at ``best`` (-inf if none)
+    mu: np.ndarray  # [I, T]
+    order: np.ndarray  # [I, T * Q] segments sorted by slope (stable: a slot's segments stay in hull order)
+    taken: np.ndarray  # [I, T * Q] fraction of each sorted segment in the best schedule
+
+
+def price(opt: Options, hl: Hull) -> Pricing:
+    """Water-filling: for each completion slot k, the cheapest hull segments of slots a_i..k until V'."""
+    J, T, Q = hl.length.shape
+    slope, length = hl.slope.reshape(J, T * Q), hl.length.reshape(J, T * Q)
+    order = np.argsort(slope, axis=1, kind="stable")
+    s = np.take_along_axis(slope, order, 1)
+    ln = np.take_along_axis(length, order, 1)
+    slot = order // Q
+    s_fin = np.where(ln > 0, s, 0.0)
+    mu = np.zeros((J, T))
+    cost = np.full((J, T), np.inf)
+    cross = np.zeros((J, T), dtype=np.int64)
+    rows = np.arange(J)
+    for k in range(T):
+        live = opt.utility[:, k] > -np.inf
+        if not live.any():
+            continue
+        lk = np.where(slot <= k, ln, 0.0)
+        cl = np.cumsum(lk, axis=1)
+        cc = np.cumsum(lk * s_fin, axis=1)
+        at = np.minimum((cl < opt.target[:, None]).sum(axis=1), T * Q - 1)
+        # the steepest segment used so far (the crossing one, or the last if rounding left V' just out of reach)
+        m = np.maximum.accumulate(np.where(lk > 0, s_fin, 0.0), axis=1)[rows, at]
+        mu[:, k] = m
+        cost[:, k] = np.where(live, cc[rows, at] - (cl[rows, at] - opt.target) * m, np.inf)
+        cross[:, k] = at
+    gain_k = opt.utility - cost
+    best = gain_k.argmax(axis=1)
+    gain = gain_k[rows, best]
+    best = np.where(np.isfinite(gain), best, -1)
+    taken = np.zeros_like(ln)
+    for i in np.flatnonzero(gain > 0):
+        k, at = best[i], cross[i, best[i]]
+        lk = np.where(slot[i] <= k, ln[i], 0.0)
+        taken[i, :at] = lk[:at] > 0
+        before = lk[:at].sum()
+        taken[i, at] = min(1.0, max(0.0, (opt.target[i] - before) / lk[at])) if lk[at] > 0 else 0.0
+    return Pricing(np.maximum(gain, 0.0), best, gain, mu, order, taken)
+
+
+def columns(opt: Options, hl: Hull, cs: Costs, pr: Pricing, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Usage of each given job's best fractional schedule: (job, row, value) triples with row = (t C + c) R + r."""
+    _, T, Q = hl.length.shape
+    C, R = opt.capacity.shape
+    P = opt.sigma.shape[1]
+    weight = np.zeros((len(jobs), T, P))  # convex weights on each slot's options
+    sel = pr.taken[jobs]
+    seg = pr.order[jobs]
+    n, pos = np.nonzero(sel)
+    t, q = seg[n, pos] // Q, seg[n, pos] % Q
+    i = jobs[n]
+    np.add.at(weight, (n, t, hl.end[i, t, q]), sel[n, pos])
+    np.add.at(weight, (n, t, hl.start[i, t, q]), -sel[n, pos])
+    n, t, o = np.nonzero(weight > 1e-15)
+    i, w = jobs[n], weight[n, t, o]
+    internal = opt.klass[o] >= 0
+    cw = np.where(internal, opt.klass[o], cs.ext_worker_class[i, t])
+    cv = np.where(internal, opt.klass[o], cs.ext_server_class[i, t])
+    r = np.arange(R)
+    col = np.repeat(n, 2 * R)
+    row = np.concatenate([((t * C + cw)[:, None] * R + r), ((t * C + cv)[:, None] * R + r)], axis=1).ravel()
+    val = np.concatenate(
+        [(w * opt.workers[i, o])[:, None] * opt.alpha[i], (w * opt.servers[i, o])[:, None] * opt.beta[i]], axis=1
+    ).ravel()
+    return col, row, val
+
+
+def certify(opt: Options, prices: np.ndarray, mu: np.ndarray) -> tuple[float, float]:
+    """(D, magnitude): D(p) with ``L_ik = mu_ik V' - sum_{t=a..k} max_o (mu_ik sigma_o - kappa_to)`` evaluated in
+    float64 at any ``mu >= 0`` (valid for every mu), and the sum of the absolute values of every term of it, the
+    scale of its rounding error."""
+    kappa = costs(opt, prices).kappa
+    J, T, _ = kappa.shape
+    finite = np.isfinite(kappa)
+    best = np.full(J, -np.inf)
+    size = np.zeros(J)
+    for k in range(T):
+        live = opt.utility[:, k] > -np.inf
+        if not live.any():
+            continue
+        m = mu[:, k]
+        gain = m[:, None, None] * opt.sigma[:, None, :] - kappa
+        phi = np.where(finite, gain, -np.inf).max(axis=2)  # idling is option 0: phi >= 0 from arrival on
+        mag = np.where(finite, m[:, None, None] * opt.sigma[:, None, :] + kappa, 0.0).max(axis=2)
+        upto = (np.arange(T) <= k)[None, :] & np.isfinite(phi)
+        low = m * opt.target - np.where(upto, phi, 0.0).sum(axis=1)
+        val = np.where(live, opt.utility[:, k] - low, -np.inf)
+        best = np.maximum(best, val)
+        size = np.maximum(
+            size, np.where(live, opt.utility[:, k] + m * opt.target + np.where(upto, mag, 0.0).sum(axis=1), 0)
+        )
+    paid = prices * opt.capacity[None, :, :]
+    return float(np.maximum(best, 0.0).sum() + paid.sum()), float(size.sum() + paid.sum())
+
+
+class _Master:
+    """The restricted master LP: max sum u x over the columns, sum_{columns of i} x <= 1 per job, usage <= capacity
+    per (t, c, r); HiGHS minimises -u x, so prices and job duals are the negated row duals."""
+
+    def __init__(self, jobs: int, capacity: np.ndarray) -> None:
+        self.jobs, self.highs = jobs, new_highs()
+        upper = np.concatenate([np.ones(jobs), capacity.ravel()])
+        n = len(upper)
+        self.highs.addRows(n, np.full(n, -np.inf), upper, 0, np.zeros(n, np.int32), np.zeros(0, np.int32), np.zeros(0))
+        self.count = 0
+
+    def add(self, utility: np.ndarray, job: np.ndarray, col: np.ndarray, row: np.ndarray, val: np.ndarray) -> None:
+        n = len(utility)
+        key = col.astype(np.int64) * (1 << 32) + row
+        key, inverse = np.unique(key, return_inverse=True)
+        val = np.bincount(inverse, weights=val)
+        keep = val > 0
+        key, val = key[keep], val[keep]
+        c, r = key >> 32, (key & ((1 << 32) - 1)) + self.jobs
+        c = np.concatenate([np.arange(n), c])
+        r = np.concatenate([job, r])
+        v = np.concatenate([np.ones(n), val])
+        o = np.lexsort((r, c))
+        c, r, v = c[o], r[o], v[o]
+        starts = np.searchsorted(c, np.arange(n)).astype(np.int32)
+        self.highs.addCols(n, -utility, np.zeros(n), np.full(n, np.inf), len(v), starts, r.astype(np.int32), v)
+        self.count += n
+
+    def solve(self) -> tuple[float, np.ndarray, np.ndarray]:
+        """(LP value, job duals, prices): the duals of the job rows and of the capacity rows, clipped at 0."""
+        self.highs.run()
+        dual = np.maximum(-np.asarray(self.highs.getSolution().row_dual), 0.0)
+        return -float(self.highs.getInfo().objective_function_value), dual[: self.jobs], dual[self.jobs :]
+
+
+@dataclass(frozen=True)
+class DualBound:
+    """A certified upper bound on OPT. ``bound`` = D at the best prices plus the rounding margin (>= OPT);
+    ``lagrangian`` D without the margin; ``master`` the last restricted master LP value (a lower estimate of the
+    relaxation's optimum, not of OPT), so ``gap`` = (lagrangian - master) / lagrangian measures how far from
+    converged the prices stopped; ``stopped``: converged | rounds | time."""
+
+    bound: float
+    lagrangian: float
+    master: float
+    gap: float
+    rounds: int
+    columns: int
+    classes: int
+    stopped: str
+    wall_s: float
+    prices: np.ndarray
+
+    def to_dict(self) -> dict:
+        return {
+            "bound": self.bound,
+            "lagrangian": self.lagrangian,
+            "master": self.master,
+            "gap": self.gap,
+            "rounds": self.rounds,
+            "columns": self.columns,
+            "classes": self.classes,
+            "stopped": self.stopped,
+            "wall_s": self.wall_s,
+        }
+
+
+def dual_bound(instance: Instance, tol: float = 1e-7, max_rounds: int = 500, time_limit: float = 60.0) -> DualBound:
+    """Minimise D(p) by column generation until (D_best - master) <= tol D_best, ``max_rounds`` or
+    ``time_limit`` seconds; return D at the best prices, certified (valid whenever it stops)."""
+    start = time.perf_counter()
+    opt = options(instance)
+    C, R = opt.capacity.shape
+    T = opt.slots
+    master = _Master(instance.num_jobs, np.broadcast_to(opt.capacity, (T, C, R)))
+    prices = np.zeros((T, C, R))
+    z, lam, rounds, stopped = 0.0, np.zeros(instance.num_jobs), 0, "rounds"
+    best_d, best_p, best_mu = np.inf, prices, np.zeros((instance.num_jobs, T))
+    while rounds < max_rounds:
+        rounds += 1
+        cs = costs(opt, prices)
+        hl = hull(opt, cs.kappa)
+        pr = price(opt, hl)
+        d = float(pr.value.sum() + (prices * opt.capacity[None]).sum())
+        if d < best_d:
+            best_d, best_p, best_mu = d, prices, pr.mu
+        if best_d - z <= tol * max(1.0, abs(best_d)):
+            stopped = "converged"
+            break
+        if time.perf_counter() - start > time_limit:
+            stopped = "time"
+            break
+        new = np.flatnonzero(pr.gain - lam > tol * np.maximum(1.0, np.abs(pr.gain)))
+        if not len(new):
+            stopped = "converged"
+            break
+        col, row, val = columns(opt, hl, cs, pr, new)
+        master.add(opt.utility[new, pr.best[new]], new, col, row, val)
+        z, lam, p = master.solve()
+        prices = p.reshape(T, C, R)
+    d, size = certify(opt, best_p, best_mu)
+    return DualBound(
+        d + ROUNDING_MARGIN * size,
+        best_d,
+        z,
+        (best_d - z) / max(best_d, 1e-300),
+        rounds,
+        master.count,
+        C,
+        stopped,
+        time.perf_counter() - start,
+        best_p,
+    )
