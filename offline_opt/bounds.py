@@ -34,17 +34,21 @@ def machine_classes(instance: Instance) -> MachineClasses:
 
 
 def _fit_count(
-    limit: np.ndarray, unit: np.ndarray, capacity: np.ndarray, gamma: np.ndarray | None = None, ps=None
+    limit: np.ndarray,
+    unit: np.ndarray,
+    capacity: np.ndarray,
+    gamma: np.ndarray | None = None,
+    ps: np.ndarray | None = None,
 ) -> np.ndarray:
     """[I, C] largest n <= limit_i with n unit_i (+ ceil(n / gamma_i) ps_i) <= capacity_c (+1e-9) on every
     resource. Usage grows with n, so the feasible n form a prefix 1..n*: n* is the length of that prefix."""
     n = np.arange(1, int(limit.max(initial=0)) + 1, dtype=float)  # [N]
     use = n[None, :, None] * unit[:, None, :]  # [I, N, R]
     if gamma is not None:
-        use = use + np.ceil(n[None, :] / gamma[:, None])[:, :, None] * ps[:, None, :]
+        use = use + np.ceil(n[None, :] / gamma[:, None])[:, :, None] * np.asarray(ps)[:, None, :]
     fits = np.all(use[:, None] <= capacity[None, :, None, :] + 1e-9, axis=3)  # [I, C, N]
     fits &= n[None, None, :] <= limit[:, None, None]
-    return np.cumprod(fits, axis=2).sum(axis=2).astype(np.int64)
+    return np.asarray(np.cumprod(fits, axis=2).sum(axis=2), dtype=np.int64)
 
 
 @dataclass(frozen=True)

@@ -174,11 +174,12 @@ def hull(opt: Options, kappa: np.ndarray) -> Hull:
 @dataclass(frozen=True)
 class Pricing:
     """The oracle's answer at one price vector: per job the best completion slot and its value
-    u - cost (``value`` = max(0, that)), and per (job, k) the water-filling slope ``mu``."""
+    u - cost (``value`` = max(0, that)), and per (job, k) the least cost and the water-filling slope ``mu``."""
 
     value: np.ndarray  # [I]
     best: np.ndarray  # [I] best completion slot (-1 if none is feasible)
     gain: np.ndarray  # [I] u - cost at ``best`` (-inf if none)
+    cost: np.ndarray  # [I, T] least cost of completing by k (+inf where it cannot)
     mu: np.ndarray  # [I, T]
     order: np.ndarray  # [I, T * Q] segments sorted by slope (stable: a slot's segments stay in hull order)
     taken: np.ndarray  # [I, T * Q] fraction of each sorted segment in the best schedule
@@ -221,7 +222,7 @@ def price(opt: Options, hl: Hull) -> Pricing:
         taken[i, :at] = lk[:at] > 0
         before = lk[:at].sum()
         taken[i, at] = min(1.0, max(0.0, (opt.target[i] - before) / lk[at])) if lk[at] > 0 else 0.0
-    return Pricing(np.maximum(gain, 0.0), best, gain, mu, order, taken)
+    return Pricing(np.maximum(gain, 0.0), best, gain, cost, mu, order, taken)
 
 
 def columns(opt: Options, hl: Hull, cs: Costs, pr: Pricing, jobs: np.ndarray) -> tuple[np.ndarray, ...]:

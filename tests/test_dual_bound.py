@@ -1,0 +1,199 @@
+"""The certified dual bound on OPT (offline_opt/dual_bound.py): never below OPT (enumerator, proven ratio-study
+optima), never below a policy's validated utility at the paper's size, its oracle equal to an LP over every integer
+allocation, its float64 value above an exact rational evaluation, and planted bugs caught."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from offline_opt import dual_bound as db
+from offline_opt.bounds import count_limits
+from offline_opt.compare import run_policies
+from offline_opt.enumerate import enumerate_opt
+from offline_opt.profile import tiny_profile
+from pdors.instance_io import from_dict
+from pdors.model import Cluster, Instance
+from pdors.workload import WorkloadConfig, generate
+
+DATA = Path(__file__).parent / "data" / "ratio_study_proven.json"
+
+
+def tiny(seed: int) -> Instance:
+    """H in {1, 2}, I in {2, 3}, T in {2, 3}: what the enumerator solves."""
+    return generate(tiny_profile(), 1 + seed % 2, 2 + (seed // 2) % 2, 2 + (seed // 4) % 2, seed)
+
+
+def below_opt(seeds: range) -> tuple[list[tuple[int, float, float]], int, int]:
+    """(instances with bound < OPT, instances with OPT > 0, instances where the bound is exact within 1e-6)."""
+    low, positive, exact = [], 0, 0
+    for seed in seeds:
+        inst = tiny(seed)
+        opt, bound = enumerate_opt(inst).value, db.dual_bound(inst).bound
+        positive += opt > 0
+        exact += bound <= opt * (1 + 1e-6) + 1e-9
+        if bound < opt:
+            low.append((seed, bound, opt))
+    return low, positive, exact
+
+
+def test_bound_is_at_least_the_enumerated_opt():
+    low, positive, exact = below_opt(range(1, 121))
+    assert low == []
+    assert positive >= 90  # the check means something: most instances complete jobs (105 of 120)
+    assert exact >= 80  # and the bound is not vacuous (exact within 1e-6 on 102)
+
+
+def test_a_cost_overestimating_oracle_is_caught(monkeypatch):
+    """Planted bug: every option costs 10x its price (as if capacity were a tenth): some bound falls below OPT.
+    (Smaller factors do not: on these tiny instances the bound mostly comes from the jobs' own limits.)"""
+    real = db.costs
+
+    def inflated(opt: db.Options, prices: np.ndarray) -> db.Costs:
+        c = real(opt, prices)
+        return db.Costs(c.kappa * 10.0, c.ext_worker_class, c.ext_server_class)
+
+    monkeypatch.setattr(db, "costs", inflated)
+    low, _, _ = below_opt(range(1, 61))
+    assert low
+
+
+def test_bound_is_at_least_the_proven_ratio_study_optima():
+    data = json.loads(DATA.read_text())["instances"]
+    assert len(data) >= 10
+    for entry in data:
+        b = db.dual_bound(from_dict(entry["instance"]))
+        assert b.stopped == "converged", entry["source"]
+        assert entry["opt"] <= b.bound <= 1.2 * entry["opt"], (entry["source"], b.bound)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("size", "scale"), [((100, 50, 20), 0.1), ((30, 60, 40), 0.1)])
+def test_bound_is_at_least_every_policy_at_paper_scale(size, scale):
+    inst = generate(WorkloadConfig(workload_scale=scale), *size, 1)
+    b = db.dual_bound(inst)
+    assert b.stopped == "converged" and b.wall_s < 5
+    runs = run_policies(inst, seed=1, workload={"workload_scale": scale})
+    utilities = {name: r.validation.total_utility for name, r in runs.items() if r.validation.ok}
+    assert len(utilities) == len(runs)
+    assert max(utilities.values()) > 0
+    assert all(u <= b.bound for u in utilities.values()), (b.bound, utilities)
+
+
+def two_class_instance(seed: int) -> Instance:
+    """A heterogeneous cluster (two machine classes) so that class choices and external charging matter."""
+    inst = generate(tiny_profile(), 3, 3, 4, seed)
+    cap = inst.cluster.capacity.copy()
+    cap[0] *= 1.7
+    return Instance(inst.jobs, Cluster(cap), inst.slots)
+
+
+def lp_cost(inst: Instance, opt: db.Options, prices: np.ndarray, i: int, k: int) -> float:
+    """Least cost for job i to reach V' by slot k over convex combinations of EVERY integer allocation per slot:
+    internal W = 1..w_internal on each class, external W = 1..w_external with workers and PSs each on any class
+    that can hold one."""
+    lim = count_limits(inst)
+    rate_int, rate_ext = 1.0 / inst.jobs.time_per_sample(True)[i], 1.0 / inst.jobs.time_per_sample(False)[i]
+    C = opt.capacity.shape[0]
+    g = int(inst.jobs.gamma[i])
+    sig, cost, slot = [], [], []
+    for t in range(int(opt.arrival[i]), k + 1):
+        pa, pb = prices[t] @ opt.alpha[i], prices[t] @ opt.beta[i]
+        for c in range(C):
+            for w in range(1, int(lim.w_internal[i, c]) + 1):
+                sig.append(w * rate_int)
+                cost.append(w * pa[c] + -(-w // g) * pb[c])
+                slot.append(t)
+        for w in range(1, int(lim.w_external[i]) + 1):
+            for cw in np.flatnonzero(opt.worker_ok[i]):
+                for cs in np.flatnonzero(opt.server_ok[i]):
+                    sig.append(w * rate_ext)
+                    cost.append(w * pa[cw] + -(-w // g) * pb[cs])
+                    slot.append(t)
+    slots = sorted(set(slot))
+    a_ub = np.zeros((len(slots) + 1, len(sig)))
+    for j, t in enumerate(slot):
+        a_ub[slots.index(t), j] = 1.0
+    a_ub[-1] = -np.array(sig)
+    b_ub = np.append(np.ones(len(slots)), -opt.target[i])
+    res = linprog(np.array(cost), A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
+    return float(res.fun) if res.status == 0 else np.inf
+
+
+def oracle_mismatches(seeds: range) -> list[tuple]:
+    bad = []
+    rng = np.random.default_rng(7)
+    for seed in seeds:
+        inst = two_class_instance(seed)
+        opt = db.options(inst)
+        C, R = opt.capacity.shape
+        prices = rng.exponential(1.0, (inst.slots, C, R)) * (rng.random((inst.slots, C, R)) < 0.7)
+        cs = db.costs(opt, prices)
+        pr = db.price(opt, db.hull(opt, cs.kappa))
+        for i in range(inst.num_jobs):
+            for k in range(inst.slots):
+                if opt.utility[i, k] == -np.inf:
+                    continue
+                want, got = lp_cost(inst, opt, prices, i, k), pr.cost[i, k]
+                if not abs(got - want) <= 1e-7 * max(1.0, abs(want)):
+                    bad.append((seed, i, k, got, want))
+    return bad
+
+
+def test_oracle_equals_an_lp_over_all_integer_allocations():
+    assert oracle_mismatches(range(1, 9)) == []
+
+
+def test_a_cost_underestimating_oracle_is_caught(monkeypatch):
+    """Planted bug: the oracle sees every largest internal allocation 10% cheaper than it is; the LP notices."""
+    real = db.costs
+
+    def cheap(opt: db.Options, prices: np.ndarray) -> db.Costs:
+        c = real(opt, prices)
+        kappa = c.kappa.copy()
+        kappa[:, :, 2] *= 0.9  # option 2: N = w_internal workers on class 0
+        return db.Costs(kappa, c.ext_worker_class, c.ext_server_class)
+
+    monkeypatch.setattr(db, "costs", cheap)
+    assert oracle_mismatches(range(1, 9))
+
+
+def exact_certificate(opt: db.Options, prices: np.ndarray, mu: np.ndarray) -> Fraction:
+    """D at ``prices`` and water-filling slopes ``mu``, every float taken as the exact rational it is."""
+    kappa = db.costs(opt, prices).kappa
+    F = Fraction
+    total = sum(
+        (
+            F(float(p)) * F(float(c))
+            for p, c in zip(prices.ravel(), np.broadcast_to(opt.capacity, prices.shape).ravel(), strict=True)
+        ),
+        F(0),
+    )
+    for i in range(len(opt.target)):
+        best = F(0)
+        for k in range(opt.slots):
+            if opt.utility[i, k] == -np.inf:
+                continue
+            m = F(float(mu[i, k]))
+            low = m * F(float(opt.target[i]))
+            for t in range(int(opt.arrival[i]), k + 1):
+                low -= max(m * F(float(s)) - F(float(c)) for s, c in zip(opt.sigma[i], kappa[i, t], strict=True))
+            best = max(best, F(float(opt.utility[i, k])) - low)
+        total += best
+    return total
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_float_bound_is_above_its_exact_rational_value(seed):
+    inst = generate(WorkloadConfig(workload_scale=0.02), 4, 10, 10, seed)
+    b = db.dual_bound(inst)
+    opt = db.options(inst)
+    pr = db.price(opt, db.hull(opt, db.costs(opt, b.prices).kappa))
+    exact = exact_certificate(opt, b.prices, pr.mu)
+    assert Fraction(b.bound) >= exact
+    assert abs(float(exact) - b.lagrangian) <= 1e-9 * b.lagrangian
