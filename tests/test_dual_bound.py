@@ -42,14 +42,14 @@ def below_opt(seeds: range) -> tuple[list[tuple[int, float, float]], int, int]:
     return low, positive, exact
 
 
-def test_bound_is_at_least_the_enumerated_opt():
+def test_bound_is_at_least_the_enumerated_opt() -> None:
     low, positive, exact = below_opt(range(1, 121))
     assert low == []
     assert positive >= 90  # the check means something: most instances complete jobs (105 of 120)
     assert exact >= 80  # and the bound is not vacuous (exact within 1e-6 on 102)
 
 
-def test_a_cost_overestimating_oracle_is_caught(monkeypatch):
+def test_a_cost_overestimating_oracle_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Planted bug: every option costs 10x its price (as if capacity were a tenth): some bound falls below OPT.
     (Smaller factors do not: on these tiny instances the bound mostly comes from the jobs' own limits.)"""
     real = db.costs
@@ -63,7 +63,7 @@ def test_a_cost_overestimating_oracle_is_caught(monkeypatch):
     assert low
 
 
-def test_bound_is_at_least_the_proven_ratio_study_optima():
+def test_bound_is_at_least_the_proven_ratio_study_optima() -> None:
     data = json.loads(DATA.read_text())["instances"]
     assert len(data) >= 10
     for entry in data:
@@ -74,8 +74,9 @@ def test_bound_is_at_least_the_proven_ratio_study_optima():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("size", "scale"), [((100, 50, 20), 0.1), ((30, 60, 40), 0.1)])
-def test_bound_is_at_least_every_policy_at_paper_scale(size, scale):
-    inst = generate(WorkloadConfig(workload_scale=scale), *size, 1)
+def test_bound_is_at_least_every_policy_at_paper_scale(size: tuple[int, int, int], scale: float) -> None:
+    machines, jobs, slots = size
+    inst = generate(WorkloadConfig(workload_scale=scale), machines, jobs, slots, 1)
     b = db.dual_bound(inst)
     assert b.stopped == "converged" and b.wall_s < 5
     runs = run_policies(inst, seed=1, workload={"workload_scale": scale})
@@ -145,11 +146,11 @@ def oracle_mismatches(seeds: range) -> list[tuple]:
     return bad
 
 
-def test_oracle_equals_an_lp_over_all_integer_allocations():
+def test_oracle_equals_an_lp_over_all_integer_allocations() -> None:
     assert oracle_mismatches(range(1, 9)) == []
 
 
-def test_a_cost_underestimating_oracle_is_caught(monkeypatch):
+def test_a_cost_underestimating_oracle_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Planted bug: the oracle sees every largest internal allocation 10% cheaper than it is; the LP notices."""
     real = db.costs
 
@@ -189,7 +190,7 @@ def exact_certificate(opt: db.Options, prices: np.ndarray, mu: np.ndarray) -> Fr
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_float_bound_is_above_its_exact_rational_value(seed):
+def test_float_bound_is_above_its_exact_rational_value(seed: int) -> None:
     inst = generate(WorkloadConfig(workload_scale=0.02), 4, 10, 10, seed)
     b = db.dual_bound(inst)
     opt = db.options(inst)
