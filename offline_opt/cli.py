@@ -25,6 +25,13 @@ def register(subparsers) -> None:
         '(the generator\'s defaults, docs/MODEL.md "Calibration")',
     )
     p.add_argument("--instance", help="instance JSON (pdors.instance_io) instead of generating one")
+    p.add_argument(
+        "--method",
+        choices=("milp", "bound"),
+        default="milp",
+        help="milp: prove OPT (the certified dual bound is reported beside it); bound: only the dual bound "
+        "(offline_opt/dual_bound.py), milliseconds to seconds at any size",
+    )
     p.add_argument("--solver", choices=SOLVERS, default="highs")
     p.add_argument(
         "--time-limit",
@@ -66,6 +73,8 @@ def cmd_opt(args) -> int:
     instance = (
         load(args.instance) if args.instance else generate(workload, args.machines, args.jobs, args.slots, args.seed)
     )
+    if args.method == "bound":
+        return _cmd_bound(args, instance, to_dict(workload) if not args.instance else {})
     c = compare(
         instance,
         args.solver,
@@ -91,13 +100,55 @@ def cmd_opt(args) -> int:
             + (f" ({p.ratio_note})" if p.ratio_note else "")
             + bound
         )
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(c.to_dict(), indent=1))
-        print(f"  JSON written to {args.json}")
+    if c.certified is not None:
+        _print_certified(c.certified)
+    _write_json(args.json, c.to_dict())
     for error in c.errors:
         print(f"error: {error}")
     return 0 if o.proven_optimal and not o.violations and not c.errors else 1
+
+
+def _cmd_bound(args, instance, workload: dict) -> int:
+    from .certified import certify
+    from .compare import run_policies, valid_utilities
+
+    runs = run_policies(instance, args.seed, workload)
+    c = certify(instance, valid_utilities(runs))
+    print(
+        f"certified bound on OPT: H={instance.num_machines} I={instance.num_jobs} T={instance.slots} seed={args.seed}"
+    )
+    for name, r in runs.items():
+        v = r.validation
+        print(
+            f"  {name:>10}: utility {v.total_utility:.4f}, completed {int((v.completion >= 0).sum())}, "
+            f"{len(v.violations)} violation(s)"
+        )
+    _print_certified(c)
+    size = {"machines": instance.num_machines, "jobs": instance.num_jobs, "slots": instance.slots}
+    _write_json(args.json, {"instance": dict(instance.meta), "size": size, "certified": c.to_dict()})
+    for error in c.errors:
+        print(f"error: {error}")
+    return 1 if c.errors else 0
+
+
+def _print_certified(c) -> None:
+    b = c.bound
+    print(
+        f"  dual bound {b.bound:.6f} (certified >= OPT; {b.stopped} after {b.rounds} rounds, {b.columns} columns, "
+        f"{b.classes} machine class(es), {b.wall_s:.3f} s); OPT >= {c.opt_lower:.6f} ({c.opt_lower_source})"
+    )
+    for r in c.ratios:
+        interval = f"[{r.low:.4f}, {r.high:.4f}]" if r.low is not None and r.high is not None else "n/a (ALG = 0)"
+        print(
+            f"  {r.policy:>10}: certified ratio OPT/ALG in {interval}" + ("  ERROR: above the bound" if r.error else "")
+        )
+
+
+def _write_json(path: str | None, data: dict) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(data, indent=1))
+        print(f"  JSON written to {path}")
 
 
 def _fmt(x, spec: str = ".4f") -> str:

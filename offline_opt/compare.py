@@ -19,6 +19,7 @@ from pdors.model import Instance
 from pdors.policies import POLICIES
 from pdors.run import run
 
+from .certified import Certified, certify
 from .milp import Strengthening
 from .solve import DEFAULT_GAP, OptResult, ceiling, solve
 
@@ -46,6 +47,7 @@ class Comparison:
     size: dict
     opt: OptResult
     policies: list[PolicyRatio] = field(default_factory=list)
+    certified: Certified | None = None  # the dual bound and each policy's certified ratio interval
 
     def ratio(self, policy: str) -> float | None:
         return next(p.ratio for p in self.policies if p.policy == policy)
@@ -53,7 +55,8 @@ class Comparison:
     @property
     def errors(self) -> list[str]:
         """Policies whose utility OPT's result rules out: each a model or validator bug."""
-        return [f"{p.policy}: {p.ratio_note}" for p in self.policies if p.ratio_kind == "error"]
+        out = [f"{p.policy}: {p.ratio_note}" for p in self.policies if p.ratio_kind == "error"]
+        return out + (self.certified.errors if self.certified is not None else [])
 
     def to_dict(self) -> dict:
         return {
@@ -61,6 +64,7 @@ class Comparison:
             "size": self.size,
             "opt": self.opt.to_dict(),
             "policies": [p.to_dict() for p in self.policies],
+            "certified": self.certified.to_dict() if self.certified is not None else None,
         }
 
 
@@ -164,4 +168,11 @@ def compare(
         opt,
     )
     out.policies = rate(opt, runs)
+    incumbent = opt.objective if opt.objective is not None and not opt.violations else None
+    out.certified = certify(instance, valid_utilities(runs), incumbent)
     return out
+
+
+def valid_utilities(runs: dict) -> dict[str, float]:
+    """Each policy's validated utility, policies whose schedule has a violation left out."""
+    return {name: r.validation.total_utility for name, r in runs.items() if r.validation.ok}

@@ -1,0 +1,69 @@
+"""Certified ratio intervals: every policy's OPT / ALG placed in [OPT_lower / ALG, bound / ALG].
+
+``bound`` is the dual bound (:mod:`offline_opt.dual_bound`, >= OPT, proven); ``OPT_lower`` the best validated
+schedule known: the MILP's incumbent where a solve ran, and every policy's own schedule (OPT is at least each).
+A policy above the bound is a bug in the model, the validator or the bound (``error``), as above a proven OPT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pdors.model import Instance
+
+from .dual_bound import DualBound, dual_bound
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    policy: str
+    utility: float
+    low: float | None  # OPT_lower / ALG (None when ALG = 0)
+    high: float | None  # bound / ALG
+    error: bool  # ALG above the bound
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Certified:
+    bound: DualBound
+    opt_lower: float
+    opt_lower_source: str  # "milp" or "policy <name>" (or "none": nothing completes)
+    ratios: list[RatioInterval] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[str]:
+        return [
+            f"{r.policy}: utility {r.utility:.10g} exceeds the certified bound {self.bound.bound:.10g}: a bug in the "
+            "model, the validator or the bound"
+            for r in self.ratios
+            if r.error
+        ]
+
+    def to_dict(self) -> dict:
+        return {
+            **self.bound.to_dict(),
+            "opt_lower": self.opt_lower,
+            "opt_lower_source": self.opt_lower_source,
+            "ratios": [r.to_dict() for r in self.ratios],
+        }
+
+
+def intervals(bound: DualBound, utilities: dict[str, float], incumbent: float | None = None) -> Certified:
+    """``utilities``: each policy's validated utility (schedules with violations left out by the caller);
+    ``incumbent``: the validated utility of the MILP's schedule, if one was found."""
+    lower, source = (incumbent, "milp") if incumbent is not None else (0.0, "none")
+    for name, u in utilities.items():
+        if u > lower:
+            lower, source = u, f"policy {name}"
+    ratios = [
+        RatioInterval(name, u, lower / u if u > 0 else None, bound.bound / u if u > 0 else None, u > bound.bound)
+        for name, u in utilities.items()
+    ]
+    return Certified(bound, lower, source, ratios)
+
+
+def certify(instance: Instance, utilities: dict[str, float], incumbent: float | None = None) -> Certified:
+    return intervals(dual_bound(instance), utilities, incumbent)
