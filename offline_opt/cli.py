@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .profile import SMALL_SIZE
+
+if TYPE_CHECKING:
+    from pdors.model import Instance
+
+    from .certified import Certified
 from .solvers import SOLVERS
 
 PROFILES = ("small", "tiny", "paper")
@@ -108,7 +115,7 @@ def cmd_opt(args) -> int:
     return 0 if o.proven_optimal and not o.violations and not c.errors else 1
 
 
-def _cmd_bound(args, instance, workload: dict) -> int:
+def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> int:
     from .certified import certify
     from .compare import run_policies, valid_utilities
 
@@ -131,7 +138,7 @@ def _cmd_bound(args, instance, workload: dict) -> int:
     return 1 if c.errors else 0
 
 
-def _print_certified(c) -> None:
+def _print_certified(c: Certified) -> None:
     b = c.bound
     print(
         f"  dual bound {b.bound:.6f} (certified >= OPT; {b.stopped} after {b.rounds} rounds, {b.columns} columns, "

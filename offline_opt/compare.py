@@ -168,8 +168,8 @@ def compare(
         opt,
     )
     out.policies = rate(opt, runs)
-    incumbent = opt.objective if opt.objective is not None and not opt.violations else None
-    out.certified = certify(instance, valid_utilities(runs), incumbent)
+    found = opt.objective if opt.objective is not None and not opt.violations else None
+    out.certified = certify(instance, valid_utilities(runs), found)
     return out
 
 
