@@ -190,30 +190,36 @@ def price(opt: Options, hl: Hull) -> Pricing:
     J, T, Q = hl.length.shape
     slope, length = hl.slope.reshape(J, T * Q), hl.length.reshape(J, T * Q)
     order = np.argsort(slope, axis=1, kind="stable")
+    width = max(1, int(np.isfinite(slope).sum(axis=1).max(initial=1)))  # past it only empty segments
+    order = order[:, :width]
     s = np.take_along_axis(slope, order, 1)
     ln = np.take_along_axis(length, order, 1)
     slot = order // Q
     s_fin = np.where(ln > 0, s, 0.0)
+    paid = ln * s_fin
     mu = np.zeros((J, T))
     cost = np.full((J, T), np.inf)
     cross = np.zeros((J, T), dtype=np.int64)
-    rows = np.arange(J)
     for k in range(T):
-        live = opt.utility[:, k] > -np.inf
-        if not live.any():
+        rows = np.flatnonzero(opt.utility[:, k] > -np.inf)
+        if not rows.size:
             continue
-        lk = np.where(slot <= k, ln, 0.0)
-        cl = np.cumsum(lk, axis=1)
-        cc = np.cumsum(lk * s_fin, axis=1)
-        at = np.minimum((cl < opt.target[:, None]).sum(axis=1), T * Q - 1)
-        # the steepest segment used so far (the crossing one, or the last if rounding left V' just out of reach)
-        m = np.maximum.accumulate(np.where(lk > 0, s_fin, 0.0), axis=1)[rows, at]
-        mu[:, k] = m
-        cost[:, k] = np.where(live, cc[rows, at] - (cl[rows, at] - opt.target) * m, np.inf)
-        cross[:, k] = at
+        inside = slot[rows] <= k
+        cl = np.cumsum(np.where(inside, ln[rows], 0.0), axis=1)
+        cc = np.cumsum(np.where(inside, paid[rows], 0.0), axis=1)
+        target = opt.target[rows]
+        at = np.minimum((cl < target[:, None]).sum(axis=1), width - 1)
+        n = np.arange(len(rows))
+        m = s_fin[rows, at]
+        short = cl[n, at] < target  # rounding left V' just out of reach: the steepest segment used
+        if short.any():
+            m[short] = np.where(inside[short], s_fin[rows[short]], 0.0).max(axis=1)
+        mu[rows, k] = m
+        cost[rows, k] = cc[n, at] - (cl[n, at] - target) * m
+        cross[rows, k] = at
     gain_k = opt.utility - cost
     best = gain_k.argmax(axis=1)
-    gain = gain_k[rows, best]
+    gain = gain_k[np.arange(J), best]
     best = np.where(np.isfinite(gain), best, -1)
     taken = np.zeros_like(ln)
     for i in np.flatnonzero(gain > 0):
@@ -286,6 +292,7 @@ class _Master:
 
     def __init__(self, jobs: int, capacity: np.ndarray) -> None:
         self.jobs, self.highs = jobs, new_highs()
+        self.highs.setOptionValue("simplex_strategy", 4)  # primal: added columns leave the last basis feasible
         upper = np.concatenate([np.ones(jobs), capacity.ravel()])
         n = len(upper)
         self.highs.addRows(n, np.full(n, -np.inf), upper, 0, np.zeros(n, np.int32), np.zeros(0, np.int32), np.zeros(0))
