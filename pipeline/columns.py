@@ -135,6 +135,7 @@ JOBS_SCHEMA = pa.schema(
 )
 
 # Figure metrics besides the run metrics (METRICS): OPT / ALG with OPT proven, an upper bound on OPT
-# (the proven OPT, else the solver's bound) / ALG, and numeric entries of a policy's own stats.
-DERIVED_METRICS = ("ratio", "ratio_bound")
+# (the proven OPT, else the least of the solver's bound and the certified dual bound) / ALG, the best known
+# schedule on the instance / ALG (the low end of the certified interval), and numeric entries of a policy's stats.
+DERIVED_METRICS = ("ratio", "ratio_bound", "ratio_low")
 POLICY_STATS_PREFIX = "policy_stats."

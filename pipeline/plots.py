@@ -59,6 +59,7 @@ METRIC_LABELS = {
     "median_training_time": "Median training time (slots)",
     "ratio": "Competitive ratio OPT / ALG",
     "ratio_bound": "OPT upper bound / ALG (a bound)",
+    "ratio_low": "best known schedule / ALG (a lower bound on OPT / ALG)",
     "completed": "Completed jobs",
     "admitted": "Admitted jobs",
     "policy_stats.rounding_attempts_mean": "Rounding attempts per external solve",

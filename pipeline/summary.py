@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
-from .opt import ceiling
+from .opt import ceiling, certified_bound
 from .schema import POLICY_AXIS, FigureConfig
 
 NUMERIC = [name for name, _ in METRICS]
@@ -23,6 +23,7 @@ TABLE_METRICS = (
     ("offered_load.external", "load ext"),
     ("policy_stats.rounding_rejects", "rounding rejects"),
     ("ratio", "OPT/ALG"),
+    ("ratio_low", "OPT_lower/ALG"),
     ("ratio_bound", "bound/ALG"),
     ("decision_latency_ms.p50", "p50 ms"),
     ("wall_s", "wall s"),
@@ -75,11 +76,20 @@ def axis_label(value) -> str:
 
 
 def _upper_bound(row) -> float:
-    """An upper bound on OPT from an OPT row: OPT itself when proven, else the solver's bound (or NaN)."""
+    """An upper bound on OPT from an OPT row: OPT itself when proven, else the least of the solver's bound and the
+    certified dual bound (or NaN)."""
     if pd.notna(row["total_utility"]):
         return float(row["total_utility"])
     result = json.loads(row["opt.result"]) if isinstance(row.get("opt.result"), str) else {}
-    return float(result["bound"]) if result.get("bound") is not None else math.nan
+    tops = [b for b in (result.get("bound"), certified_bound(result)) if b is not None]
+    return float(min(tops)) if tops else math.nan
+
+
+def _incumbent(row) -> float:
+    """A lower bound on OPT from an OPT row: its validated schedule's utility (NaN if none, or it is invalid)."""
+    result = json.loads(row["opt.result"]) if isinstance(row.get("opt.result"), str) else {}
+    ok = result.get("objective") is not None and result.get("status") != "invalid"
+    return float(result["objective"]) if ok else math.nan
 
 
 def _ceiling(row) -> float:
@@ -105,6 +115,13 @@ def with_ratio(runs: pd.DataFrame) -> pd.DataFrame:
     runs["ratio"] = (runs["instance_id"].map(opt_rows["total_utility"]) / alg).clip(lower=1.0)
     upper = opt_rows.apply(_upper_bound, axis=1) if has_opt else pd.Series(dtype=float)
     runs["ratio_bound"] = (runs["instance_id"].map(upper) / alg).clip(lower=1.0)
+    # ratio_low: the best schedule known on the instance (the MILP's incumbent, every valid policy run) / ALG
+    clean = runs["violations"].fillna(0).eq(0) if "violations" in runs else True
+    valid = (runs["kind"] == "sim") & (runs["status"] == "ok") & clean & ~runs["above_opt"]
+    known = runs["total_utility"].where(valid).groupby(runs["instance_id"]).max()
+    if has_opt:
+        known = pd.concat([known, opt_rows.apply(_incumbent, axis=1)]).groupby(level=0).max()
+    runs["ratio_low"] = (runs["instance_id"].map(known) / alg).clip(lower=1.0).where(runs["ratio_bound"].notna())
     return runs
 
 

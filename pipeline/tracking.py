@@ -46,6 +46,7 @@ SEED_METRICS = (
     "median_training_time",
     "ratio",
     "ratio_bound",
+    "ratio_low",
     "violations",
     "wall_s",
     "decision_latency_ms.p50",

@@ -9,6 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.optimize import linprog
 
@@ -20,6 +21,9 @@ from offline_opt.profile import tiny_profile
 from pdors.instance_io import from_dict
 from pdors.model import Cluster, Instance
 from pdors.workload import WorkloadConfig, generate
+from pipeline import opt as pipeline_opt
+from pipeline.schema import OptConfig
+from pipeline.summary import above_opt, with_ratio
 
 DATA = Path(__file__).parent / "data" / "ratio_study_proven.json"
 
@@ -198,3 +202,50 @@ def test_float_bound_is_above_its_exact_rational_value(seed: int) -> None:
     exact = exact_certificate(opt, b.prices, pr.mu)
     assert Fraction(b.bound) >= exact
     assert abs(float(exact) - b.lagrangian) <= 1e-9 * b.lagrangian
+
+
+def test_a_sweep_reads_a_bound_only_opt_row_as_a_certified_interval() -> None:
+    """opt: {method: bound}: no proven OPT, so no ``ratio``; ``ratio_bound`` = bound / ALG, ``ratio_low`` = the best
+    valid schedule on the instance / ALG; a policy above the bound is flagged as a bug."""
+    result = json.dumps(
+        {"method": "bound", "status": "bound", "objective": None, "bound": 100.0, "dual_bound": {"bound": 100.0}}
+    )
+    runs = pd.DataFrame(
+        {
+            "kind": ["opt", "sim", "sim", "sim"],
+            "status": "ok",
+            "instance_id": "a",
+            "run_id": ["o", "best", "half", "bug"],
+            "policy": ["opt", "pdors", "fifo", "drf"],
+            "total_utility": [None, 80.0, 40.0, 101.0],
+            "violations": [None, 0, 0, 0],
+            "opt.result": [result, None, None, None],
+        }
+    )
+    rated = with_ratio(runs).set_index("run_id")
+    assert rated["ratio"].isna().all()
+    assert rated.loc["best", "ratio_bound"] == 1.25 and rated.loc["half", "ratio_bound"] == 2.5
+    assert rated.loc["best", "ratio_low"] == 1.0 and rated.loc["half", "ratio_low"] == 2.0
+    assert list(above_opt(runs)["run_id"]) == ["bug"]
+
+
+def test_opt_block_names_a_wrong_method() -> None:
+    assert OptConfig(method="lp").check() == ["method: must be milp or bound, got 'lp'"]
+    assert OptConfig(method="bound").check() == []
+
+
+def test_sweep_opt_task_reports_the_bound_beside_the_milp() -> None:
+    spec = {
+        "machines": 2,
+        "jobs": 3,
+        "slots": 3,
+        "seed": 2,
+        "workload": {"workload_scale": 0.0007, "capacity_factor": 4.0, "batch": [1, 8]},
+    }
+    milp = pipeline_opt.solve({**spec, "opt": {"solver": "highs", "time_limit": 60, "mip_gap": 1e-9, "method": "milp"}})
+    bound = pipeline_opt.solve(
+        {**spec, "opt": {"solver": "highs", "time_limit": 60, "mip_gap": 1e-9, "method": "bound"}}
+    )
+    assert milp["proven_optimal"] and milp["dual_bound"]["bound"] >= milp["objective"]
+    assert bound["objective"] is None and bound["bound"] == bound["dual_bound"]["bound"] == milp["dual_bound"]["bound"]
+    assert pipeline_opt.ceiling(bound) == bound["bound"]
