@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import nightly_record
+from . import nightly_paper, nightly_record
 
 EXPERIMENT = "nightly-competitive-ratio"
 BAND = (1.0, 1.4)  # the paper's Fig. 10: OPT / PD-ORS between 1.0 and 1.4
@@ -54,6 +54,7 @@ class Settings:
 
     profile: str = "small"
     fresh: int = 8
+    paper: int = 3  # fresh paper-scale instances (pipeline.nightly_paper), certified by the dual bound
     pinned: int = 10  # with --record: how many instances to pin
     seed: int | None = None  # first fresh seed (default: from the date); with --record the first seed scanned
     solver: str = "highs"
@@ -73,6 +74,8 @@ class Settings:
             out.append(f"profile: must be one of {', '.join(INSTANCE_PROFILES)}, got {self.profile!r}")
         if self.fresh < 0:
             out.append(f"fresh: must be >= 0, got {self.fresh}")
+        if self.paper < 0:
+            out.append(f"paper: must be >= 0, got {self.paper}")
         if self.pinned < 1:
             out.append(f"pinned: must be >= 1, got {self.pinned}")
         if self.solver not in SOLVERS:
@@ -91,6 +94,10 @@ class Settings:
     def fresh_seeds(self, today: date) -> list[int]:
         first = date_seed(today) if self.seed is None else self.seed
         return list(range(first, first + self.fresh))
+
+    def paper_seeds(self, today: date) -> list[int]:
+        first = (date_seed(today) if self.seed is None else self.seed) + nightly_paper.SEED_OFFSET
+        return list(range(first, first + self.paper))
 
 
 @dataclass
@@ -122,10 +129,15 @@ class Report:
     record: dict
     pinned: list = field(default_factory=list)  # nightly_record.Pinned
     fresh: list[Fresh] = field(default_factory=list)
+    paper: list[nightly_paper.PaperScale] = field(default_factory=list)
 
     @property
     def failures(self) -> int:
-        return sum(bool(p.problems) for p in self.pinned) + sum(bool(f.offences) for f in self.fresh)
+        return (
+            sum(bool(p.problems) for p in self.pinned)
+            + sum(bool(f.offences) for f in self.fresh)
+            + sum(bool(p.offences) for p in self.paper)
+        )
 
     @property
     def passed(self) -> bool:
@@ -251,6 +263,7 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
         report.fresh.append(f)
         bar.set_postfix(failed=sum(bool(x.offences) for x in report.fresh), refresh=False)
     bar.close()
+    report.paper = [nightly_paper.check_one(seed) for seed in settings.paper_seeds(today)]
     _write(report)
     return report
 
@@ -352,6 +365,7 @@ def tables(report: Report) -> str:
         f"{_fmt(pd_stats['median'])}, p90 {_fmt(pd_stats['p90'])}, max {_fmt(pd_stats['max'])}; "
         f"{sum(f.outside_band for f in report.fresh)} of {len(report.fresh)} (possibly) outside "
         f"{BAND[0]}-{BAND[1]}, saved under outside_band/ (a report, not a failure).",
+        *nightly_paper.markdown(report.paper),
         "",
     ]
     lines.append("**PASS**" if report.passed else f"**FAIL**: {report.failures} instance(s)")
@@ -429,6 +443,7 @@ def _write(report: Report) -> None:
                     }
                     for f in report.fresh
                 ],
+                "paper": [p.to_dict() for p in report.paper],
             },
             indent=1,
             default=str,
@@ -578,6 +593,13 @@ def register(subparsers) -> None:
     )
     p.add_argument("--profile", default=d.profile, help="instance profile (offline_opt/profile.py)")
     p.add_argument("--fresh", type=int, default=d.fresh, help="M fresh instances: seeds S .. S+M-1")
+    p.add_argument(
+        "--paper",
+        type=int,
+        default=d.paper,
+        help="fresh instances at the paper's size (H = 100, I = 100, T = 80; seeds S+50 ..), judged against the "
+        "certified dual bound",
+    )
     p.add_argument("--pinned", type=int, default=d.pinned, help="with --record: N instances to pin")
     p.add_argument(
         "--seed",
@@ -611,6 +633,7 @@ def cmd_nightly(args) -> int:
             for k in (
                 "profile",
                 "fresh",
+                "paper",
                 "pinned",
                 "seed",
                 "solver",

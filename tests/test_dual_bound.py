@@ -4,6 +4,7 @@ allocation, its float64 value above an exact rational evaluation, and planted bu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from fractions import Fraction
 from pathlib import Path
@@ -13,6 +14,7 @@ import pandas as pd
 import pytest
 from scipy.optimize import linprog
 
+from offline_opt import certified
 from offline_opt import dual_bound as db
 from offline_opt.bounds import count_limits
 from offline_opt.compare import run_policies
@@ -21,6 +23,8 @@ from offline_opt.profile import tiny_profile
 from pdors.instance_io import from_dict
 from pdors.model import Cluster, Instance
 from pdors.workload import WorkloadConfig, generate
+from pdors_cli.main import main
+from pipeline import nightly_paper
 from pipeline import opt as pipeline_opt
 from pipeline.schema import OptConfig
 from pipeline.summary import above_opt, with_ratio
@@ -249,3 +253,21 @@ def test_sweep_opt_task_reports_the_bound_beside_the_milp() -> None:
     assert milp["proven_optimal"] and milp["dual_bound"]["bound"] >= milp["objective"]
     assert bound["objective"] is None and bound["bound"] == bound["dual_bound"]["bound"] == milp["dual_bound"]["bound"]
     assert pipeline_opt.ceiling(bound) == bound["bound"]
+
+
+@pytest.mark.slow
+def test_nightly_paper_scale_passes_and_fails_when_a_policy_is_above_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    good = nightly_paper.check_one(7)
+    assert good.offences == [] and len(good.certified.ratios) == 7
+    assert all(r.high is not None and r.low is not None and 1.0 <= r.low <= r.high for r in good.certified.ratios)
+    assert good.certified.bound.wall_s < 2 and "| 7 |" in "\n".join(nightly_paper.markdown([good]))
+
+    real = certified.dual_bound
+    monkeypatch.setattr(certified, "dual_bound", lambda inst: dataclasses.replace(real(inst), bound=1.0))
+    bad = nightly_paper.check_one(7)
+    assert bad.offences and all("exceeds the certified bound" in o for o in bad.offences)
+
+
+def test_nightly_refuses_a_negative_paper_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["nightly", "--paper", "-1", "--out", str(tmp_path / "out")]) == 2
+    assert "paper: must be >= 0" in capsys.readouterr().err and not (tmp_path / "out").exists()
