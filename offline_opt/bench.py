@@ -8,6 +8,8 @@ OPT (after a policy change; OPT is a property of the instance).
 count variables continuous (where the integrality gap is).
 ``python -m offline_opt.bench ablation --seeds 1-5 --time-limit 60 --out FILE``: naive vs strong and each
 strengthening switched off, HiGHS, plus each variant's LP-relaxation bound.
+``python -m offline_opt.bench tightness --out FILE``: the dual bound / OPT over the ratio study's proven instances
+(docs/figures/ratio_vs_load.csv), and where the worst gaps come from.
 ``python -m offline_opt.bench summary FILE...``: the ratio / ablation tables of the docs from those files;
 ``python -m offline_opt.bench solvers FILE...``: the per-seed solver table (one ``ratio`` file per solver).
 """
@@ -126,6 +128,66 @@ def cmd_relax(args) -> None:
                 f"seed {seed} relaxed {variant}: {r.status} incumbent {r.objective} bound {r.bound} {r.wall_s:.1f} s",
                 flush=True,
             )
+
+
+def cmd_tightness(args) -> None:
+    """The dual bound over the ratio study's proven instances (their OPT: ``ratio_low x total_utility`` of a proven
+    row of ``--csv``; instances regenerated from the seeds), one JSON line each; for the ``--diagnose`` worst, the
+    compact LP relaxation and the MILP with every count continuous (binaries kept), to locate the gap."""
+    import time
+
+    import numpy as np
+    import pandas as pd
+    import pyomo.environ as pyo
+
+    from pdors.workload import WorkloadConfig
+
+    from .dual_bound import dual_bound
+    from .solvers import solve_model
+
+    df = pd.read_csv(args.csv)
+    df = df[df["proven"] & (df["total_utility"] > 0)]
+    key = ["seed", "machines", "workload.workload_scale"]
+    opt = (df["ratio_low"] * df["total_utility"]).groupby([df[k] for k in key]).median()
+    rows = []
+    with open(args.out, "w") as out:
+        for (seed, machines, scale), value in opt.items():
+            inst = generate(WorkloadConfig(workload_scale=scale), int(machines), 10, 10, int(seed))
+            b = dual_bound(inst)
+            wall = df[(df["seed"] == seed) & (df["machines"] == machines) & (df["workload.workload_scale"] == scale)]
+            row = {"seed": int(seed), "machines": int(machines), "workload_scale": float(scale), "opt": float(value)}
+            row |= {"milp_wall_s": float(wall["opt_wall_s"].iloc[0]), **b.to_dict(), "ratio": b.bound / value}
+            rows.append(row)
+            out.write(json.dumps(row) + "\n")
+    r = np.array([x["ratio"] for x in rows])
+    walls = [x["wall_s"] for x in rows]
+    print(
+        f"{len(r)} proven instances: bound / OPT median {np.median(r):.6f}, p90 {np.percentile(r, 90):.6f}, "
+        f"max {r.max():.6f}; below OPT {int((r < 1).sum())}; exact (1e-6) {int((r <= 1 + 1e-6).sum())}, within 1% "
+        f"{int((r <= 1.01).sum())}; bound median {_median(walls) * 1000:.1f} ms, max {max(walls) * 1000:.1f} ms; "
+        f"MILP median {_median([x['milp_wall_s'] for x in rows]):.1f} s"
+    )
+    for x in sorted(rows, key=lambda x: -x["ratio"])[: args.diagnose]:
+        inst = generate(WorkloadConfig(workload_scale=x["workload_scale"]), x["machines"], 10, 10, x["seed"])
+        start = time.perf_counter()
+        lp = lp_bound(inst, Strengthening())
+        lp_s = time.perf_counter() - start
+        m = build(inst).model
+        for name in RELAXED["all"]:
+            for v in getattr(m, name).values():
+                v.domain = pyo.NonNegativeReals
+        counts = solve_model(m, "highs", args.time_limit, 1e-6)
+        print(
+            f"seed {x['seed']} H {x['machines']} scale {x['workload_scale']}: OPT {x['opt']:.4f}, dual bound "
+            f"{x['bound']:.4f} ({x['ratio']:.4f}x, {x['wall_s'] * 1000:.0f} ms), compact LP relaxation "
+            f"{_fmt(lp)} ({lp_s:.2f} s), counts continuous {_fmt(counts.bound)} "
+            f"({counts.status}, {counts.wall_s:.1f} s)",
+            flush=True,
+        )
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4f}"
 
 
 def cmd_ablation(args) -> None:
@@ -256,6 +318,12 @@ def main(argv=None) -> None:
     a.add_argument("--time-limit", type=float, default=60.0)
     a.add_argument("--out", required=True)
     a.set_defaults(func=cmd_ablation)
+    b = sub.add_parser("tightness")
+    b.add_argument("--csv", default="docs/figures/ratio_vs_load.csv")
+    b.add_argument("--diagnose", type=int, default=5)
+    b.add_argument("--time-limit", type=float, default=120.0)
+    b.add_argument("--out", required=True)
+    b.set_defaults(func=cmd_tightness)
     s = sub.add_parser("summary")
     s.add_argument("files", nargs="+")
     s.set_defaults(func=cmd_summary)
