@@ -29,7 +29,7 @@ docs/OFFLINE_OPT.md) to D evaluated in float64 at the final prices.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -181,8 +181,26 @@ class Pricing:
     gain: np.ndarray  # [I] u - cost at ``best`` (-inf if none)
     cost: np.ndarray  # [I, T] least cost of completing by k (+inf where it cannot)
     mu: np.ndarray  # [I, T]
-    order: np.ndarray  # [I, T * Q] segments sorted by slope (stable: a slot's segments stay in hull order)
-    taken: np.ndarray  # [I, T * Q] fraction of each sorted segment in the best schedule
+    order: np.ndarray  # [I, W] segments sorted by slope (stable: a slot's segments stay in hull order)
+    length: np.ndarray  # [I, W] their lengths
+    slot: np.ndarray  # [I, W] their slots
+    cross: np.ndarray  # [I, T] where V' is reached in the sorted order, per completion slot
+
+    def taken(self, jobs: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """[len(jobs), W] fraction of each sorted segment in each job's best schedule: every segment before the
+        crossing one (of slots up to the best k) whole, the crossing one as far as V' needs."""
+        k = self.best[jobs]
+        at = self.cross[jobs, k]
+        inside = np.where(self.slot[jobs] <= k[:, None], self.length[jobs], 0.0)
+        pos = np.arange(inside.shape[1])[None, :]
+        before = np.where(pos < at[:, None], inside, 0.0)
+        n = np.arange(len(jobs))
+        last = inside[n, at]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            part = np.clip((target[jobs] - before.sum(axis=1)) / last, 0.0, 1.0)
+        out = (before > 0).astype(float)
+        out[n, at] = np.where(last > 0, part, 0.0)
+        return out
 
 
 def price(opt: Options, hl: Hull) -> Pricing:
@@ -221,14 +239,7 @@ def price(opt: Options, hl: Hull) -> Pricing:
     best = gain_k.argmax(axis=1)
     gain = gain_k[np.arange(J), best]
     best = np.where(np.isfinite(gain), best, -1)
-    taken = np.zeros_like(ln)
-    for i in np.flatnonzero(gain > 0):
-        k, at = best[i], cross[i, best[i]]
-        lk = np.where(slot[i] <= k, ln[i], 0.0)
-        taken[i, :at] = lk[:at] > 0
-        before = lk[:at].sum()
-        taken[i, at] = min(1.0, max(0.0, (opt.target[i] - before) / lk[at])) if lk[at] > 0 else 0.0
-    return Pricing(np.maximum(gain, 0.0), best, gain, cost, mu, order, taken)
+    return Pricing(np.maximum(gain, 0.0), best, gain, cost, mu, order, ln, slot, cross)
 
 
 def columns(opt: Options, hl: Hull, cs: Costs, pr: Pricing, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -237,7 +248,7 @@ def columns(opt: Options, hl: Hull, cs: Costs, pr: Pricing, jobs: np.ndarray) ->
     C, R = opt.capacity.shape
     P = opt.sigma.shape[1]
     weight = np.zeros((len(jobs), T, P))  # convex weights on each slot's options
-    sel = pr.taken[jobs]
+    sel = pr.taken(jobs, opt.target)
     seg = pr.order[jobs]
     n, pos = np.nonzero(sel)
     t, q = seg[n, pos] // Q, seg[n, pos] % Q
@@ -258,10 +269,10 @@ def columns(opt: Options, hl: Hull, cs: Costs, pr: Pricing, jobs: np.ndarray) ->
     return col, row, val
 
 
-def certify(opt: Options, prices: np.ndarray, mu: np.ndarray) -> tuple[float, float]:
+def certify(opt: Options, prices: np.ndarray, mu: np.ndarray, forced: np.ndarray) -> tuple[float, float]:
     """(D, magnitude): D(p) with ``L_ik = mu_ik V' - sum_{t=a..k} max_o (mu_ik sigma_o - kappa_to)`` evaluated in
     float64 at any ``mu >= 0`` (valid for every mu), and the sum of the absolute values of every term of it, the
-    scale of its rounding error."""
+    scale of its rounding error. A ``forced`` job must complete: its term is not clipped at 0 (-inf: it cannot)."""
     kappa = costs(opt, prices).kappa
     J, T, _ = kappa.shape
     finite = np.isfinite(kappa)
@@ -283,20 +294,42 @@ def certify(opt: Options, prices: np.ndarray, mu: np.ndarray) -> tuple[float, fl
             size, np.where(live, opt.utility[:, k] + m * opt.target + np.where(upto, mag, 0.0).sum(axis=1), 0)
         )
     paid = prices * opt.capacity[None, :, :]
-    return float(np.maximum(best, 0.0).sum() + paid.sum()), float(size.sum() + paid.sum())
+    return float(np.where(forced, best, np.maximum(best, 0.0)).sum() + paid.sum()), float(size.sum() + paid.sum())
 
 
 class _Master:
-    """The restricted master LP: max sum u x over the columns, sum_{columns of i} x <= 1 per job, usage <= capacity
-    per (t, c, r); HiGHS minimises -u x, so prices and job duals are the negated row duals."""
+    """The restricted master LP: max sum u x over the columns, sum_{columns of i} x <= 1 per job (= 1 for a job forced
+    in, kept feasible by an artificial column of utility -``big``), usage <= capacity per (t, c, r). HiGHS minimises
+    -u x, so prices and job duals are the negated row duals. Columns are kept so that a branch can start from them."""
 
-    def __init__(self, jobs: int, capacity: np.ndarray) -> None:
-        self.jobs, self.highs = jobs, new_highs()
+    def __init__(self, capacity: np.ndarray, forced: np.ndarray, big: float) -> None:
+        self.jobs, self.highs = len(forced), new_highs()
         self.highs.setOptionValue("simplex_strategy", 4)  # primal: added columns leave the last basis feasible
-        upper = np.concatenate([np.ones(jobs), capacity.ravel()])
+        upper = np.concatenate([np.ones(self.jobs), capacity.ravel()])
+        lower = np.concatenate([np.where(forced, 1.0, -np.inf), np.full(capacity.size, -np.inf)])
         n = len(upper)
-        self.highs.addRows(n, np.full(n, -np.inf), upper, 0, np.zeros(n, np.int32), np.zeros(0, np.int32), np.zeros(0))
-        self.count = 0
+        self.highs.addRows(n, lower, upper, 0, np.zeros(n, np.int32), np.zeros(0, np.int32), np.zeros(0))
+        self.forced = forced
+        art = np.flatnonzero(forced)
+        self.art = len(art)
+        if self.art:
+            self.highs.addCols(
+                self.art,
+                np.full(self.art, big),
+                np.zeros(self.art),
+                np.full(self.art, np.inf),
+                self.art,
+                np.arange(self.art, dtype=np.int32),
+                art.astype(np.int32),
+                np.ones(self.art),
+            )
+        self.utility: list[np.ndarray] = []
+        self.job: list[np.ndarray] = []
+        self.cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (column, row, value), rows past the jobs
+
+    @property
+    def count(self) -> int:
+        return sum(len(u) for u in self.utility)
 
     def add(self, utility: np.ndarray, job: np.ndarray, col: np.ndarray, row: np.ndarray, val: np.ndarray) -> None:
         n = len(utility)
@@ -305,31 +338,52 @@ class _Master:
         val = np.bincount(inverse, weights=val)
         keep = val > 0
         key, val = key[keep], val[keep]
-        c, r = key >> 32, (key & ((1 << 32) - 1)) + self.jobs
+        c, r = key >> 32, key & ((1 << 32) - 1)
+        self.utility.append(utility)
+        self.job.append(job)
+        self.cells.append((c, r, val))
         c = np.concatenate([np.arange(n), c])
-        r = np.concatenate([job, r])
+        r = np.concatenate([job, r + self.jobs])
         v = np.concatenate([np.ones(n), val])
         o = np.lexsort((r, c))
         c, r, v = c[o], r[o], v[o]
         starts = np.searchsorted(c, np.arange(n)).astype(np.int32)
         self.highs.addCols(n, -utility, np.zeros(n), np.full(n, np.inf), len(v), starts, r.astype(np.int32), v)
-        self.count += n
 
-    def solve(self) -> tuple[float, np.ndarray, np.ndarray]:
-        """(LP value, job duals, prices): the duals of the job rows and of the capacity rows, clipped at 0."""
+    def inherit(self, parent: _Master, drop: int) -> None:
+        """The parent's columns, those of job ``drop`` (forced out) left out."""
+        for u, j, (c, r, v) in zip(parent.utility, parent.job, parent.cells, strict=True):
+            keep = j != drop
+            if not keep.any():
+                continue
+            renumber = np.cumsum(keep) - 1
+            cell = keep[c]
+            self.add(u[keep], j[keep], renumber[c[cell]], r[cell], v[cell])
+
+    def solve(self) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """(LP value, job duals, prices, admission x per job): the duals of the job rows (clipped at 0 unless the
+        job is forced in) and of the capacity rows (clipped at 0)."""
         self.highs.run()
-        dual = np.maximum(-np.asarray(self.highs.getSolution().row_dual), 0.0)
-        return -float(self.highs.getInfo().objective_function_value), dual[: self.jobs], dual[self.jobs :]
+        sol = self.highs.getSolution()
+        dual = -np.asarray(sol.row_dual)
+        lam = np.where(self.forced, dual[: self.jobs], np.maximum(dual[: self.jobs], 0.0))
+        x = np.zeros(self.jobs)
+        if self.utility:
+            np.add.at(x, np.concatenate(self.job), np.asarray(sol.col_value)[self.art :])
+        value = -float(self.highs.getInfo().objective_function_value)
+        return value, lam, np.maximum(dual[self.jobs :], 0.0), x
 
 
 @dataclass(frozen=True)
 class DualBound:
-    """A certified upper bound on OPT. ``bound`` = D at the best prices plus the rounding margin (>= OPT);
-    ``lagrangian`` D without the margin; ``master`` the last restricted master LP value (a lower estimate of the
-    relaxation's optimum, not of OPT), so ``gap`` = (lagrangian - master) / lagrangian measures how far from
-    converged the prices stopped; ``stopped``: converged | rounds | time."""
+    """A certified upper bound on OPT. ``bound`` = the largest certified leaf bound (D at its best prices plus the
+    rounding margin; >= OPT); ``root`` the same before branching; ``lagrangian`` the root's D without the margin;
+    ``master`` the root's last restricted master LP value (a lower estimate of the relaxation's optimum, not of
+    OPT), so ``gap`` = (lagrangian - master) / lagrangian measures how far from converged its prices stopped;
+    ``stopped``: converged | rounds | time (the root's); ``leaves``: leaves of the admission branching."""
 
     bound: float
+    root: float
     lagrangian: float
     master: float
     gap: float
@@ -337,46 +391,71 @@ class DualBound:
     columns: int
     classes: int
     stopped: str
+    leaves: int
     wall_s: float
     prices: np.ndarray
 
     def to_dict(self) -> dict:
-        return {
-            "bound": self.bound,
-            "lagrangian": self.lagrangian,
-            "master": self.master,
-            "gap": self.gap,
-            "rounds": self.rounds,
-            "columns": self.columns,
-            "classes": self.classes,
-            "stopped": self.stopped,
-            "wall_s": self.wall_s,
-        }
+        return {k: v for k, v in self.__dict__.items() if k != "prices"}
 
 
-def dual_bound(instance: Instance, tol: float = 1e-7, max_rounds: int = 500, time_limit: float = 60.0) -> DualBound:
-    """Minimise D(p) by column generation until (D_best - master) <= tol D_best, ``max_rounds`` or
-    ``time_limit`` seconds; return D at the best prices, certified (valid whenever it stops)."""
-    start = time.perf_counter()
-    opt = options(instance)
+@dataclass
+class _Leaf:
+    """One node of the admission branching: jobs ``out`` never complete, jobs ``forced`` must."""
+
+    bound: float  # certified (-inf: no schedule completes every forced job)
+    lagrangian: float
+    master: float
+    x: np.ndarray
+    rounds: int
+    stopped: str
+    prices: np.ndarray
+    columns: _Master
+    forced: np.ndarray
+    out: np.ndarray
+    cap: float = np.inf  # the least bound of its ancestors: OPT in this leaf is below it too
+
+    @property
+    def value(self) -> float:
+        return min(self.bound, self.cap)
+
+
+def _solve(
+    opt: Options,
+    forced: np.ndarray,
+    out: np.ndarray,
+    parent: _Leaf | None,
+    drop: int,
+    tol: float,
+    rounds_max: int,
+    deadline: float,
+) -> _Leaf:
+    """Column generation for one leaf until (D_best - master) <= tol D_best, ``rounds_max`` or ``deadline``."""
     C, R = opt.capacity.shape
-    T = opt.slots
-    master = _Master(instance.num_jobs, np.broadcast_to(opt.capacity, (T, C, R)))
-    prices = np.zeros((T, C, R))
-    z, lam, rounds, stopped = 0.0, np.zeros(instance.num_jobs), 0, "rounds"
-    best_d, best_p, best_mu = np.inf, prices, np.zeros((instance.num_jobs, T))
-    while rounds < max_rounds:
+    T, J = opt.slots, len(forced)
+    if out.any():
+        opt = replace(opt, utility=np.where(out[:, None], -np.inf, opt.utility))
+    big = 1.0 + float(np.where(np.isfinite(opt.utility), opt.utility, 0.0).max(axis=1, initial=0.0).sum())
+    master = _Master(np.broadcast_to(opt.capacity, (T, C, R)), forced, big)
+    z, lam, x, prices = -np.inf, np.zeros(J), np.zeros(J), np.zeros((T, C, R))
+    if parent is not None:
+        master.inherit(parent.columns, drop)
+        z, lam, p, x = master.solve()
+        prices = p.reshape(T, C, R)
+    rounds, stopped = 0, "rounds"
+    best_d, best_p, best_mu = np.inf, prices, np.zeros((J, T))
+    while rounds < rounds_max:
         rounds += 1
         cs = costs(opt, prices)
         hl = hull(opt, cs.kappa)
         pr = price(opt, hl)
-        d = float(pr.value.sum() + (prices * opt.capacity[None]).sum())
+        d = float(np.where(forced, pr.gain, pr.value).sum() + (prices * opt.capacity[None]).sum())
         if d < best_d:
             best_d, best_p, best_mu = d, prices, pr.mu
-        if best_d - z <= tol * max(1.0, abs(best_d)):
+        if best_d == -np.inf or best_d - z <= tol * max(1.0, abs(best_d)):
             stopped = "converged"
             break
-        if time.perf_counter() - start > time_limit:
+        if time.perf_counter() > deadline:
             stopped = "time"
             break
         new = np.flatnonzero(pr.gain - lam > tol * np.maximum(1.0, np.abs(pr.gain)))
@@ -385,18 +464,60 @@ def dual_bound(instance: Instance, tol: float = 1e-7, max_rounds: int = 500, tim
             break
         col, row, val = columns(opt, hl, cs, pr, new)
         master.add(opt.utility[new, pr.best[new]], new, col, row, val)
-        z, lam, p = master.solve()
+        z, lam, p, x = master.solve()
         prices = p.reshape(T, C, R)
-    d, size = certify(opt, best_p, best_mu)
+    d, size = certify(opt, best_p, best_mu, forced)
+    bound = d + ROUNDING_MARGIN * size if d > -np.inf else -np.inf
+    return _Leaf(bound, best_d, z, x, rounds, stopped, best_p, master, forced, out)
+
+
+def dual_bound(
+    instance: Instance,
+    tol: float = 1e-7,
+    max_rounds: int = 500,
+    time_limit: float = 60.0,
+    branch_leaves: int = 64,
+    branch_time: float = 0.5,
+) -> DualBound:
+    """The certified bound: the root's column generation (``tol``, ``max_rounds``, ``time_limit`` seconds), then a
+    best-first branching on the most fractional admission of the leaf with the largest bound (job out / job forced
+    in) while the leaves stay within ``branch_leaves`` and ``branch_time`` seconds. OPT lies in some leaf, so the
+    largest certified leaf bound is >= OPT."""
+    start = time.perf_counter()
+    opt = options(instance)
+    J = instance.num_jobs
+    none = np.zeros(J, dtype=bool)
+    root = _solve(opt, none, none, None, -1, tol, max_rounds, start + time_limit)
+    open_, closed, leaves = [root], [], 1
+    stop = time.perf_counter() + branch_time
+    while open_ and leaves + 2 <= branch_leaves and time.perf_counter() < stop:
+        leaf = max(open_, key=lambda n: n.value)
+        open_.remove(leaf)
+        free = ~(leaf.forced | leaf.out) & (leaf.x > 1e-6) & (leaf.x < 1 - 1e-6)
+        if leaf.stopped != "converged" or not free.any():
+            closed.append(leaf)  # nothing to branch on (or not converged): its bound stands
+            continue
+        j = int(np.argmin(np.where(free, np.abs(leaf.x - 0.5), np.inf)))
+        one = np.zeros(J, dtype=bool)
+        one[j] = True
+        for forced, out, drop in ((leaf.forced, leaf.out | one, j), (leaf.forced | one, leaf.out, -1)):
+            child = _solve(opt, forced, out, leaf, drop, tol, max_rounds, min(stop, start + time_limit))
+            child.cap = leaf.value
+            leaves += 1
+            if child.bound > -np.inf:
+                open_.append(child)
+    final = [n.value for n in open_ + closed]
     return DualBound(
-        d + ROUNDING_MARGIN * size,
-        best_d,
-        z,
-        (best_d - z) / max(best_d, 1e-300),
-        rounds,
-        master.count,
-        C,
-        stopped,
+        max(final) if final else 0.0,
+        root.bound,
+        root.lagrangian,
+        root.master,
+        (root.lagrangian - root.master) / max(abs(root.lagrangian), 1e-300),
+        root.rounds,
+        root.columns.count,
+        opt.capacity.shape[0],
+        root.stopped,
+        leaves,
         time.perf_counter() - start,
-        best_p,
+        root.prices,
     )
