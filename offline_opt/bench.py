@@ -153,7 +153,7 @@ def cmd_tightness(args) -> None:
     with open(args.out, "w") as out:
         for (seed, machines, scale), value in opt.items():
             inst = generate(WorkloadConfig(workload_scale=scale), int(machines), 10, 10, int(seed))
-            b = dual_bound(inst)
+            b = dual_bound(inst, branch_leaves=args.leaves, branch_time=args.branch_time)
             wall = df[(df["seed"] == seed) & (df["machines"] == machines) & (df["workload.workload_scale"] == scale)]
             row = {"seed": int(seed), "machines": int(machines), "workload_scale": float(scale), "opt": float(value)}
             row |= {"milp_wall_s": float(wall["opt_wall_s"].iloc[0]), **b.to_dict(), "ratio": b.bound / value}
@@ -321,6 +321,8 @@ def main(argv=None) -> None:
     b = sub.add_parser("tightness")
     b.add_argument("--csv", default="docs/figures/ratio_vs_load.csv")
     b.add_argument("--diagnose", type=int, default=5)
+    b.add_argument("--leaves", type=int, default=64, help="branching budget (1: the root's bound alone)")
+    b.add_argument("--branch-time", type=float, default=0.5)
     b.add_argument("--time-limit", type=float, default=120.0)
     b.add_argument("--out", required=True)
     b.set_defaults(func=cmd_tightness)

@@ -303,7 +303,7 @@ class _Master:
     -u x, so prices and job duals are the negated row duals. Columns are kept so that a branch can start from them."""
 
     def __init__(self, capacity: np.ndarray, forced: np.ndarray, big: float) -> None:
-        self.jobs, self.highs = len(forced), new_highs()
+        self.jobs, self.slots, self.highs = len(forced), capacity.shape[0], new_highs()
         self.highs.setOptionValue("simplex_strategy", 4)  # primal: added columns leave the last basis feasible
         upper = np.concatenate([np.ones(self.jobs), capacity.ravel()])
         lower = np.concatenate([np.where(forced, 1.0, -np.inf), np.full(capacity.size, -np.inf)])
@@ -325,13 +325,16 @@ class _Master:
             )
         self.utility: list[np.ndarray] = []
         self.job: list[np.ndarray] = []
+        self.slot: list[np.ndarray] = []  # each column's completion slot
         self.cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (column, row, value), rows past the jobs
 
     @property
     def count(self) -> int:
         return sum(len(u) for u in self.utility)
 
-    def add(self, utility: np.ndarray, job: np.ndarray, col: np.ndarray, row: np.ndarray, val: np.ndarray) -> None:
+    def add(
+        self, utility: np.ndarray, job: np.ndarray, slot: np.ndarray, col: np.ndarray, row: np.ndarray, val: np.ndarray
+    ) -> None:
         n = len(utility)
         key = col.astype(np.int64) * (1 << 32) + row
         key, inverse = np.unique(key, return_inverse=True)
@@ -341,6 +344,7 @@ class _Master:
         c, r = key >> 32, key & ((1 << 32) - 1)
         self.utility.append(utility)
         self.job.append(job)
+        self.slot.append(slot)
         self.cells.append((c, r, val))
         c = np.concatenate([np.arange(n), c])
         r = np.concatenate([job, r + self.jobs])
@@ -350,26 +354,27 @@ class _Master:
         starts = np.searchsorted(c, np.arange(n)).astype(np.int32)
         self.highs.addCols(n, -utility, np.zeros(n), np.full(n, np.inf), len(v), starts, r.astype(np.int32), v)
 
-    def inherit(self, parent: _Master, drop: int) -> None:
-        """The parent's columns, those of job ``drop`` (forced out) left out."""
-        for u, j, (c, r, v) in zip(parent.utility, parent.job, parent.cells, strict=True):
-            keep = j != drop
+    def inherit(self, parent: _Master, allowed: np.ndarray) -> None:
+        """The parent's columns whose (job, completion slot) is still ``allowed``."""
+        for u, j, k, (c, r, v) in zip(parent.utility, parent.job, parent.slot, parent.cells, strict=True):
+            keep = allowed[j, k]
             if not keep.any():
                 continue
             renumber = np.cumsum(keep) - 1
             cell = keep[c]
-            self.add(u[keep], j[keep], renumber[c[cell]], r[cell], v[cell])
+            self.add(u[keep], j[keep], k[keep], renumber[c[cell]], r[cell], v[cell])
 
     def solve(self) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-        """(LP value, job duals, prices, admission x per job): the duals of the job rows (clipped at 0 unless the
-        job is forced in) and of the capacity rows (clipped at 0)."""
+        """(LP value, job duals, prices, x[job, k]: how much of each job completes in slot k): the duals of the job
+        rows (clipped at 0 unless the job is forced in) and of the capacity rows (clipped at 0)."""
         self.highs.run()
         sol = self.highs.getSolution()
         dual = -np.asarray(sol.row_dual)
         lam = np.where(self.forced, dual[: self.jobs], np.maximum(dual[: self.jobs], 0.0))
-        x = np.zeros(self.jobs)
+        x = np.zeros((self.jobs, self.slots))
         if self.utility:
-            np.add.at(x, np.concatenate(self.job), np.asarray(sol.col_value)[self.art :])
+            cols = (np.concatenate(self.job), np.concatenate(self.slot))
+            np.add.at(x, cols, np.asarray(sol.col_value)[self.art :])
         value = -float(self.highs.getInfo().objective_function_value)
         return value, lam, np.maximum(dual[self.jobs :], 0.0), x
 
@@ -401,18 +406,19 @@ class DualBound:
 
 @dataclass
 class _Leaf:
-    """One node of the admission branching: jobs ``out`` never complete, jobs ``forced`` must."""
+    """One node of the branching: job i may complete only in the slots k with ``allowed[i, k]``; ``forced`` jobs
+    must complete."""
 
     bound: float  # certified (-inf: no schedule completes every forced job)
     lagrangian: float
     master: float
-    x: np.ndarray
+    x: np.ndarray  # [I, T] the master's completion of each job per slot
     rounds: int
     stopped: str
     prices: np.ndarray
     columns: _Master
     forced: np.ndarray
-    out: np.ndarray
+    allowed: np.ndarray
     cap: float = np.inf  # the least bound of its ancestors: OPT in this leaf is below it too
 
     @property
@@ -423,9 +429,8 @@ class _Leaf:
 def _solve(
     opt: Options,
     forced: np.ndarray,
-    out: np.ndarray,
+    allowed: np.ndarray,
     parent: _Leaf | None,
-    drop: int,
     tol: float,
     rounds_max: int,
     deadline: float,
@@ -433,13 +438,13 @@ def _solve(
     """Column generation for one leaf until (D_best - master) <= tol D_best, ``rounds_max`` or ``deadline``."""
     C, R = opt.capacity.shape
     T, J = opt.slots, len(forced)
-    if out.any():
-        opt = replace(opt, utility=np.where(out[:, None], -np.inf, opt.utility))
+    if not allowed.all():
+        opt = replace(opt, utility=np.where(allowed, opt.utility, -np.inf))
     big = 1.0 + float(np.where(np.isfinite(opt.utility), opt.utility, 0.0).max(axis=1, initial=0.0).sum())
     master = _Master(np.broadcast_to(opt.capacity, (T, C, R)), forced, big)
-    z, lam, x, prices = -np.inf, np.zeros(J), np.zeros(J), np.zeros((T, C, R))
+    z, lam, x, prices = -np.inf, np.zeros(J), np.zeros((J, T)), np.zeros((T, C, R))
     if parent is not None:
-        master.inherit(parent.columns, drop)
+        master.inherit(parent.columns, allowed)
         z, lam, p, x = master.solve()
         prices = p.reshape(T, C, R)
     rounds, stopped = 0, "rounds"
@@ -463,12 +468,12 @@ def _solve(
             stopped = "converged"
             break
         col, row, val = columns(opt, hl, cs, pr, new)
-        master.add(opt.utility[new, pr.best[new]], new, col, row, val)
+        master.add(opt.utility[new, pr.best[new]], new, pr.best[new], col, row, val)
         z, lam, p, x = master.solve()
         prices = p.reshape(T, C, R)
     d, size = certify(opt, best_p, best_mu, forced)
     bound = d + ROUNDING_MARGIN * size if d > -np.inf else -np.inf
-    return _Leaf(bound, best_d, z, x, rounds, stopped, best_p, master, forced, out)
+    return _Leaf(bound, best_d, z, x, rounds, stopped, best_p, master, forced, allowed)
 
 
 def dual_bound(
@@ -487,21 +492,18 @@ def dual_bound(
     opt = options(instance)
     J = instance.num_jobs
     none = np.zeros(J, dtype=bool)
-    root = _solve(opt, none, none, None, -1, tol, max_rounds, start + time_limit)
+    root = _solve(opt, none, np.ones((J, opt.slots), dtype=bool), None, tol, max_rounds, start + time_limit)
     open_, closed, leaves = [root], [], 1
     stop = time.perf_counter() + branch_time
     while open_ and leaves + 2 <= branch_leaves and time.perf_counter() < stop:
         leaf = max(open_, key=lambda n: n.value)
         open_.remove(leaf)
-        free = ~(leaf.forced | leaf.out) & (leaf.x > 1e-6) & (leaf.x < 1 - 1e-6)
-        if leaf.stopped != "converged" or not free.any():
-            closed.append(leaf)  # nothing to branch on (or not converged): its bound stands
+        split = _branch(leaf) if leaf.stopped == "converged" else None
+        if split is None:
+            closed.append(leaf)  # nothing fractional to branch on (or not converged): its bound stands
             continue
-        j = int(np.argmin(np.where(free, np.abs(leaf.x - 0.5), np.inf)))
-        one = np.zeros(J, dtype=bool)
-        one[j] = True
-        for forced, out, drop in ((leaf.forced, leaf.out | one, j), (leaf.forced | one, leaf.out, -1)):
-            child = _solve(opt, forced, out, leaf, drop, tol, max_rounds, min(stop, start + time_limit))
+        for forced, allowed in split:
+            child = _solve(opt, forced, allowed, leaf, tol, max_rounds, min(stop, start + time_limit))
             child.cap = leaf.value
             leaves += 1
             if child.bound > -np.inf:
@@ -521,3 +523,26 @@ def dual_bound(
         time.perf_counter() - start,
         root.prices,
     )
+
+
+def _branch(leaf: _Leaf) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Two children covering every schedule of ``leaf``: on the most fractional admission (job out / job forced in),
+    else on the most evenly split completion slot of one job (completes by k0 / not by k0); None if the master's
+    solution is integral in both."""
+    x = leaf.x.sum(axis=1)
+    free = ~leaf.forced & (x > 1e-6) & (x < 1 - 1e-6)
+    if free.any():
+        j = int(np.argmin(np.where(free, np.abs(x - 0.5), np.inf)))
+        out, forced = leaf.allowed.copy(), leaf.forced.copy()
+        out[j] = False
+        forced[j] = True
+        return [(leaf.forced, out), (forced, leaf.allowed)]
+    share = np.cumsum(leaf.x, axis=1) / np.maximum(x, 1e-300)[:, None]  # share completed by each k
+    split = (share > 1e-6) & (share < 1 - 1e-6)
+    if not split.any():
+        return None
+    j, k = np.unravel_index(int(np.argmin(np.where(split, np.abs(share - 0.5), np.inf))), share.shape)
+    early, late = leaf.allowed.copy(), leaf.allowed.copy()
+    early[j, k + 1 :] = False
+    late[j, : k + 1] = False
+    return [(leaf.forced, early), (leaf.forced, late)]
