@@ -541,7 +541,7 @@ def _branch(leaf: _Leaf) -> list[tuple[np.ndarray, np.ndarray]] | None:
     split = (share > 1e-6) & (share < 1 - 1e-6)
     if not split.any():
         return None
-    j, k = np.unravel_index(int(np.argmin(np.where(split, np.abs(share - 0.5), np.inf))), share.shape)
+    j, k = (int(v) for v in np.unravel_index(int(np.argmin(np.where(split, np.abs(share - 0.5), np.inf))), share.shape))
     early, late = leaf.allowed.copy(), leaf.allowed.copy()
     early[j, k + 1 :] = False
     late[j, : k + 1] = False
