@@ -39,7 +39,7 @@ from pdors.model import Instance
 from .bounds import MachineClasses, count_limits
 
 WORKLOAD_SLACK = 1e-9  # V' = V (1 - 1e-9): below the validator's V (1 - 1e-12) less any float64 sum's error
-ROUNDING_MARGIN = 1e-9  # relative to the magnitude of D's terms; >= 100x the float64 error of <= 1e6 operations
+ROUNDING_MARGIN = 1e-9  # relative to the magnitude of D's terms; 8x the float64 error bound of <= 1e6 operations
 MAX_OPERATIONS = 10**6  # the margin's argument holds while a term sums fewer values than this
 
 
@@ -72,10 +72,10 @@ class Options:
 
 
 def options(instance: Instance) -> Options:
-    if instance.slots + instance.num_jobs + 64 > MAX_OPERATIONS:
-        raise ValueError(f"dual bound: I + T must stay below {MAX_OPERATIONS} for its rounding margin")
     jobs, lim = instance.jobs, count_limits(instance)
-    C = lim.classes.capacity.shape[0]
+    C, R = lim.classes.capacity.shape
+    if instance.num_jobs + instance.slots * (C * R + 1) + 64 > MAX_OPERATIONS:
+        raise ValueError(f"dual bound: I + T (C R + 1) must stay below {MAX_OPERATIONS} for its rounding margin")
     gamma = jobs.gamma[:, None]
     rate_int = 1.0 / jobs.time_per_sample(True)
     rate_ext = 1.0 / jobs.time_per_sample(False)
