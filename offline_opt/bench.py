@@ -22,6 +22,7 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from pdors.config import parse_seeds, to_dict
 from pdors.workload import generate
@@ -130,7 +131,7 @@ def cmd_relax(args) -> None:
             )
 
 
-def cmd_tightness(args) -> None:
+def cmd_tightness(args: argparse.Namespace) -> None:
     """The dual bound over the ratio study's proven instances (their OPT: ``ratio_low x total_utility`` of a proven
     row of ``--csv``; instances regenerated from the seeds), one JSON line each; for the ``--diagnose`` worst, the
     compact LP relaxation and the MILP with every count continuous (binaries kept), to locate the gap."""
@@ -148,10 +149,10 @@ def cmd_tightness(args) -> None:
     df = pd.read_csv(args.csv)
     df = df[df["proven"] & (df["total_utility"] > 0)]
     key = ["seed", "machines", "workload.workload_scale"]
-    opt = (df["ratio_low"] * df["total_utility"]).groupby([df[k] for k in key]).median()
-    rows = []
+    opt = (df["ratio_low"] * df["total_utility"]).groupby([df[k] for k in key]).median().rename("opt").reset_index()
+    rows: list[dict[str, Any]] = []
     with open(args.out, "w") as out:
-        for (seed, machines, scale), value in opt.items():
+        for seed, machines, scale, value in opt.itertuples(index=False):
             inst = generate(WorkloadConfig(workload_scale=scale), int(machines), 10, 10, int(seed))
             b = dual_bound(inst, branch_leaves=args.leaves, branch_time=args.branch_time)
             wall = df[(df["seed"] == seed) & (df["machines"] == machines) & (df["workload.workload_scale"] == scale)]

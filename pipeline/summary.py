@@ -85,7 +85,7 @@ def _upper_bound(row) -> float:
     return float(min(tops)) if tops else math.nan
 
 
-def _incumbent(row) -> float:
+def _incumbent(row: pd.Series) -> float:
     """A lower bound on OPT from an OPT row: its validated schedule's utility (NaN if none, or it is invalid)."""
     result = json.loads(row["opt.result"]) if isinstance(row.get("opt.result"), str) else {}
     ok = result.get("objective") is not None and result.get("status") != "invalid"
