@@ -179,6 +179,8 @@ def _sim_task(spec: dict, axes: dict) -> Task:
 def _opt_tasks(config: SweepConfig, inst_axes: list[str], sims: list[Task]) -> list[Task]:
     """One offline optimum per distinct instance (OPT does not depend on the policy)."""
     opt = asdict(config.opt_settings())
+    if opt["method"] == "milp":  # the default stays out of the spec, so recorded OPT runs keep their run ids
+        del opt["method"]
     out: dict[str, Task] = {}
     for t in sims:
         if t.instance_id in out:
