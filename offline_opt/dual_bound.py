@@ -23,7 +23,8 @@ The prices come from column generation on the LP dual of the pooled, per-job-sch
 LP (one convexity row per job, one capacity row per (t, c, r)) whose duals are the prices; the pricing oracle
 is the water-filling above, each job's best (k, fractional schedule) a column. Every round's prices give a valid
 D; the smallest is kept. The certified value adds an explicit rounding margin (module constant, argued in
-docs/OFFLINE_OPT.md) to D evaluated in float64 at the final prices.
+docs/OFFLINE_OPT.md) to D evaluated in float64 at the final prices. A short best-first branching on fractional
+admissions and completion slots then tightens it (every schedule lies in some leaf; OPT <= the largest leaf bound).
 """
 
 from __future__ import annotations
