@@ -271,3 +271,12 @@ def test_nightly_paper_scale_passes_and_fails_when_a_policy_is_above_the_bound(m
 def test_nightly_refuses_a_negative_paper_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["nightly", "--paper", "-1", "--out", str(tmp_path / "out")]) == 2
     assert "paper: must be >= 0" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_thesis_instances_get_a_valid_bound() -> None:
+    """The thesis's rules (3.4)-(3.5) only remove schedules, so the paper-model bound stays above its policies."""
+    inst = generate(WorkloadConfig(profile="thesis"), 20, 30, 30, 1)
+    assert inst.ps_bandwidth is not None
+    b = db.dual_bound(inst)
+    runs = run_policies(inst, 1, {"profile": "thesis"}, policies=("pdors", "oasis"))
+    assert all(r.validation.ok and r.validation.total_utility <= b.bound for r in runs.values())
