@@ -104,8 +104,8 @@ def test_rounding_never_returns_an_infeasible_integer_solution(seed, gain, machi
     shape = _shape(
         gamma=int(rng.integers(1, 5)),
         batch=int(rng.integers(4, 30)),
-        worker_demand=[*rng.integers(0, 3, 2).astype(float), 0, 1],
-        ps_demand=[*rng.integers(0, 3, 2).astype(float), 0, 1],
+        worker_demand=rng.integers(0, 3, 2).astype(float) + np.array([0.0, 1.0]),
+        ps_demand=rng.integers(0, 3, 2).astype(float) + np.array([0.0, 1.0]),
     )
     free = rng.uniform(0, 12, (machines, 2))
     price = rng.uniform(0.1, 5, (machines, 2))

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..model import Instance
 from ..primal_dual.config import PrimalDualConfig
-from ..primal_dual.dynamic_program import plan_levels
+from ..primal_dual.dynamic_program import aligned_levels, plan_levels
 from ..primal_dual.gain import competitive_bound
 from ..primal_dual.prices import PriceBounds, SlotPrices, instance_price_bounds, prices
 from ..primal_dual.slot_cost import (
@@ -30,6 +30,7 @@ from ..primal_dual.slot_cost import (
     slot_costs,
     state_digest,
 )
+from ..solo import fastest_slots
 from ..thesis import ps_ratio
 from .base import JobPlan, PlanningPolicy, SlotView
 
@@ -69,12 +70,14 @@ class Config(PrimalDualConfig):
     ``lp_vs_rounded_ratio``) then cover every external solve rather than those on the DP's schedules, which
     is what thesis Figs. 3.13-3.14 measure.
 
-    ``on_rounding_failure``: ``reject`` discards the job when the schedule it would get needs a (slot, level)
-    whose rounding found no feasible solution in ``max_attempts`` (paper Section V; such a level is costed at
-    its LP optimum); ``plan_around`` makes that level unavailable (theta = the internal case) and re-plans."""
+    ``on_rounding_failure``: ``found_solutions`` (the default, formerly ``plan_around``) reads Algorithm 4's
+    theta(t, v) as the cost of a solution found: a (slot, level) whose rounding found none in ``max_attempts``
+    costs its internal case, or is infeasible to the DP, which plans around it; the job is discarded only if no
+    plan of found solutions pays. ``reject`` (the other reading of paper Section V) costs such a level at its LP
+    optimum and discards the job when its best schedule needs it (docs/MODEL.md, "Failed roundings")."""
 
     price_bounds: Literal["oracle", "history"] = "oracle"
-    on_rounding_failure: Literal["reject", "plan_around"] = "reject"
+    on_rounding_failure: Literal["found_solutions", "reject"] = "found_solutions"
     rounding: RoundingConfig = field(default_factory=RoundingConfig)
     round_all_levels: bool = False
 
@@ -95,6 +98,10 @@ class PDORS(PlanningPolicy):
         self.seed = seed
         self.gamma_internal, self.gamma_external = ps_ratio(instance, True), ps_ratio(instance, False)
         self.thesis = instance.ps_bandwidth is not None
+        # Q_i per job (a function of the job and the cluster, so known at its arrival)
+        self.levels = aligned_levels(
+            self.config.workload_levels, fastest_slots(instance), instance.slots - instance.jobs.arrival
+        ).tolist()
         self.lp = LinearProgram()
         self._solves: list[ExternalSolve] = []
         self._slots_skipped = 0
@@ -106,7 +113,7 @@ class PDORS(PlanningPolicy):
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
         inst = view.instance
-        jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), self.config.workload_levels
+        jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), self.levels[job]
         for t in self._prices.update(view.reserved, a).tolist():  # states of these slots changed
             self._keys[t] = self._classes[t] = None
         price = self._prices.price[a:]

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..highs_lp import highs_lp, new_highs
 from ..portable_math import dot
+from ..solo import COVER_RTOL, workers_for
 from .gain import gain_eq29, gain_eq30
 
 FIT_ATOL = 1e-9
@@ -316,7 +317,7 @@ def slot_costs(
     cls_prices, cls_free = prices[first], free[first]
 
     # Case 1 (internal), all levels and classes at once.
-    w_int = np.ceil(levels * job.per_sample_internal)
+    w_int = workers_for(levels, job.per_sample_internal)
     s_int = np.ceil(w_int / (job.gamma if job.gamma_internal is None else job.gamma_internal))
     need = w_int[:, None] * job.worker_demand + s_int[:, None] * job.ps_demand  # [Q, R]
     fits = np.ones((len(first), q), dtype=bool)  # [C, Q]
@@ -336,7 +337,7 @@ def slot_costs(
 
     # Case 2 (external): bounds now, the LP and the rounding when refined.
     p_w, p_s = unit_price(cls_prices, job.worker_demand), unit_price(cls_prices, job.ps_demand)
-    demand = levels * job.per_sample_external
+    demand = levels * job.per_sample_external * (1.0 - COVER_RTOL)  # the cover D of (26), as workers_for
     bound = _separable_bound(job, demand, p_w, p_s, cls_free, counts)
     candidates = np.flatnonzero(bound < cost)  # D > F or no room: bound = inf
     exact = np.ones(q, dtype=bool)
