@@ -53,14 +53,6 @@ def _completion(inst: Instance, policy: PDORS, seed: int) -> int:
     return int(validate(inst, simulate(inst, policy, seed).schedule).completion[0])
 
 
-class FixedGrid(PDORS):
-    """PD-ORS with one Q for every job (the grid before per-job alignment)."""
-
-    def reset(self, instance: Instance, seed: int) -> None:
-        super().reset(instance, seed)
-        self.levels = [self.config.workload_levels] * instance.num_jobs
-
-
 def test_a_lone_job_completes_when_its_fastest_schedule_does() -> None:
     """200 random workloads and clusters: on the empty cluster (prices L) PD-ORS finishes a lone job exactly
     when its fastest schedule alone does; with one Q = 100 for every job some finish later."""
@@ -72,7 +64,7 @@ def test_a_lone_job_completes_when_its_fastest_schedule_does() -> None:
         checked += 1
         if _completion(inst, PDORS(Config()), seed) != fastest:
             late.append(seed)
-        if _completion(inst, FixedGrid(Config()), seed) != fastest:
+        if _completion(inst, PDORS(Config(workload_grid="uniform")), seed) != fastest:
             fixed_late.append(seed)
     print(f"{checked} lone jobs; late on the aligned grid: {late}; on Q = 100 for all: {len(fixed_late)}")
     assert checked >= 150 and late == [] and fixed_late, (checked, late, fixed_late)

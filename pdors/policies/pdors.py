@@ -77,6 +77,9 @@ class Config(PrimalDualConfig):
     optimum and discards the job when its best schedule needs it (docs/MODEL.md, "Failed roundings")."""
 
     price_bounds: Literal["oracle", "history"] = "oracle"
+    # ``aligned``: Q_i per job so that its fastest schedule alone is a plan; ``uniform``: Q for every job, the
+    # grid before it (a job may lose a slot to it; docs/MODEL.md, "The workload grid")
+    workload_grid: Literal["aligned", "uniform"] = "aligned"
     on_rounding_failure: Literal["found_solutions", "reject"] = "found_solutions"
     rounding: RoundingConfig = field(default_factory=RoundingConfig)
     round_all_levels: bool = False
@@ -99,9 +102,13 @@ class PDORS(PlanningPolicy):
         self.gamma_internal, self.gamma_external = ps_ratio(instance, True), ps_ratio(instance, False)
         self.thesis = instance.ps_bandwidth is not None
         # Q_i per job (a function of the job and the cluster, so known at its arrival)
-        self.levels = aligned_levels(
-            self.config.workload_levels, fastest_slots(instance), instance.slots - instance.jobs.arrival
-        ).tolist()
+        q = self.config.workload_levels
+        window = instance.slots - instance.jobs.arrival
+        self.levels = (
+            aligned_levels(q, fastest_slots(instance), window).tolist()
+            if self.config.workload_grid == "aligned"
+            else [q] * instance.num_jobs
+        )
         self.lp = LinearProgram()
         self._solves: list[ExternalSolve] = []
         self._slots_skipped = 0
