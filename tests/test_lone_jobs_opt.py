@@ -1,4 +1,4 @@
-"""Lone jobs on an empty cluster against the proven offline optimum (docs/MODEL.md, "Failed roundings").
+"""Lone jobs on an empty cluster against the proven offline optimum (docs/MODEL.md, "Three readings" (a)).
 
 One job per instance, H = 10, T = 30, the generator's default workload, seeds 1-40: the MILP proves OPT, which
 for a lone job is its utility at its fastest schedule alone (``pdors.solo``'s ceiling; checked here). PD-ORS

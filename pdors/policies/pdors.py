@@ -74,7 +74,7 @@ class Config(PrimalDualConfig):
     theta(t, v) as the cost of a solution found: a (slot, level) whose rounding found none in ``max_attempts``
     costs its internal case, or is infeasible to the DP, which plans around it; the job is discarded only if no
     plan of found solutions pays. ``reject`` (the other reading of paper Section V) costs such a level at its LP
-    optimum and discards the job when its best schedule needs it (docs/MODEL.md, "Failed roundings")."""
+    optimum and discards the job when its best schedule needs it (docs/MODEL.md, "Three readings" (a))."""
 
     price_bounds: Literal["oracle", "history"] = "oracle"
     # ``aligned``: Q_i per job so that its fastest schedule alone is a plan; ``uniform``: Q for every job, the
