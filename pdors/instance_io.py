@@ -31,7 +31,7 @@ def from_dict(data: dict) -> Instance:
         if key not in data:
             raise ValueError(f"{key}: required")
     names = {f.name for f in fields(Jobs)}
-    given = set(data["jobs"])
+    given = set(data["jobs"]) | {"utility_form"}  # optional: documents before it hold sigmoid utilities only
     if given != names:
         missing, extra = sorted(names - given), sorted(given - names)
         raise ValueError(f"jobs: missing {missing}" if missing else f"jobs: unknown {extra}")

@@ -95,12 +95,18 @@ class WorkloadConfig:
     workload_scale: float | None = None
     trace: TraceConfig = field(default_factory=TraceConfig)
     profile: Literal["paper", "thesis"] = "paper"
+    # None: the profile's own, the paper's sigmoid (theta1..3, mix) or the thesis's u = 1 / (1 + d) (Section 4.1)
+    utility: Literal["sigmoid", "reciprocal"] | None = None
 
     def scale(self) -> float:
         """The factor on K_i: ``workload_scale``, else the profile's default."""
         if self.workload_scale is not None:
             return self.workload_scale
         return PAPER_SCALE if self.profile == "paper" else 1.0
+
+    def utility_form(self) -> str:
+        """``utility``, else the profile's default."""
+        return self.utility or ("sigmoid" if self.profile == "paper" else "reciprocal")
 
     def check(self) -> list[str]:
         out = []
@@ -242,10 +248,14 @@ def generate(
         [cls == INSENSITIVE, cls == SENSITIVE, cls == CRITICAL],
         [np.zeros(jobs), reals(c.theta2_sensitive), reals(c.theta2_critical)],
     )
+    form = np.zeros(jobs, dtype=np.int64)
+    if c.utility_form() == "reciprocal":  # every draw above is kept, so the other parameters do not move
+        form[:] = 1
+        theta1 = np.ones(jobs)
     order = np.argsort(arrival, kind="stable")
-    job_arrays = Jobs(arrival=arrival, **arrays, theta1=theta1, theta2=theta2, theta3=theta3, sensitivity=cls).subset(
-        order
-    )
+    job_arrays = Jobs(
+        arrival=arrival, **arrays, theta1=theta1, theta2=theta2, theta3=theta3, sensitivity=cls, utility_form=form
+    ).subset(order)
     cluster = Cluster(capacity=np.tile(capacity, (machines, 1)))
     if ps_bandwidth is not None:
         ps_bandwidth = ps_bandwidth[order]

@@ -145,3 +145,17 @@ def test_other_policies_are_refused_with_exit_2(tmp_path):
     assert out.returncode == 2
     assert "policy:" in out.stderr and "(3.4)-(3.5)" in out.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+def test_thesis_utility_is_one_over_one_plus_d_by_default_and_the_sigmoid_one_switch_away() -> None:
+    thesis = generate(WorkloadConfig(profile="thesis"), 4, 6, 20, 3)
+    sigmoid = generate(WorkloadConfig(profile="thesis", utility="sigmoid"), 4, 6, 20, 3)
+    d = np.arange(5)
+    assert np.allclose(thesis.jobs.utility_of(2, d), 1.0 / (1.0 + d))
+    assert np.allclose(thesis.jobs.utility(np.full(6, 3)), 0.25)
+    assert not np.allclose(sigmoid.jobs.utility_of(2, d), 1.0 / (1.0 + d))
+    assert np.array_equal(thesis.jobs.workload, sigmoid.jobs.workload)  # only the utility moved
+    assert np.array_equal(from_dict(to_dict(thesis)).jobs.utility_form, thesis.jobs.utility_form)
+    old = to_dict(sigmoid)
+    del old["jobs"]["utility_form"]  # a document written before the field: sigmoid utilities
+    assert np.array_equal(from_dict(old).jobs.utility(d[:, None]), sigmoid.jobs.utility(d[:, None]))
