@@ -48,6 +48,7 @@ class RoundingConfig:
     theorem: Literal[29, 30] = 29
     feasible_solutions: int = 5
     max_attempts: int = 5000
+    integer_optimum: bool = False  # thesis Fig. 3.14: also solve each rounded case's integer program (slow)
 
     def check(self) -> list[str]:
         out = []
@@ -92,7 +93,13 @@ class PDORS(PlanningPolicy):
         self.history = history
         r = config.rounding
         self.rounding = Rounding(
-            r.gain, r.delta, r.theorem, r.feasible_solutions, r.max_attempts, config.on_rounding_failure == "reject"
+            r.gain,
+            r.delta,
+            r.theorem,
+            r.feasible_solutions,
+            r.max_attempts,
+            config.on_rounding_failure == "reject",
+            r.integer_optimum,
         )
 
     def reset(self, instance: Instance, seed: int) -> None:
@@ -192,8 +199,9 @@ class PDORS(PlanningPolicy):
 
     def summary(self) -> dict:
         solves = self._solves
-        attempts, lp_cost, best_cost, gains = (
-            np.array([getattr(s, k) for s in solves], dtype=float) for k in ("attempts", "lp_cost", "best_cost", "gain")
+        attempts, lp_cost, best_cost, gains, integer_cost = (
+            np.array([getattr(s, k) for s in solves], dtype=float)
+            for k in ("attempts", "lp_cost", "best_cost", "gain", "integer_cost")
         )
         found = np.isfinite(best_cost)
         log_ratio = self.bounds.log_ratio()
@@ -210,6 +218,10 @@ class PDORS(PlanningPolicy):
             "rounding_rejects": self._rounding_rejects,
             "lp_vs_rounded_ratio": float(np.mean(best_cost[found] / np.maximum(lp_cost[found], 1e-300)))
             if found.any()
+            else None,
+            # rounded cost over the integer program's optimum, over the solves with both (``integer_optimum``)
+            "rounded_vs_integer_ratio": float(np.mean(best_cost[both] / np.maximum(integer_cost[both], 1e-300)))
+            if (both := found & np.isfinite(integer_cost)).any()
             else None,
             "gain_min": float(gains.min()) if len(solves) else gain,
             "gain_max": float(gains.max()) if len(solves) else gain,

@@ -95,6 +95,7 @@ class Rounding:
     feasible_solutions: int = 5
     max_attempts: int = 5000
     reject_on_failure: bool = False  # a level whose rounding fails keeps its LP cost and is marked failed
+    integer_optimum: bool = False  # also solve each rounded case's integer program exactly (a statistic)
 
 
 @dataclass
@@ -110,13 +111,15 @@ class Option:
 
 class ExternalSolve(NamedTuple):
     """One rounded external case (Steps 8-11): rounding attempts drawn, feasible roundings among them, the
-    LP relaxation's cost, the cheapest feasible rounding's cost (inf if none) and the gain G_delta used."""
+    LP relaxation's cost, the cheapest feasible rounding's cost (inf if none), the gain G_delta used and, if asked
+    for, the optimum of the integer program the LP relaxes (:func:`integer_optimum`)."""
 
     attempts: int
     feasible: int
     lp_cost: float
     best_cost: float
     gain: float
+    integer_cost: float = math.nan  # the integer program's optimum (inf if infeasible), with ``integer_optimum``
 
 
 @dataclass(frozen=True)
@@ -183,7 +186,8 @@ class SlotCosts:
         attempts, feasible, best = _round(
             st.job, d, machines, w_bar * g, s_bar * g, st.prices, st.free, st.rounding, rng
         )
-        self.external_solves.append(ExternalSolve(attempts, feasible, lp_cost, best.cost if best else np.inf, g))
+        exact = integer_optimum(st.job, d, st.prices, st.free) if st.rounding.integer_optimum else math.nan
+        self.external_solves.append(ExternalSolve(attempts, feasible, lp_cost, best.cost if best else np.inf, g, exact))
         if best is None and st.rounding.reject_on_failure and lp_cost < self._internal(k):
             self.cost[k], self.exact[k], self.failed[k] = lp_cost, True, True  # the job is discarded if used
             return True
@@ -423,6 +427,37 @@ def _external_lp_matrix(alpha: np.ndarray, beta: np.ndarray, gamma: float, n: in
         np.concatenate([w_rows.ravel(), s_rows.ravel()]).astype(np.int32),
         np.concatenate([w_vals, s_vals]).astype(float),
     )
+
+
+INTEGER_TIME_LIMIT = 10.0  # seconds per integer optimum; NaN if not proven by then
+
+
+def integer_optimum(job: JobShape, demand: float, prices: np.ndarray, free: np.ndarray) -> float:
+    """The cheapest integer solution of the external case's program over the machines themselves: the LP of
+    :func:`_load_external_lp` with one class per machine and every variable integral (a small MILP), inf if it
+    has none, NaN if HiGHS does not prove it within ``INTEGER_TIME_LIMIT``. Thesis Fig. 3.14's second yardstick
+    (docs/MODEL.md, "The thesis profile"); like the LP it leaves out (3.5) and the one-machine rule, which the
+    roundings are checked against, so it is a lower bound on the cheapest external solution they may find."""
+    used = (job.worker_demand > 0) | (job.ps_demand > 0)
+    alpha, beta = job.worker_demand[used], job.ps_demand[used]
+    h, r = len(free), int(used.sum())
+    p_w, p_s = unit_price(prices, job.worker_demand), unit_price(prices, job.ps_demand)
+    servers = job.ps_cover(demand) if job.integer_covers else 0.0
+    lower = np.concatenate([np.full(h * r, -np.inf), [demand, servers]])
+    upper = np.concatenate([free[:, used].clip(min=0).ravel(), [job.batch, np.inf]])
+    cost, _ = rescaled_costs(np.concatenate([p_w, p_s]))
+    matrix = _external_lp_matrix(alpha, beta, float(job.gamma), h, ratio=not job.integer_covers)
+    highs = new_highs()
+    highs.setOptionValue("time_limit", INTEGER_TIME_LIMIT)
+    highs.passModel(highs_lp(cost, len(lower), matrix, lower, upper, integer=True))
+    highs.run()
+    status = highs.getModelStatus()
+    if status == highspy.HighsModelStatus.kInfeasible:
+        return math.inf
+    if status != highspy.HighsModelStatus.kOptimal:
+        return math.nan
+    x = np.round(np.asarray(highs.getSolution().col_value))
+    return rounded_cost(x[:h], x[h:], p_w, p_s)
 
 
 def _solve_external_lp(demand, job, n, lp):
