@@ -135,6 +135,9 @@ class Instance:
     slots: int
     meta: dict = field(default_factory=dict)
     ps_bandwidth: np.ndarray | None = None
+    # With ``ps_bandwidth``: whether (3.5) s <= w holds; False is Algorithm 4 as printed, whose internal steps
+    # 2-6 and external program (3.22)-(3.25) have no such check (docs/MODEL.md, "The thesis profile")
+    ps_at_most_workers: bool = True
 
     def __post_init__(self) -> None:
         if self.ps_bandwidth is not None:

@@ -73,7 +73,7 @@ def _servers_on_machines(capacity: np.ndarray, alpha: np.ndarray, beta: np.ndarr
 def max_samples_per_slot(instance: Instance) -> np.ndarray:
     """The most samples each job can process in one slot of the empty cluster, exactly (module doc)."""
     jobs, capacity = instance.jobs, instance.cluster.capacity
-    thesis = instance.ps_bandwidth is not None
+    thesis = instance.ps_bandwidth is not None and instance.ps_at_most_workers  # (3.5)
     g_int, g_ext = ps_ratio(instance, True), ps_ratio(instance, False)
     out = np.zeros(instance.num_jobs)
     for i in range(instance.num_jobs):

@@ -97,6 +97,9 @@ class WorkloadConfig:
     profile: Literal["paper", "thesis"] = "paper"
     # None: the profile's own, the paper's sigmoid (theta1..3, mix) or the thesis's u = 1 / (1 + d) (Section 4.1)
     utility: Literal["sigmoid", "reciprocal"] | None = None
+    # thesis profile: ``eq3_5`` keeps (3.5) s <= w, as Problem (3.18) lists it; ``as_printed`` drops it, as
+    # Algorithm 4's internal steps 2-6 and its external program (3.22)-(3.25) do
+    thesis_ps_rule: Literal["eq3_5", "as_printed"] = "eq3_5"
 
     def scale(self) -> float:
         """The factor on K_i: ``workload_scale``, else the profile's default."""
@@ -110,6 +113,8 @@ class WorkloadConfig:
 
     def check(self) -> list[str]:
         out = []
+        if self.profile != "thesis" and self.thesis_ps_rule != "eq3_5":
+            out.append(f"thesis_ps_rule: applies only with profile thesis, got {self.thesis_ps_rule!r}")
         if self.profile == "thesis":
             default = WorkloadConfig()
             out += [
@@ -260,4 +265,5 @@ def generate(
     if ps_bandwidth is not None:
         ps_bandwidth = ps_bandwidth[order]
         meta = {**meta, "profile": "thesis"}
-    return Instance(job_arrays, cluster, int(slots), meta=meta, ps_bandwidth=ps_bandwidth)
+    at_most = c.thesis_ps_rule == "eq3_5"
+    return Instance(job_arrays, cluster, int(slots), meta=meta, ps_bandwidth=ps_bandwidth, ps_at_most_workers=at_most)

@@ -108,6 +108,7 @@ class PDORS(PlanningPolicy):
         self.seed = seed
         self.gamma_internal, self.gamma_external = ps_ratio(instance, True), ps_ratio(instance, False)
         self.thesis = instance.ps_bandwidth is not None
+        self.ps_at_most_workers = instance.ps_at_most_workers
         # Q_i per job (a function of the job and the cluster, so known at its arrival)
         q = self.config.workload_levels
         window = instance.slots - instance.jobs.arrival
@@ -195,7 +196,7 @@ class PDORS(PlanningPolicy):
 
     def _thesis_rules(self, job: int) -> tuple[float | None, bool]:
         """JobShape's (gamma_internal, servers_at_most_workers): the thesis's (3.4) and (3.5), or none."""
-        return (float(self.gamma_internal[job]), True) if self.thesis else (None, False)
+        return (float(self.gamma_internal[job]), self.ps_at_most_workers) if self.thesis else (None, False)
 
     def summary(self) -> dict:
         solves = self._solves
