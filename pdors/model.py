@@ -54,14 +54,14 @@ class Jobs:
     theta2: np.ndarray
     theta3: np.ndarray
     sensitivity: np.ndarray
-    # 0: the sigmoid above; 1: the thesis's u_i(d) = theta1 / (1 + d) (Section 4.1, theta1 = 1); None: all 0
-    utility_form: np.ndarray | None = None
+    # 0: the sigmoid above; 1: the thesis's u_i(d) = theta1 / (1 + d) (Section 4.1, theta1 = 1); not given: all 0
+    utility_form: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     _INT_FIELDS = ("arrival", "epochs", "samples", "gamma", "batch", "sensitivity", "utility_form")
 
     def __post_init__(self) -> None:
-        if self.utility_form is None:
-            object.__setattr__(self, "utility_form", np.zeros(len(self.arrival), dtype=np.int64))
+        if np.size(self.utility_form) == 0:
+            object.__setattr__(self, "utility_form", np.zeros(np.size(self.arrival), dtype=np.int64))
         for f in fields(self):
             dtype = np.int64 if f.name in self._INT_FIELDS else np.float64
             object.__setattr__(self, f.name, _frozen(getattr(self, f.name), dtype))
@@ -97,7 +97,7 @@ class Jobs:
         """u_i(d) for one job, vectorised over ``duration``."""
         d = np.asarray(duration, float)
         out: np.ndarray
-        if self.utility_form is not None and self.utility_form[job] == 1:
+        if self.utility_form[job] == 1:
             out = self.theta1[job] / (1.0 + np.maximum(d, 0.0))
         else:
             out = self.theta1[job] / (1.0 + portable_math.exp(self.theta2[job] * (d - self.theta3[job])))

@@ -279,7 +279,7 @@ def test_fast_path_decides_exactly_like_the_reference(on_failure):
         "aligned_grid": 0,  # jobs whose Q_i differs from Q (docs/MODEL.md, "The workload grid")
     }
     for seed, (machines, jobs, slots, scale, gain, levels, mix) in enumerate(CASES, start=11):
-        workload = WorkloadConfig(workload_scale=scale, **({"mix": mix} if mix else {}))
+        workload = WorkloadConfig(workload_scale=scale, mix=(mix[0], mix[1], mix[2]) if mix else WorkloadConfig().mix)
         inst = generate(workload, machines, jobs, slots, seed)
         config = Config(
             workload_levels=levels, rounding=RoundingConfig(gain=gain, max_attempts=400), on_rounding_failure=on_failure
