@@ -70,22 +70,45 @@ def _servers_on_machines(capacity: np.ndarray, alpha: np.ndarray, beta: np.ndarr
     return total
 
 
+def _greedy_fits(rows: np.ndarray, counts: np.ndarray, alpha: np.ndarray, beta: np.ndarray, w: int, s: int) -> bool:
+    """Whether filling machines with workers one after another (as many as fit), then PSs into what is left,
+    places ``w`` workers and ``s`` PSs: a sufficient test that decides the common case (room to spare) at once."""
+    hosted = 0
+    for row, count in zip(rows, counts.tolist(), strict=True):
+        table = _servers_hosted(row, alpha, beta, w)  # PSs beside x = 0..w workers on one such machine
+        most = int(np.flatnonzero(table >= 0)[-1])  # workers one machine holds (capped at w)
+        if most == 0:
+            hosted += count * int(table[0])
+            continue
+        full = min(count, w // most)
+        w -= full * most
+        rest = min(w, most) if full < count else 0
+        w -= rest
+        hosted += full * int(table[most]) + (int(table[rest]) if full < count else 0)
+        hosted += max(count - full - 1, 0) * int(table[0])
+    return w == 0 and hosted >= s
+
+
 def max_samples_per_slot(instance: Instance) -> np.ndarray:
     """The most samples each job can process in one slot of the empty cluster, exactly (module doc)."""
     jobs, capacity = instance.jobs, instance.cluster.capacity
     thesis = instance.ps_bandwidth is not None and instance.ps_at_most_workers  # (3.5)
     g_int, g_ext = ps_ratio(instance, True), ps_ratio(instance, False)
+    rows, counts = np.unique(capacity, axis=0, return_counts=True)
     out = np.zeros(instance.num_jobs)
     for i in range(instance.num_jobs):
         batch, alpha, beta = int(jobs.batch[i]), jobs.worker_demand[i], jobs.ps_demand[i]
         w = np.arange(batch + 1)
         need = w[:, None] * alpha + _servers(w, g_int[i], thesis)[:, None] * beta  # [w, R]
-        fits = (need[None, :, :] <= capacity[:, None, :] + 1e-9).all(axis=2).any(axis=0)
+        fits = (need[None, :, :] <= rows[:, None, :] + 1e-9).all(axis=2).any(axis=0)
         w_int = int(np.flatnonzero(fits)[-1])
         w_ext = 0
-        if instance.num_machines >= 2:
+        servers = _servers(w, g_ext[i], thesis)
+        if instance.num_machines >= 2 and _greedy_fits(rows, counts, alpha, beta, batch, int(servers[batch])):
+            w_ext = batch  # F_i itself fits: the most there can be
+        elif instance.num_machines >= 2:
             hosted = _servers_on_machines(capacity, alpha, beta, batch)
-            ok = (hosted >= _servers(w, g_ext[i], thesis)) & (w >= 1)
+            ok = (hosted >= servers) & (w >= 1)
             w_ext = int(np.flatnonzero(ok)[-1]) if ok.any() else 0
         out[i] = max(w_int / jobs.time_per_sample(True)[i], w_ext / jobs.time_per_sample(False)[i])
     return out

@@ -68,3 +68,19 @@ def test_a_lone_job_completes_when_its_fastest_schedule_does() -> None:
             fixed_late.append(seed)
     print(f"{checked} lone jobs; late on the aligned grid: {late}; on Q = 100 for all: {len(fixed_late)}")
     assert checked >= 150 and late == [] and fixed_late, (checked, late, fixed_late)
+
+
+def test_the_greedy_shortcut_never_changes_the_most_samples(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_greedy_fits`` only decides cases the exact packing would decide the same way."""
+    import pdors.solo as solo
+
+    instances = []
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        profile = "thesis" if seed % 3 == 0 else "paper"
+        workload = WorkloadConfig(profile=profile, capacity_factor=float(rng.uniform(2.0, 30.0)))
+        instances.append(generate(workload, int(rng.integers(1, 12)), 20, 30, seed))
+    fast = [max_samples_per_slot(inst) for inst in instances]
+    monkeypatch.setattr(solo, "_greedy_fits", lambda *args: False)
+    for inst, expected in zip(instances, fast, strict=True):
+        assert np.array_equal(max_samples_per_slot(inst), expected)
