@@ -20,6 +20,7 @@ def to_dict(instance: Instance) -> dict:
         "jobs": {f.name: getattr(instance.jobs, f.name).tolist() for f in fields(Jobs)},
         "meta": instance.meta,
         **({} if instance.ps_bandwidth is None else {"ps_bandwidth": instance.ps_bandwidth.tolist()}),
+        **({} if instance.ps_at_most_workers else {"ps_at_most_workers": False}),
     }
 
 
@@ -31,7 +32,7 @@ def from_dict(data: dict) -> Instance:
         if key not in data:
             raise ValueError(f"{key}: required")
     names = {f.name for f in fields(Jobs)}
-    given = set(data["jobs"])
+    given = set(data["jobs"]) | {"utility_form"}  # optional: documents before it hold sigmoid utilities only
     if given != names:
         missing, extra = sorted(names - given), sorted(given - names)
         raise ValueError(f"jobs: missing {missing}" if missing else f"jobs: unknown {extra}")
@@ -47,6 +48,7 @@ def from_dict(data: dict) -> Instance:
         int(data["slots"]),
         dict(data.get("meta", {})),
         None if ps_bandwidth is None else np.asarray(ps_bandwidth, dtype=float),
+        bool(data.get("ps_at_most_workers", True)),
     )
 
 

@@ -54,10 +54,14 @@ class Jobs:
     theta2: np.ndarray
     theta3: np.ndarray
     sensitivity: np.ndarray
+    # 0: the sigmoid above; 1: the thesis's u_i(d) = theta1 / (1 + d) (Section 4.1, theta1 = 1); not given: all 0
+    utility_form: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
-    _INT_FIELDS = ("arrival", "epochs", "samples", "gamma", "batch", "sensitivity")
+    _INT_FIELDS = ("arrival", "epochs", "samples", "gamma", "batch", "sensitivity", "utility_form")
 
     def __post_init__(self) -> None:
+        if np.size(self.utility_form) == 0:
+            object.__setattr__(self, "utility_form", np.zeros(np.size(self.arrival), dtype=np.int64))
         for f in fields(self):
             dtype = np.int64 if f.name in self._INT_FIELDS else np.float64
             object.__setattr__(self, f.name, _frozen(getattr(self, f.name), dtype))
@@ -78,17 +82,26 @@ class Jobs:
         bw = np.where(internal, self.bw_internal, self.bw_external)
         return self.tau + 2.0 * self.grad_mb * self.gamma / (bw * self.batch)
 
-    def utility(self, duration) -> np.ndarray:
-        """Sigmoid utility u_i(d) = theta1 / (1 + exp(theta2 (d - theta3))) of Section V.
+    def utility(self, duration: np.ndarray | float) -> np.ndarray:
+        """Sigmoid utility u_i(d) = theta1 / (1 + exp(theta2 (d - theta3))) of Section V, or theta1 / (1 + d)
+        where ``utility_form`` is 1 (the thesis's).
 
         ``duration`` broadcasts against the job axis; d = t_done - a_i.
         """
-        return self.theta1 / (1.0 + portable_math.exp(self.theta2 * (np.asarray(duration, float) - self.theta3)))
+        d = np.asarray(duration, float)
+        sigmoid = self.theta1 / (1.0 + portable_math.exp(self.theta2 * (d - self.theta3)))
+        out: np.ndarray = np.where(self.utility_form == 1, self.theta1 / (1.0 + np.maximum(d, 0.0)), sigmoid)
+        return out
 
-    def utility_of(self, job: int, duration) -> np.ndarray:
+    def utility_of(self, job: int, duration: np.ndarray | float) -> np.ndarray:
         """u_i(d) for one job, vectorised over ``duration``."""
         d = np.asarray(duration, float)
-        return self.theta1[job] / (1.0 + portable_math.exp(self.theta2[job] * (d - self.theta3[job])))
+        out: np.ndarray
+        if self.utility_form[job] == 1:
+            out = self.theta1[job] / (1.0 + np.maximum(d, 0.0))
+        else:
+            out = self.theta1[job] / (1.0 + portable_math.exp(self.theta2[job] * (d - self.theta3[job])))
+        return out
 
     def subset(self, index) -> Jobs:
         return Jobs(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
@@ -122,6 +135,9 @@ class Instance:
     slots: int
     meta: dict = field(default_factory=dict)
     ps_bandwidth: np.ndarray | None = None
+    # With ``ps_bandwidth``: whether (3.5) s <= w holds; False is Algorithm 4 as printed, whose internal steps
+    # 2-6 and external program (3.22)-(3.25) have no such check (docs/MODEL.md, "The thesis profile")
+    ps_at_most_workers: bool = True
 
     def __post_init__(self) -> None:
         if self.ps_bandwidth is not None:
@@ -177,6 +193,7 @@ def instance_problems(inst: Instance) -> list[str]:
         ("theta1", j.theta1 >= 0, "must be >= 0"),
         ("theta2", j.theta2 >= 0, "must be >= 0 (utility non-increasing in time)"),
         ("sensitivity", np.isin(j.sensitivity, (INSENSITIVE, SENSITIVE, CRITICAL)), "must be 0, 1 or 2"),
+        ("utility_form", np.isin(j.utility_form, (0, 1)), "must be 0 (sigmoid) or 1 (1 / (1 + d))"),
     ]
     for name, ok, why in checks:
         bad = np.flatnonzero(~ok)

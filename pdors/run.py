@@ -17,6 +17,7 @@ from .model import Instance
 from .policies import POLICIES, THESIS_POLICIES, make_policy, policy_config
 from .run_summary import JobOutcome, Latency, RunSummary
 from .simulator import SimulationResult, simulate
+from .solo import fastest_completion, utility_ceiling
 from .validator import Validation, validate
 from .workload import WorkloadConfig, generate
 
@@ -82,6 +83,7 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
     capacity = instance.cluster.capacity.sum(axis=0) * T
     used = check.usage.sum(axis=(0, 1))
     latency_ms = sim.decision_seconds * 1e3
+    fastest = fastest_completion(instance)
     return RunSummary(
         policy=spec.policy,
         seed=spec.seed,
@@ -96,6 +98,8 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         median_training_time=float(np.median(training)),
         offered_load=offered_load(instance),
         fluid_completable=fluid_completable(instance),
+        utility_ceiling=utility_ceiling(instance, fastest),
+        later_than_solo_fastest=int((complete & (check.completion > fastest)).sum()),
         utilisation={
             r: float(u / c) if c > 0 else 0.0
             for r, u, c in zip(instance.cluster.resources, used, capacity, strict=False)

@@ -50,6 +50,8 @@ class RunSummary:
     median_training_time: float  # slots; an incomplete job counts as T (paper Fig. 9)
     offered_load: dict[str, float]  # demand / capacity over the horizon (pdors.load.LOAD_VARIANTS)
     fluid_completable: int  # an upper bound on the jobs any schedule completes (pdors.load)
+    utility_ceiling: float  # sum of u_i at each job's fastest schedule alone: no schedule earns more (pdors.solo)
+    later_than_solo_fastest: int  # completed jobs that finished after their fastest schedule alone would
     utilisation: dict[str, float]  # resource -> used / (capacity x T)
     violations: list[dict[str, Any]]  # the validator's findings, ``Violation.as_dict()``
     decision_latency_ms: Latency

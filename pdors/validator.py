@@ -8,7 +8,8 @@ restarts (a job that ran before changes placement; it loses ``schedule.restart_l
 completion slots, and utilities. Reported utility always comes from here.
 
 Under the thesis's model (``instance.ps_bandwidth`` set) two more rules of the thesis (docs/MODEL.md): the
-PSs carry their workers' traffic, w b <= B_i s with b the rate of the placement (3.4), and s <= w (3.5).
+PSs carry their workers' traffic, w b <= B_i s with b the rate of the placement (3.4), and s <= w (3.5) unless
+``instance.ps_at_most_workers`` is False (Algorithm 4 as printed).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         )
         report(
             "ps_over_workers",
-            ssum > wsum,
+            (ssum > wsum) & instance.ps_at_most_workers,
             lambda k, t, i: Violation(k, f"{ssum[t, i]} PSs for {wsum[t, i]} workers (3.5)", t, i),
         )
     claimed = schedule.claimed_internal & (wsum > 0)

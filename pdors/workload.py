@@ -95,6 +95,11 @@ class WorkloadConfig:
     workload_scale: float | None = None
     trace: TraceConfig = field(default_factory=TraceConfig)
     profile: Literal["paper", "thesis"] = "paper"
+    # None: the profile's own, the paper's sigmoid (theta1..3, mix) or the thesis's u = 1 / (1 + d) (Section 4.1)
+    utility: Literal["sigmoid", "reciprocal"] | None = None
+    # thesis profile: ``eq3_5`` keeps (3.5) s <= w, as Problem (3.18) lists it; ``as_printed`` drops it, as
+    # Algorithm 4's internal steps 2-6 and its external program (3.22)-(3.25) do
+    thesis_ps_rule: Literal["eq3_5", "as_printed"] = "eq3_5"
 
     def scale(self) -> float:
         """The factor on K_i: ``workload_scale``, else the profile's default."""
@@ -102,8 +107,14 @@ class WorkloadConfig:
             return self.workload_scale
         return PAPER_SCALE if self.profile == "paper" else 1.0
 
+    def utility_form(self) -> str:
+        """``utility``, else the profile's default."""
+        return self.utility or ("sigmoid" if self.profile == "paper" else "reciprocal")
+
     def check(self) -> list[str]:
         out = []
+        if self.profile != "thesis" and self.thesis_ps_rule != "eq3_5":
+            out.append(f"thesis_ps_rule: applies only with profile thesis, got {self.thesis_ps_rule!r}")
         if self.profile == "thesis":
             default = WorkloadConfig()
             out += [
@@ -242,12 +253,17 @@ def generate(
         [cls == INSENSITIVE, cls == SENSITIVE, cls == CRITICAL],
         [np.zeros(jobs), reals(c.theta2_sensitive), reals(c.theta2_critical)],
     )
+    form = np.zeros(jobs, dtype=np.int64)
+    if c.utility_form() == "reciprocal":  # every draw above is kept, so the other parameters do not move
+        form[:] = 1
+        theta1 = np.ones(jobs)
     order = np.argsort(arrival, kind="stable")
-    job_arrays = Jobs(arrival=arrival, **arrays, theta1=theta1, theta2=theta2, theta3=theta3, sensitivity=cls).subset(
-        order
-    )
+    job_arrays = Jobs(
+        arrival=arrival, **arrays, theta1=theta1, theta2=theta2, theta3=theta3, sensitivity=cls, utility_form=form
+    ).subset(order)
     cluster = Cluster(capacity=np.tile(capacity, (machines, 1)))
     if ps_bandwidth is not None:
         ps_bandwidth = ps_bandwidth[order]
         meta = {**meta, "profile": "thesis"}
-    return Instance(job_arrays, cluster, int(slots), meta=meta, ps_bandwidth=ps_bandwidth)
+    at_most = c.thesis_ps_rule == "eq3_5"
+    return Instance(job_arrays, cluster, int(slots), meta=meta, ps_bandwidth=ps_bandwidth, ps_at_most_workers=at_most)

@@ -22,6 +22,7 @@ TABLE_METRICS = (
     ("offered_load.internal", "load int"),
     ("offered_load.external", "load ext"),
     ("policy_stats.rounding_rejects", "rounding rejects"),
+    ("room_share", "gain/room"),
     ("ratio", "OPT/ALG"),
     ("ratio_low", "OPT_lower/ALG"),
     ("ratio_bound", "bound/ALG"),
@@ -122,7 +123,22 @@ def with_ratio(runs: pd.DataFrame) -> pd.DataFrame:
     if has_opt:
         known = pd.concat([known, opt_rows.apply(_incumbent, axis=1)]).groupby(level=0).max()
     runs["ratio_low"] = (runs["instance_id"].map(known) / alg).clip(lower=1.0).where(runs["ratio_bound"].notna())
+    runs["room_share"] = _room_share(runs)
     return runs
+
+
+def _room_share(runs: pd.DataFrame) -> pd.Series:
+    """PD-ORS's gain over the best other policy on the same instance, as a share of the room between that policy
+    and the instance's ``utility_ceiling`` (no schedule earns more): 1 = PD-ORS at the ceiling, 0 = no gain,
+    < 0 behind. NaN for other policies, and where there is no other policy, no ceiling or no room."""
+    ok = runs[(runs["kind"] == "sim") & (runs["status"] == "ok")]
+    if "utility_ceiling" not in ok:
+        return pd.Series(math.nan, runs.index)
+    best = ok[ok["policy"] != "pdors"].groupby("instance_id")["total_utility"].max()
+    base = runs["instance_id"].map(best)
+    room = runs["utility_ceiling"] - base
+    share = (runs["total_utility"] - base) / room.where(room > 0)
+    return share.where((runs["policy"] == "pdors") & (runs["kind"] == "sim"))
 
 
 def above_opt(runs: pd.DataFrame) -> pd.DataFrame:
@@ -135,7 +151,7 @@ def aggregate(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     counts runs that failed or were lost."""
     runs = with_ratio(runs)
     runs = runs.assign(**{m: metric_values(runs, m) for m in POLICY_STAT_COUNTS})
-    metrics = [m for m in [*NUMERIC, *DERIVED_METRICS, *POLICY_STAT_COUNTS] if runs[m].notna().any()]
+    metrics = [m for m in [*NUMERIC, *DERIVED_METRICS, "room_share", *POLICY_STAT_COUNTS] if runs[m].notna().any()]
     rows = []
     for point_id, g in runs.groupby("point_id", sort=False):
         ok = g[g["status"] == "ok"]

@@ -231,3 +231,15 @@ def test_gain_derived_from_delta_per_solve(theorem, below_one):
     else:
         assert 1 < stats["gain_min"] <= stats["gain_max"]
     assert stats["competitive_bound"] >= 6 * stats["gain_max"] / 0.5 - 1e-9
+
+
+def test_integer_optimum_of_the_external_case_by_hand() -> None:
+    from pdors.primal_dual.slot_cost import integer_optimum
+
+    # cpu only, 1 per worker and per PS, gamma 1: 2 workers need 2 PSs; machine 0 (price 1) holds 3 tasks, so the
+    # fourth goes to machine 1 (price 2): 3 * 1 + 2 = 5. Three workers need 6 tasks, only 6 fit: 3 + 6 = 9.
+    price = np.array([[0.0, 1.0], [0.0, 2.0]])
+    free = np.array([[0.0, 3.0], [0.0, 3.0]])
+    assert integer_optimum(_shape(), 2.0, price, free) == pytest.approx(5.0)
+    assert integer_optimum(_shape(), 3.0, price, free) == pytest.approx(9.0)
+    assert integer_optimum(_shape(), 3.5, price, free) == math.inf  # 4 workers + 4 PSs do not fit

@@ -145,3 +145,33 @@ def test_other_policies_are_refused_with_exit_2(tmp_path):
     assert out.returncode == 2
     assert "policy:" in out.stderr and "(3.4)-(3.5)" in out.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+def test_thesis_utility_is_one_over_one_plus_d_by_default_and_the_sigmoid_one_switch_away() -> None:
+    thesis = generate(WorkloadConfig(profile="thesis"), 4, 6, 20, 3)
+    sigmoid = generate(WorkloadConfig(profile="thesis", utility="sigmoid"), 4, 6, 20, 3)
+    d = np.arange(5)
+    assert np.allclose(thesis.jobs.utility_of(2, d), 1.0 / (1.0 + d))
+    assert np.allclose(thesis.jobs.utility(np.full(6, 3)), 0.25)
+    assert not np.allclose(sigmoid.jobs.utility_of(2, d), 1.0 / (1.0 + d))
+    assert np.array_equal(thesis.jobs.workload, sigmoid.jobs.workload)  # only the utility moved
+    assert np.array_equal(from_dict(to_dict(thesis)).jobs.utility_form, thesis.jobs.utility_form)
+    old = to_dict(sigmoid)
+    del old["jobs"]["utility_form"]  # a document written before the field: sigmoid utilities
+    assert np.array_equal(from_dict(old).jobs.utility(d[:, None]), sigmoid.jobs.utility(d[:, None]))
+
+
+def test_algorithm_4_as_printed_drops_3_5_and_its_schedules_validate() -> None:
+    """With ``thesis_ps_rule: as_printed`` a co-located job may take more PSs than workers (steps 2-6 add PSs while
+    w b^(i) > s B_i); the validator then accepts it, and the default still refuses it."""
+    printed = generate(WorkloadConfig(profile="thesis", thesis_ps_rule="as_printed", bandwidth_ratio=60), 8, 20, 30, 2)
+    assert not printed.ps_at_most_workers and from_dict(to_dict(printed)).ps_at_most_workers is False
+    over = 0
+    for policy in THESIS_POLICIES:
+        result = run(RunSpec(policy=policy, machines=8, jobs=20, slots=30, seed=2), printed)
+        assert result.summary.violations == []
+        sched = result.simulation.schedule
+        over += int((sched.servers.sum(axis=2) > sched.workers.sum(axis=2)).sum())
+    assert over > 0  # the printed reading is exercised
+    with pytest.raises(ConfigError, match="thesis_ps_rule"):
+        build(WorkloadConfig, {"thesis_ps_rule": "as_printed"})

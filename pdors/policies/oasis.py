@@ -116,7 +116,9 @@ class OASiS(PlanningPolicy):
         levels = np.arange(q + 1) * (jobs.workload[job] / q)
         workers = np.ceil(levels * jobs.time_per_sample(False)[job]).astype(np.int64)  # always external
         servers = ps_count(workers, gamma).astype(np.int64)
-        allowed = (workers <= batch) & ((inst.ps_bandwidth is None) | (servers <= workers))  # eq. 4; (3.5)
+        allowed = (workers <= batch) & (
+            (inst.ps_bandwidth is None) | (not inst.ps_at_most_workers) | (servers <= workers)
+        )  # eq. 4; (3.5)
         fillers = []
 
         def theta(j: int) -> np.ndarray:

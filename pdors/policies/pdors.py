@@ -16,7 +16,7 @@ import numpy as np
 
 from ..model import Instance
 from ..primal_dual.config import PrimalDualConfig
-from ..primal_dual.dynamic_program import plan_levels
+from ..primal_dual.dynamic_program import aligned_levels, plan_levels
 from ..primal_dual.gain import competitive_bound
 from ..primal_dual.prices import PriceBounds, SlotPrices, instance_price_bounds, prices
 from ..primal_dual.slot_cost import (
@@ -30,6 +30,7 @@ from ..primal_dual.slot_cost import (
     slot_costs,
     state_digest,
 )
+from ..solo import fastest_slots
 from ..thesis import ps_ratio
 from .base import JobPlan, PlanningPolicy, SlotView
 
@@ -47,6 +48,7 @@ class RoundingConfig:
     theorem: Literal[29, 30] = 29
     feasible_solutions: int = 5
     max_attempts: int = 5000
+    integer_optimum: bool = False  # thesis Fig. 3.14: also solve each rounded case's integer program (slow)
 
     def check(self) -> list[str]:
         out = []
@@ -69,12 +71,17 @@ class Config(PrimalDualConfig):
     ``lp_vs_rounded_ratio``) then cover every external solve rather than those on the DP's schedules, which
     is what thesis Figs. 3.13-3.14 measure.
 
-    ``on_rounding_failure``: ``reject`` discards the job when the schedule it would get needs a (slot, level)
-    whose rounding found no feasible solution in ``max_attempts`` (paper Section V; such a level is costed at
-    its LP optimum); ``plan_around`` makes that level unavailable (theta = the internal case) and re-plans."""
+    ``on_rounding_failure``: ``found_solutions`` (the default, formerly ``plan_around``) reads Algorithm 4's
+    theta(t, v) as the cost of a solution found: a (slot, level) whose rounding found none in ``max_attempts``
+    costs its internal case, or is infeasible to the DP, which plans around it; the job is discarded only if no
+    plan of found solutions pays. ``reject`` (the other reading of paper Section V) costs such a level at its LP
+    optimum and discards the job when its best schedule needs it (docs/MODEL.md, "Three readings" (a))."""
 
     price_bounds: Literal["oracle", "history"] = "oracle"
-    on_rounding_failure: Literal["reject", "plan_around"] = "reject"
+    # ``aligned``: Q_i per job so that its fastest schedule alone is a plan; ``uniform``: Q for every job, the
+    # grid before it (a job may lose a slot to it; docs/MODEL.md, "The workload grid")
+    workload_grid: Literal["aligned", "uniform"] = "aligned"
+    on_rounding_failure: Literal["found_solutions", "reject"] = "found_solutions"
     rounding: RoundingConfig = field(default_factory=RoundingConfig)
     round_all_levels: bool = False
 
@@ -86,7 +93,13 @@ class PDORS(PlanningPolicy):
         self.history = history
         r = config.rounding
         self.rounding = Rounding(
-            r.gain, r.delta, r.theorem, r.feasible_solutions, r.max_attempts, config.on_rounding_failure == "reject"
+            r.gain,
+            r.delta,
+            r.theorem,
+            r.feasible_solutions,
+            r.max_attempts,
+            config.on_rounding_failure == "reject",
+            r.integer_optimum,
         )
 
     def reset(self, instance: Instance, seed: int) -> None:
@@ -95,6 +108,15 @@ class PDORS(PlanningPolicy):
         self.seed = seed
         self.gamma_internal, self.gamma_external = ps_ratio(instance, True), ps_ratio(instance, False)
         self.thesis = instance.ps_bandwidth is not None
+        self.ps_at_most_workers = instance.ps_at_most_workers
+        # Q_i per job (a function of the job and the cluster, so known at its arrival)
+        q = self.config.workload_levels
+        window = instance.slots - instance.jobs.arrival
+        self.levels = (
+            aligned_levels(q, fastest_slots(instance), window).tolist()
+            if self.config.workload_grid == "aligned"
+            else [q] * instance.num_jobs
+        )
         self.lp = LinearProgram()
         self._solves: list[ExternalSolve] = []
         self._slots_skipped = 0
@@ -106,7 +128,7 @@ class PDORS(PlanningPolicy):
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
         inst = view.instance
-        jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), self.config.workload_levels
+        jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), self.levels[job]
         for t in self._prices.update(view.reserved, a).tolist():  # states of these slots changed
             self._keys[t] = self._classes[t] = None
         price = self._prices.price[a:]
@@ -174,12 +196,13 @@ class PDORS(PlanningPolicy):
 
     def _thesis_rules(self, job: int) -> tuple[float | None, bool]:
         """JobShape's (gamma_internal, servers_at_most_workers): the thesis's (3.4) and (3.5), or none."""
-        return (float(self.gamma_internal[job]), True) if self.thesis else (None, False)
+        return (float(self.gamma_internal[job]), self.ps_at_most_workers) if self.thesis else (None, False)
 
     def summary(self) -> dict:
         solves = self._solves
-        attempts, lp_cost, best_cost, gains = (
-            np.array([getattr(s, k) for s in solves], dtype=float) for k in ("attempts", "lp_cost", "best_cost", "gain")
+        attempts, lp_cost, best_cost, gains, integer_cost = (
+            np.array([getattr(s, k) for s in solves], dtype=float)
+            for k in ("attempts", "lp_cost", "best_cost", "gain", "integer_cost")
         )
         found = np.isfinite(best_cost)
         log_ratio = self.bounds.log_ratio()
@@ -196,6 +219,10 @@ class PDORS(PlanningPolicy):
             "rounding_rejects": self._rounding_rejects,
             "lp_vs_rounded_ratio": float(np.mean(best_cost[found] / np.maximum(lp_cost[found], 1e-300)))
             if found.any()
+            else None,
+            # rounded cost over the integer program's optimum, over the solves with both (``integer_optimum``)
+            "rounded_vs_integer_ratio": float(np.mean(best_cost[both] / np.maximum(integer_cost[both], 1e-300)))
+            if (both := found & np.isfinite(integer_cost)).any()
             else None,
             "gain_min": float(gains.min()) if len(solves) else gain,
             "gain_max": float(gains.max()) if len(solves) else gain,

@@ -48,6 +48,7 @@ from ..primal_dual.slot_cost import (
     state_digest,
     unit_price,
 )
+from ..solo import COVER_RTOL, workers_for
 from .base import JobPlan, SlotView
 from .pdors import PDORS
 
@@ -71,7 +72,7 @@ def machine_classes(price: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, li
 def internal_case(job: JobShape, v: float, price: np.ndarray, free: np.ndarray) -> Option | None:
     """Case 1: all w = ceil(v (tau + 2 g gamma / (b^(i) F))) workers and s = ceil(w / gamma) PSs on one
     machine, feasible iff w <= F (eq. 4) and the machine has room (eq. 24); the cheapest machine wins."""
-    w = math.ceil(v * job.per_sample_internal)
+    w = int(workers_for(v, job.per_sample_internal))
     s = math.ceil(w / job.gamma)
     if w > job.batch:
         return None
@@ -145,7 +146,8 @@ def disaggregate(job: JobShape, lp_sol, member_class: np.ndarray, counts: np.nda
         stretch = max(1.0, min(stretch, float(counts[c])))
         full = int(np.floor(counts[c] / stretch + 1e-12))  # members taking a whole stretch
         rest = counts[c] - full * stretch
-        for h, share in zip(members, [stretch] * full + ([rest] if rest > 1e-9 else []), strict=False):
+        shares = [stretch] * full + ([rest] if rest > 1e-9 else [])  # the members beyond them get nothing
+        for h, share in zip(members, shares, strict=False):
             machines.append(h)
             ws.append(per_w * share)
             ss.append(per_s * share)
@@ -215,7 +217,7 @@ def theta(
     rounding gives that LP cost (a float): a schedule using it discards the job."""
     internal = internal_case(job, v, price, free)
     rng = np.random.Generator(np.random.PCG64([*seed_key, k]))
-    external, lp_cost = external_case(job, v * job.per_sample_external, price, free, rounding, rng)
+    external, lp_cost = external_case(job, v * job.per_sample_external * (1.0 - COVER_RTOL), price, free, rounding, rng)
     if external is not None and (internal is None or external.cost < internal.cost):
         return external
     if external is None and rounding.reject_on_failure and lp_cost < (math.inf if internal is None else internal.cost):
@@ -226,7 +228,7 @@ def theta(
 def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
     """Algorithms 2-3 for one arriving job, with theta from :func:`theta`."""
     inst: Instance = view.instance
-    jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), policy.config.workload_levels
+    jobs, a, q = inst.jobs, int(inst.jobs.arrival[job]), policy.levels[job]
     price = prices(policy.bounds, view.reserved[a:], inst.cluster.capacity)
     free = view.free(slice(a, None))
     shape = JobShape(

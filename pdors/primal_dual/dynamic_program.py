@@ -6,6 +6,11 @@ stands for at least k V_i / Q samples, so any plan whose levels sum to Q process
 ``workload_levels``]. One forward pass over the slots a_i..T-1 gives Theta(t~, V_i) for every candidate
 completion slot t~ at once; Algorithm 2 then keeps the t~ with the largest payoff u_i(t~ - a_i) -
 Theta(t~, V_i) (ties to the earliest).
+
+The grid never costs a slot to a job alone (docs/MODEL.md, "The workload grid"): a slot that can process m
+samples holds floor(Q m / V_i) levels, so with Q fixed a job whose fastest schedule needs n slots could need
+more in the DP. Each job gets its own Q_i, the smallest multiple of n_i (its fastest schedule alone,
+:mod:`pdors.solo`) that is >= Q: V_i / n_i samples per slot is then a level, and the fastest schedule a plan.
 """
 
 from __future__ import annotations
@@ -14,6 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+
+def aligned_levels(levels: int, fastest: np.ndarray, window: np.ndarray) -> np.ndarray:
+    """Q_i per job: the smallest multiple of its fastest slot count n_i that is >= ``levels``; ``levels`` where the
+    fastest schedule does not fit its ``window`` (slots from a_i to T - 1), so no completion depends on it."""
+    fits = (fastest >= 1) & (fastest <= window)
+    n = np.where(fits, fastest, 1)
+    return np.where(fits, n * -(-levels // n), levels).astype(np.int64)
 
 
 @dataclass

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..highs_lp import highs_lp, new_highs
 from ..portable_math import dot
+from ..solo import COVER_RTOL, workers_for
 from .gain import gain_eq29, gain_eq30
 
 FIT_ATOL = 1e-9
@@ -69,6 +70,16 @@ class JobShape:
     gamma_internal: float | None = None
     servers_at_most_workers: bool = False
 
+    @property
+    def integer_covers(self) -> bool:
+        """The thesis's Algorithm 4 step 8: the LP's right-hand sides are the integers m_w = ceil(D) workers and
+        m_p = ceil(m_w / gamma) PSs (= ceil(m_w b^(e) / B_i) by (3.4)) instead of D and the ratio row."""
+        return self.gamma_internal is not None
+
+    def ps_cover(self, workers: float) -> float:
+        """m_p for a cover of ``workers`` (integer covers only)."""
+        return float(math.ceil(workers / self.gamma - 1e-12))
+
     def servers_allowed(self, workers, servers):
         """(3.5) where it applies: no more PSs than workers."""
         return np.logical_or(not self.servers_at_most_workers, servers <= workers)
@@ -84,6 +95,7 @@ class Rounding:
     feasible_solutions: int = 5
     max_attempts: int = 5000
     reject_on_failure: bool = False  # a level whose rounding fails keeps its LP cost and is marked failed
+    integer_optimum: bool = False  # also solve each rounded case's integer program exactly (a statistic)
 
 
 @dataclass
@@ -99,13 +111,15 @@ class Option:
 
 class ExternalSolve(NamedTuple):
     """One rounded external case (Steps 8-11): rounding attempts drawn, feasible roundings among them, the
-    LP relaxation's cost, the cheapest feasible rounding's cost (inf if none) and the gain G_delta used."""
+    LP relaxation's cost, the cheapest feasible rounding's cost (inf if none), the gain G_delta used and, if asked
+    for, the optimum of the integer program the LP relaxes (:func:`integer_optimum`)."""
 
     attempts: int
     feasible: int
     lp_cost: float
     best_cost: float
     gain: float
+    integer_cost: float = math.nan  # the integer program's optimum (inf if infeasible), with ``integer_optimum``
 
 
 @dataclass(frozen=True)
@@ -172,7 +186,8 @@ class SlotCosts:
         attempts, feasible, best = _round(
             st.job, d, machines, w_bar * g, s_bar * g, st.prices, st.free, st.rounding, rng
         )
-        self.external_solves.append(ExternalSolve(attempts, feasible, lp_cost, best.cost if best else np.inf, g))
+        exact = integer_optimum(st.job, d, st.prices, st.free) if st.rounding.integer_optimum else math.nan
+        self.external_solves.append(ExternalSolve(attempts, feasible, lp_cost, best.cost if best else np.inf, g, exact))
         if best is None and st.rounding.reject_on_failure and lp_cost < self._internal(k):
             self.cost[k], self.exact[k], self.failed[k] = lp_cost, True, True  # the job is discarded if used
             return True
@@ -219,10 +234,15 @@ class LinearProgram:
         self.highs.clearModel()
         self.highs.passModel(highs_lp(scaled, len(row_lower), csc, row_lower, row_upper))
 
-    def solve_with_cover(self, lower: float, upper: float) -> tuple[np.ndarray, float] | None:
-        """With ``lower <= cover row <= upper``: the optimal point and a lower bound on the optimum in the
-        original costs (the rescaled, capped costs are <= the original ones), or None if infeasible."""
+    def solve_with_cover(
+        self, lower: float, upper: float, servers: float | None = None
+    ) -> tuple[np.ndarray, float] | None:
+        """With ``lower <= cover row <= upper`` (and ``servers <=`` the row after it, if given): the optimal point
+        and a lower bound on the optimum in the original costs (the rescaled, capped costs are <= the original
+        ones), or None if infeasible."""
         self.highs.changeRowBounds(self.cover_row, lower, upper)
+        if servers is not None:
+            self.highs.changeRowBounds(self.cover_row + 1, servers, np.inf)
         self.highs.run()
         if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
@@ -316,7 +336,7 @@ def slot_costs(
     cls_prices, cls_free = prices[first], free[first]
 
     # Case 1 (internal), all levels and classes at once.
-    w_int = np.ceil(levels * job.per_sample_internal)
+    w_int = workers_for(levels, job.per_sample_internal)
     s_int = np.ceil(w_int / (job.gamma if job.gamma_internal is None else job.gamma_internal))
     need = w_int[:, None] * job.worker_demand + s_int[:, None] * job.ps_demand  # [Q, R]
     fits = np.ones((len(first), q), dtype=bool)  # [C, Q]
@@ -336,7 +356,9 @@ def slot_costs(
 
     # Case 2 (external): bounds now, the LP and the rounding when refined.
     p_w, p_s = unit_price(cls_prices, job.worker_demand), unit_price(cls_prices, job.ps_demand)
-    demand = levels * job.per_sample_external
+    demand = levels * job.per_sample_external * (1.0 - COVER_RTOL)  # the cover D of (26), as workers_for
+    if job.integer_covers:
+        demand = np.ceil(demand)  # m_w (thesis Algorithm 4 step 8); a rounding needs that many workers anyway
     bound = _separable_bound(job, demand, p_w, p_s, cls_free, counts)
     candidates = np.flatnonzero(bound < cost)  # D > F or no room: bound = inf
     exact = np.ones(q, dtype=bool)
@@ -381,24 +403,24 @@ def _load_external_lp(job, p_w, p_s, cls_free, counts, lp) -> None:
     r = alpha.size
     lower = np.concatenate([np.full(n * r, -np.inf), [0.0, 0.0]])
     upper = np.concatenate([cap.ravel(), [job.batch, np.inf]])
-    lp.load(
-        np.concatenate([p_w, p_s]), _external_lp_matrix(alpha, beta, float(job.gamma), n), lower, upper, cover_row=n * r
-    )
+    matrix = _external_lp_matrix(alpha, beta, float(job.gamma), n, ratio=not job.integer_covers)
+    lp.load(np.concatenate([p_w, p_s]), matrix, lower, upper, cover_row=n * r)
 
 
-def _external_lp_matrix(alpha: np.ndarray, beta: np.ndarray, gamma: float, n: int) -> tuple:
+def _external_lp_matrix(alpha: np.ndarray, beta: np.ndarray, gamma: float, n: int, ratio: bool = True) -> tuple:
     """The LP's constraint matrix in CSC form (column starts, row indices, values; rows ascending per column),
     built directly instead of from a dense [n R' + 2, 2n] array. Rows i R'..(i + 1) R' - 1: eq. (24) of class i
     (alpha on its W_i, beta on its S_i); row n R': D <= sum W <= F, (25)-(26); row n R' + 1: gamma sum S - sum W
-    >= 0. Columns: W_0..W_{n-1}, S_0..S_{n-1}."""
+    >= 0 with ``ratio``, else sum S (>= m_p, the thesis's (3.25)). Columns: W_0..W_{n-1}, S_0..S_{n-1}."""
     r = alpha.size
     ja, jb = np.flatnonzero(alpha != 0), np.flatnonzero(beta != 0)
     base = (np.arange(n) * r)[:, None]
-    w_rows = np.hstack([base + ja, np.full((n, 2), [n * r, n * r + 1])])
+    w_extra = [n * r, n * r + 1] if ratio else [n * r]
+    w_rows = np.hstack([base + ja, np.full((n, len(w_extra)), w_extra)])
     s_rows = np.hstack([base + jb, np.full((n, 1), n * r + 1)])
-    w_vals = np.tile(np.concatenate([alpha[ja], [1.0, -1.0]]), n)
-    s_vals = np.tile(np.concatenate([beta[jb], [gamma]]), n)
-    sizes = np.repeat([ja.size + 2, jb.size + 1], n)
+    w_vals = np.tile(np.concatenate([alpha[ja], [1.0, -1.0][: len(w_extra)]]), n)
+    s_vals = np.tile(np.concatenate([beta[jb], [gamma if ratio else 1.0]]), n)
+    sizes = np.repeat([ja.size + len(w_extra), jb.size + 1], n)
     start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
     return (
         start,
@@ -407,10 +429,41 @@ def _external_lp_matrix(alpha: np.ndarray, beta: np.ndarray, gamma: float, n: in
     )
 
 
+INTEGER_TIME_LIMIT = 10.0  # seconds per integer optimum; NaN if not proven by then
+
+
+def integer_optimum(job: JobShape, demand: float, prices: np.ndarray, free: np.ndarray) -> float:
+    """The cheapest integer solution of the external case's program over the machines themselves: the LP of
+    :func:`_load_external_lp` with one class per machine and every variable integral (a small MILP), inf if it
+    has none, NaN if HiGHS does not prove it within ``INTEGER_TIME_LIMIT``. Thesis Fig. 3.14's second yardstick
+    (docs/MODEL.md, "The thesis profile"); like the LP it leaves out (3.5) and the one-machine rule, which the
+    roundings are checked against, so it is a lower bound on the cheapest external solution they may find."""
+    used = (job.worker_demand > 0) | (job.ps_demand > 0)
+    alpha, beta = job.worker_demand[used], job.ps_demand[used]
+    h, r = len(free), int(used.sum())
+    p_w, p_s = unit_price(prices, job.worker_demand), unit_price(prices, job.ps_demand)
+    servers = job.ps_cover(demand) if job.integer_covers else 0.0
+    lower = np.concatenate([np.full(h * r, -np.inf), [demand, servers]])
+    upper = np.concatenate([free[:, used].clip(min=0).ravel(), [job.batch, np.inf]])
+    cost, _ = rescaled_costs(np.concatenate([p_w, p_s]))
+    matrix = _external_lp_matrix(alpha, beta, float(job.gamma), h, ratio=not job.integer_covers)
+    highs = new_highs()
+    highs.setOptionValue("time_limit", INTEGER_TIME_LIMIT)
+    highs.passModel(highs_lp(cost, len(lower), matrix, lower, upper, integer=True))
+    highs.run()
+    status = highs.getModelStatus()
+    if status == highspy.HighsModelStatus.kInfeasible:
+        return math.inf
+    if status != highspy.HighsModelStatus.kOptimal:
+        return math.nan
+    x = np.round(np.asarray(highs.getSolution().col_value))
+    return rounded_cost(x[:h], x[h:], p_w, p_s)
+
+
 def _solve_external_lp(demand, job, n, lp):
     """Per-class (W, S) of the LP optimum with cover bound ``demand`` and a lower bound on the optimum,
     or None if infeasible."""
-    solved = lp.solve_with_cover(demand, job.batch)
+    solved = lp.solve_with_cover(demand, job.batch, job.ps_cover(demand) if job.integer_covers else None)
     if solved is None:
         return None
     sol, bound = solved
