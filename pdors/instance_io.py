@@ -145,7 +145,7 @@ def from_dict(data: Any) -> Instance:
         )
     except ValueError as e:  # value ranges (pdors.model.instance_problems), each naming its field
         field, _, reason = str(e).removeprefix("invalid instance: ").partition(": ")
-        raise InstanceError(field, reason) from None
+        raise InstanceError(field.removeprefix("cluster."), reason) from None  # the file's name of the field
 
 
 def save(instance: Instance, path: str | Path) -> None:
