@@ -151,7 +151,12 @@ def run(
         from .executor import probe
 
         probe(address)  # one line, before anything is printed or written
-    again = shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume"])
+    how = [
+        *(["--in-process"] if in_process else []),
+        *(["--max-tasks", str(max_tasks)] if max_tasks != schema.DEFAULT_MAX_TASKS else []),
+        *(["--max-run-memory", str(max_run_memory)] if max_run_memory is not None else []),
+    ]
+    again = shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume", *how])
     sims = sum(t.kind == "sim" for t in plan.tasks)
     _say(
         f"sweep {plan.sweep_id}: {len(plan.tasks)} tasks ({sims} simulations, {len(plan.tasks) - sims} OPT) over "
@@ -196,11 +201,11 @@ def run(
         )
         return TERMINATED if isinstance(e, Terminated) else INTERRUPTED
     except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # no space, quota, file size limit
             raise
         _say(
-            f"disk full writing under {root} ({e.strerror}): finished runs are recorded; free space and continue "
-            f"with `{again}`"
+            f"disk full writing under {root} ({e.strerror or one_line(e)}): what was written before is kept "
+            f"intact; free space and continue with `{again}`"
         )
         return DISK_FULL
     finally:
