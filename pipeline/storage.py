@@ -396,9 +396,20 @@ def read(
 ) -> pa.Table:
     """Every recorded run under ``root`` (each once, from the last runs file holding it), or those of
     ``run_ids``; ``table`` ``jobs``/``schedules``: their rows. ``columns``: only these (Parquet column
-    pruning). Files written before a column existed read it as null."""
+    pruning). Files written before a column existed read it as null. A damaged batch that holds (or may hold)
+    one of ``run_ids`` is a :class:`RecordDamaged`: a view without some of its runs is never returned; without
+    ``run_ids``, damaged batches are left out."""
     root = Path(root)
     idx = index(root)
+    wanted = None if run_ids is None else set(run_ids)
+    for d in idx.damaged if wanted is not None else []:
+        hit = len(wanted.intersection(d.run_ids)) if d.run_ids else None
+        if hit != 0:
+            raise RecordDamaged(
+                f"{root / 'runs' / d.batch}.parquet: {d.problem} ("
+                + (f"{hit} of the runs asked for" if hit else "its runs unknown")
+                + ")"
+            )
     schema = schema_of(table) if columns is None else pa.schema([schema_of(table).field(c) for c in columns])
     return pa.Table.from_batches(list(_scan(root, table, idx.held(run_ids), idx.rows, columns)), schema=schema)
 

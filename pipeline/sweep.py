@@ -413,8 +413,13 @@ def status(target: str | None, out: str | None) -> int:
             + (f"{len(damaged)} damaged batches" if damaged else "records intact")
         )
         again = resume_command(store)
+        mine = set(manifest["run_ids"])
         for d in damaged[:10]:
-            _say(f"  damaged: batch {d.batch} ({len(d.run_ids) or 'unknown'} runs): {d.problem}")
+            affected = f"{len(mine.intersection(d.run_ids))} of this sweep's" if d.run_ids else "runs unknown"
+            _say(
+                f"  damaged: {store.root / 'runs' / d.batch}.parquet ({len(d.run_ids) or 'unknown'} runs, "
+                f"{affected}): {d.problem}"
+            )
         if damaged:
             _say(f"  repair: `{again}` sets the damaged batches aside and recomputes their runs")
             code = RUNS_FAILED
