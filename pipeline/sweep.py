@@ -415,11 +415,8 @@ def status(target: str | None, out: str | None) -> int:
         again = resume_command(store)
         mine = set(manifest["run_ids"])
         for d in damaged[:10]:
-            affected = f"{len(mine.intersection(d.run_ids))} of this sweep's" if d.run_ids else "runs unknown"
-            _say(
-                f"  damaged: {store.root / 'runs' / d.batch}.parquet ({len(d.run_ids) or 'unknown'} runs, "
-                f"{affected}): {d.problem}"
-            )
+            held = f"{len(d.run_ids)} runs, {len(mine.intersection(d.run_ids))} of this sweep's" if d.run_ids else ""
+            _say(f"  damaged: {store.root / 'runs' / d.batch}.parquet ({held or 'its runs unknown'}): {d.problem}")
         if damaged:
             _say(f"  repair: `{again}` sets the damaged batches aside and recomputes their runs")
             code = RUNS_FAILED

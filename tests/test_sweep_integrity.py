@@ -70,7 +70,7 @@ def test_a_bit_flip_in_a_compacted_runs_file_is_detected_and_repaired(
     assert main(["sweep", "status", sweep, "--out", str(out)]) == 1
     said = capsys.readouterr().out
     assert f"damaged: {runs_file} (" in said and "content does not match its SHA-256" in said, said
-    assert re.search(r"\(12 runs, 8 of this sweep's\)|\(unknown runs, runs unknown\)", said), said
+    assert re.search(r"\(12 runs, 8 of this sweep's\)|\(its runs unknown\)", said), said
     repair = re.search(r"repair: `([^`]+)`", said)
     assert repair is not None
 
