@@ -79,11 +79,16 @@ def _check(root: Node) -> str | None:
     return None
 
 
+def size_problem(size: int) -> str | None:
+    """Why a document of ``size`` bytes is refused unread, or None."""
+    return f"{size:,} bytes, over the limit of {MAX_BYTES:,} for a YAML document" if size > MAX_BYTES else None
+
+
 def load(text: str | bytes, where: str) -> Any:
     """The data of one YAML document; a :class:`ConfigError` at ``where`` (the file or field) if it is too
     large, not YAML, or refused by :func:`_check`."""
-    if len(text) > MAX_BYTES:
-        raise ConfigError(where, f"{len(text):,} bytes, over the limit of {MAX_BYTES:,} for a YAML document")
+    if why := size_problem(len(text)):
+        raise ConfigError(where, why)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()

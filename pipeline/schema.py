@@ -290,6 +290,8 @@ def raw(path: str | Path, overrides: list[str] = ()) -> dict:
     """The config file's data with ``overrides`` applied, before validation (what ``config.yaml`` records)."""
     path = Path(path)
     try:
+        if why := safe_yaml.size_problem(path.stat().st_size):  # refused unread
+            raise ConfigError("CONFIG", f"{path}: {why}")
         text = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError("CONFIG", f"no such file: {path}") from None
