@@ -505,6 +505,10 @@ class Store:
         for table in PARTNERS:  # left by a crash between writing a batch's files, or in compaction
             for orphan in (p for p in _files(self.root, table) if p.stem not in runs):
                 _remove(orphan)
+        for table in TABLES:  # digests whose file was never moved in (a crash between the two)
+            for kept in (self.root / table).glob(f"_*.parquet{DIGEST_SUFFIX}"):
+                if not kept.with_name(kept.name[1 : -len(DIGEST_SUFFIX)]).exists():
+                    kept.unlink()
         return len(merged)
 
     def read(self, table: str = "runs", columns: list[str] | None = None) -> pa.Table:
