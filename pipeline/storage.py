@@ -285,7 +285,7 @@ def _read(path: Path, columns: list[str]) -> pa.Table | None:
 def _rows(path: Path) -> int | None:
     """A file's row count from its Parquet footer (None if unreadable); no row is read."""
     try:
-        return pq.ParquetFile(path, page_checksum_verification=True).metadata.num_rows
+        return int(pq.ParquetFile(path, page_checksum_verification=True).metadata.num_rows)
     except (OSError, pa.ArrowException):
         return None
 
@@ -401,8 +401,8 @@ def read(
     ``run_ids``, damaged batches are left out."""
     root = Path(root)
     idx = index(root)
-    wanted = None if run_ids is None else set(run_ids)
-    for d in idx.damaged if wanted is not None else []:
+    wanted = set(run_ids or ())
+    for d in idx.damaged if run_ids is not None else []:
         hit = len(wanted.intersection(d.run_ids)) if d.run_ids else None
         if hit != 0:
             raise RecordDamaged(
