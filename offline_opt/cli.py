@@ -16,6 +16,16 @@ if TYPE_CHECKING:
 from .solvers import SOLVERS
 
 PROFILES = ("small", "tiny", "paper")
+# T x I x H of an instance the offline optimum is attempted on: the time-indexed MILP has several variables per
+# cell (a 10 x 10 x 4 instance can take a minute to prove), and the model alone of a million cells needs GBs.
+MAX_CELLS = 1_000_000
+
+
+def _size_problem(machines: int, jobs: int, slots: int) -> str | None:
+    cells = machines * jobs * slots
+    if cells <= MAX_CELLS:
+        return None
+    return f"H={machines} I={jobs} T={slots} is {cells:,} cells, over the {MAX_CELLS:,} the offline optimum is tried on"
 
 
 def register(subparsers) -> None:
@@ -64,7 +74,7 @@ def _workload(profile: str):
     return {"small": small_profile, "tiny": tiny_profile, "paper": WorkloadConfig}[profile]()
 
 
-def cmd_opt(args) -> int:
+def cmd_opt(args: argparse.Namespace) -> int:
     from pdors.config import ConfigError, to_dict
     from pdors.instance_io import load
     from pdors.workload import generate
@@ -77,9 +87,11 @@ def cmd_opt(args) -> int:
         raise ConfigError("--" + name.replace("_", "-"), reason)
 
     workload = _workload(args.profile)
-    instance = (
-        load(args.instance) if args.instance else generate(workload, args.machines, args.jobs, args.slots, args.seed)
-    )
+    loaded = load(args.instance) if args.instance else None
+    sizes = (loaded.num_machines, loaded.num_jobs, loaded.slots) if loaded else (args.machines, args.jobs, args.slots)
+    if (why := _size_problem(*sizes)) is not None:  # the file's own sizes, before anything is built
+        raise ValueError(f"too large: {why}")
+    instance = loaded or generate(workload, args.machines, args.jobs, args.slots, args.seed)
     if args.method == "bound":
         return _cmd_bound(args, instance, to_dict(workload) if not args.instance else {})
     c = compare(

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
+import reprlib
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, Literal, get_args, get_origin
 
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown, of the wrong type or impossible."""
 
-    def __init__(self, path: str, reason: str):
+    def __init__(self, path: str, reason: str) -> None:
         self.path, self.reason = path, reason
-        super().__init__(f"{path or '<root>'}: {reason}")
+        super().__init__(f"{shorten(path or '<root>', 200)}: {shorten(reason, 1000)}")  # one bounded line
 
 
 def _join(path: str, name: str | int) -> str:
@@ -29,86 +32,143 @@ def _join(path: str, name: str | int) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _convert(tp: Any, value: Any, path: str) -> Any:
+def shorten(text: str, limit: int = 80) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def _bounded_repr() -> reprlib.Repr:
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxtuple, r.maxdict, r.maxset = 3, 4, 4, 4, 4
+    r.maxstring, r.maxother, r.maxlong = 60, 60, 40
+    return r
+
+
+_REPR = _bounded_repr()
+
+
+def quote(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, bounded however large or deep the value (a 2 GB repr of an alias
+    bomb must never reach a terminal): every error message quotes values through this."""
+    return shorten(_REPR.repr(value), limit)
+
+
+Converter = Callable[[Any, Any, str], Any]  # (annotation, value, path) -> the converted value
+
+
+def _union(tp: Any, value: Any, path: str) -> Any:
+    args = get_args(tp)
+    if value is None and type(None) in args:
+        return None
+    options = [a for a in args if a is not type(None)]
+    if len(options) == 1:  # ``X | None``: X's own error, at the field inside X that is wrong
+        return _convert(options[0], value, path)
+    errors = []
+    for arg in options:
+        try:
+            return _convert(arg, value, path)
+        except ConfigError as e:
+            errors.append(e.reason)
+    raise ConfigError(path, " or ".join(errors))
+
+
+def _literal(tp: Any, value: Any, path: str) -> Any:
+    args = get_args(tp)
+    if value not in args:
+        raise ConfigError(path, f"must be one of {', '.join(map(repr, args))}, got {quote(value)}")
+    return value
+
+
+def _sequence(tp: Any, value: Any, path: str) -> Any:
     origin, args = get_origin(tp), get_args(tp)
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(path, f"must be a list, got {type(value).__name__} {quote(value)}")
+    if origin is tuple and args and args[-1] is not Ellipsis:
+        if len(value) != len(args):
+            raise ConfigError(path, f"must have {len(args)} entries, got {len(value)}")
+        return tuple(_convert(a, v, _join(path, k)) for k, (a, v) in enumerate(zip(args, value, strict=True)))
+    item = args[0] if args else Any
+    out = [_convert(item, v, _join(path, k)) for k, v in enumerate(value)]
+    return tuple(out) if origin is tuple else out
+
+
+def _mapping(tp: Any, value: Any, path: str) -> Any:
+    if not isinstance(value, dict):
+        raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
+    kt, vt = get_args(tp) or (Any, Any)
+    return {_convert(kt, k, path): _convert(vt, v, _join(path, str(k))) for k, v in value.items()}
+
+
+def _bool(tp: Any, value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(path, f"must be true or false, got {quote(value)}")
+    return value
+
+
+def _int(tp: Any, value: Any, path: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, f"must be an integer, got {quote(value)}")
+    return value
+
+
+def _float(tp: Any, value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(path, f"must be a number, got {quote(value)}")
+    if not math.isfinite(value):
+        raise ConfigError(path, f"must be finite, got {quote(value)}")
+    return float(value)
+
+
+def _str(tp: Any, value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(path, f"must be a string, got {quote(value)}")
+    return value
+
+
+# How each annotation is converted: by its generic origin (``list[int]`` -> list), else by the type itself.
+_BY_ORIGIN: dict[Any, Converter] = {
+    typing.Union: _union,
+    types.UnionType: _union,
+    Literal: _literal,
+    tuple: _sequence,
+    list: _sequence,
+    dict: _mapping,
+}
+_BY_TYPE: dict[Any, Converter] = {bool: _bool, int: _int, float: _float, str: _str}
+
+
+def _convert(tp: Any, value: Any, path: str) -> Any:
     if tp is Any:
-        return value
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        options = [a for a in args if a is not type(None)]
-        if len(options) == 1:  # ``X | None``: X's own error, at the field inside X that is wrong
-            return _convert(options[0], value, path)
-        errors = []
-        for arg in options:
-            try:
-                return _convert(arg, value, path)
-            except ConfigError as e:
-                errors.append(e.reason)
-        raise ConfigError(path, " or ".join(errors))
-    if origin is Literal:
-        if value not in args:
-            raise ConfigError(path, f"must be one of {', '.join(map(repr, args))}, got {value!r}")
         return value
     if dataclasses.is_dataclass(tp):
         return build(tp, value, path)
-    if origin in (tuple, list):
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(path, f"must be a list, got {type(value).__name__} {value!r}")
-        if origin is tuple and args and args[-1] is not Ellipsis:
-            if len(value) != len(args):
-                raise ConfigError(path, f"must have {len(args)} entries, got {len(value)}")
-            return tuple(_convert(a, v, _join(path, k)) for k, (a, v) in enumerate(zip(args, value, strict=False)))
-        item = args[0] if args else Any
-        out = [_convert(item, v, _join(path, k)) for k, v in enumerate(value)]
-        return tuple(out) if origin is tuple else out
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
-        kt, vt = args if args else (Any, Any)
-        return {_convert(kt, k, path): _convert(vt, v, _join(path, str(k))) for k, v in value.items()}
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(path, f"must be true or false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise ConfigError(path, f"must be an integer, got {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(path, f"must be a number, got {value!r}")
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ConfigError(path, f"must be finite, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(path, f"must be a string, got {value!r}")
-        return value
-    raise TypeError(f"unsupported config annotation {tp!r} at {path}")
+    convert = _BY_ORIGIN.get(get_origin(tp)) or _BY_TYPE.get(tp)
+    if convert is None:
+        raise TypeError(f"unsupported config annotation {tp!r} at {path}")
+    return convert(tp, value, path)
 
 
 @functools.cache
-def _fields(cls) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
+def _fields(cls: Any) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
     """A dataclass's resolved annotations and init fields; resolving them is most of what ``build`` costs
     (a sweep builds thousands of run specs), and they never change."""
     return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls) if f.init}
 
 
-def build(cls, data: Any, path: str = ""):
+def build(cls: Any, data: Any, path: str = "") -> Any:
     """Construct dataclass ``cls`` from ``data`` (a mapping or an instance), checking everything."""
     if isinstance(data, cls):
         data = dataclasses.asdict(data)
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(path, f"must be a mapping, got {type(data).__name__} {data!r}")
+        raise ConfigError(path, f"must be a mapping, got {type(data).__name__} {quote(data)}")
     hints, known = _fields(cls)
     unknown = sorted(set(map(str, data)) - set(known))
     if unknown:
-        raise ConfigError(_join(path, unknown[0]), f"unknown key (known: {', '.join(sorted(known))})")
+        raise ConfigError(_join(path, shorten(unknown[0], 60)), f"unknown key (known: {', '.join(sorted(known))})")
     kwargs = {}
     for name, f in known.items():
         if name in data:
@@ -125,7 +185,7 @@ def build(cls, data: Any, path: str = ""):
     return obj
 
 
-def to_dict(obj) -> Any:
+def to_dict(obj: Any) -> Any:
     """Plain-data form of a config dataclass (tuples become lists), the inverse of :func:`build`."""
     if dataclasses.is_dataclass(obj):
         return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
@@ -146,16 +206,22 @@ def range_problem(name: str, bounds: tuple, lo: float = 0.0) -> list[str]:
     return []
 
 
+MAX_SEEDS = 100_000  # seeds one command line may ask for (a typo like 1-100000000 must not expand)
+
+
 def parse_seeds(text: str, path: str = "--seeds") -> list[int]:
-    """``"1-5"``, ``"1,3,8"`` or a mix (``"1-3,7"``) as a list of seeds; a ``ConfigError`` at ``path`` if not."""
-    seeds: list[int] = []
+    """``"1-5"``, ``"1,3,8"`` or a mix (``"1-3,7"``) as a list of seeds; a ``ConfigError`` at ``path`` if not.
+    The count is checked before anything is expanded."""
+    ranges = []
     for part in text.split(","):
         lo, sep, hi = part.strip().partition("-")
         try:
             first, last = int(lo), int(hi if sep else lo)
         except ValueError:
-            raise ConfigError(path, f"expected ranges like 1-5 or lists like 1,3,8, got {text!r}") from None
+            raise ConfigError(path, f"expected ranges like 1-5 or lists like 1,3,8, got {quote(text)}") from None
         if first < 0 or last < first:
-            raise ConfigError(path, f"bad range {part!r}")
-        seeds.extend(range(first, last + 1))
-    return seeds
+            raise ConfigError(path, f"bad range {quote(part)}")
+        ranges.append(range(first, last + 1))
+    if (n := sum(map(len, ranges))) > MAX_SEEDS:
+        raise ConfigError(path, f"{n:,} seeds, over the limit of {MAX_SEEDS:,}")
+    return [seed for r in ranges for seed in r]

@@ -230,11 +230,9 @@ def bench_opt(sizes: Sizes) -> list[dict]:
 
 
 def _sweep_tasks(sizes: Sizes) -> list:
-    import yaml
-
     from pipeline import grid, schema
 
-    data = yaml.safe_load(QUICKSTART.read_text())
+    data = schema.raw(QUICKSTART)
     data["grid"]["machines"] = list(sizes.ray_machines)
     data["seeds"] = {"start": 1, "count": sizes.ray_seeds}
     return grid.expand(schema.parse(data)).tasks

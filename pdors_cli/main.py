@@ -10,6 +10,7 @@ import pipeline.cli
 import pipeline.nightly
 import pipeline.show
 from pdors.config import ConfigError
+from pipeline.storage import RecordDamaged
 
 from . import bench, compare, simulate
 
@@ -41,6 +42,9 @@ def main(argv=None) -> int:
     args = parse(argv)
     try:
         return args.func(args)
+    except RecordDamaged as e:  # the record is intact elsewhere: say which file and how to repair it
+        print(f"pdors {args.command}: error: {e}", file=sys.stderr)
+        return 1
     except (ConfigError, ValueError) as e:
         print(f"pdors {args.command}: error: {e}", file=sys.stderr)
         return 2

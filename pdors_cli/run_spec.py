@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pdors import safe_yaml
 from pdors.config import ConfigError
 from pdors.policies import POLICIES
 from pipeline.sizing import DEFAULT_RUN_GB, memory_problem
 
 
 def _load_yaml(path: str) -> dict:
-    import yaml
-
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = safe_yaml.load(Path(path).read_bytes(), "--config")
     except FileNotFoundError:
         raise ConfigError("--config", f"no such file: {path}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError("--config", f"{path} is not valid YAML: {e}") from None
+    except ConfigError as e:
+        raise ConfigError("--config", f"{path}: {e.reason}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

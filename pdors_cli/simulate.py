@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -12,11 +13,11 @@ from pdors.schedule_io import write as write_schedule
 from .run_spec import add_run_args, run_spec_from_args
 
 
-def cmd_simulate(args) -> int:
+def cmd_simulate(args: argparse.Namespace) -> int:
     instance = load(args.instance) if args.instance else None
+    if instance is not None:  # the memory check (in run_spec_from_args) takes the file's sizes
+        args.machines, args.jobs, args.slots = instance.num_machines, instance.num_jobs, instance.slots
     spec = run_spec_from_args(args)
-    if instance is not None:
-        spec.update(machines=instance.num_machines, jobs=instance.num_jobs, slots=instance.slots)
     result = run(spec, instance)
     s = result.summary
     if args.json:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .schema import DEFAULT_MAX_TASKS
 from .sizing import DEFAULT_RUN_GB
 
 
@@ -39,6 +40,7 @@ def cmd_run(args) -> int:
             args.dry_run,
             args.retry_failed,
             args.max_run_memory,
+            args.max_tasks,
         )
     except (ConnectionError, RuntimeError) as e:  # Ray unreachable, output root locked by another process
         print(f"pdors sweep run: error: {' '.join(str(e).split())}", file=sys.stderr)
@@ -103,6 +105,13 @@ def register(subparsers) -> None:
         type=_gigabytes,
         metavar="GB",
         help=f"refuse runs estimated to need more (default: {DEFAULT_RUN_GB:g} GB)",
+    )
+    r.add_argument(
+        "--max-tasks",
+        type=_positive,
+        default=DEFAULT_MAX_TASKS,
+        metavar="N",
+        help=f"refuse a sweep planning more tasks, before expanding it (default: {DEFAULT_MAX_TASKS:,})",
     )
     r.add_argument(
         "--in-process",

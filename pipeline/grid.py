@@ -8,9 +8,12 @@ resolved specs: the same config always gives the same sweep, point, instance and
 from __future__ import annotations
 
 import copy
+import gc
 import hashlib
 import itertools
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -108,7 +111,25 @@ def _instance_part(spec: dict) -> dict:
     return {k: spec[k] for k in (*INSTANCE_FIELDS, "seed")}
 
 
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic collector paused: a plan's millions of fresh dicts and tasks (none in a cycle) would otherwise
+    trigger full collections over all of them, most of the time of a million-run plan."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def expand(config: SweepConfig) -> Plan:
+    with _no_gc():
+        return _expand(config)
+
+
+def _expand(config: SweepConfig) -> Plan:
     grid = config.grid
     inst_keys = [key for key in grid if paired(key)[0].split(".")[0] in INSTANCE_FIELDS]
     inst_axes = [a for key in inst_keys for a in paired(key)]
@@ -122,25 +143,29 @@ def expand(config: SweepConfig) -> Plan:
             _check_path(axis, resolved, axis.split(".", 1)[1])
 
     tasks: list[Task] = []
+    seeds = config.seed_list()
     for inst_point in _coords(config, inst_keys, lambda a: a):
         instance = copy.deepcopy(config.instance)
         for c in inst_point:
             _set(instance, c.spec_path, c.value)
+        instance_ids = None
         for policy, base in config.policies.items():
             for pol_point in _coords(config, policy_keys[policy], lambda a: "params." + a.split(".", 1)[1]):
                 params = copy.deepcopy(base or {})
                 for c in pol_point:
                     _set(params, c.spec_path.split(".", 1)[1], c.value)
                 point = inst_point + pol_point
-                axes = {c.axis: c.value for c in point}
-                for seed in config.seed_list():
-                    try:
-                        spec = _resolved(build(RunSpec, {**instance, "policy": policy, "seed": seed, "params": params}))
-                    except ConfigError as e:
-                        raise _config_error(e, policy, point) from None
-                    if (why := _trace_problem(spec)) is not None:
-                        raise _config_error(ConfigError("jobs", why), policy, point)
-                    tasks.append(_sim_task(spec, axes))
+                # The seed changes no check (every seed is >= 0, SweepConfig.check): one spec is built and
+                # checked per point, and each seed's task derived from it.
+                try:
+                    spec = _resolved(build(RunSpec, {**instance, "policy": policy, "seed": seeds[0], "params": params}))
+                except ConfigError as e:
+                    raise _config_error(e, policy, point) from None
+                if (why := _trace_problem(spec)) is not None:
+                    raise _config_error(ConfigError("jobs", why), policy, point)
+                if instance_ids is None:  # the same for every policy at this instance point
+                    instance_ids = seeded_digests({k: spec[k] for k in INSTANCE_FIELDS}, seeds)
+                tasks += _sim_tasks(spec, seeds, {c.axis: c.value for c in point}, instance_ids)
     if config.opt is not None:
         tasks += _opt_tasks(config, inst_axes, tasks)
     return Plan(
@@ -162,18 +187,44 @@ def _trace_problem(spec: dict) -> str | None:
     return None
 
 
-def _sim_task(spec: dict, axes: dict) -> Task:
+SEED_MARK = -7_391_946_271_013  # never a seed (seeds are >= 0): marks where the seed goes in a spec's JSON
+
+
+def seeded_digests(obj: dict, seeds: list[int], n: int = 16) -> list[str]:
+    """``digest({**obj, "seed": s})`` for each seed, the JSON written once: a million-run plan in seconds."""
+    blob = json.dumps({**obj, "seed": SEED_MARK}, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    mark = f'"seed":{SEED_MARK}'
+    if blob.count(mark) != 1:  # a parameter holding the mark itself: digest each seed the plain way
+        return [digest({**obj, "seed": s}, n) for s in seeds]
+    head, _, tail = blob.partition(mark)
+    start, end = hashlib.sha256(f'{head}"seed":'.encode()), tail.encode()
+    out = []
+    for s in seeds:
+        h = start.copy()
+        h.update(b"%d%s" % (s, end))
+        out.append(h.hexdigest()[:n])
+    return out
+
+
+def _sim_tasks(spec: dict, seeds: list[int], axes: dict, instance_ids: list[str]) -> list[Task]:
+    """A point's simulation of every seed (its ``spec`` resolved once; each task's spec is a shallow copy with
+    its seed); ``instance_ids``: of each seed's instance."""
     unseeded = {k: v for k, v in spec.items() if k != "seed"}
-    return Task(
-        run_id=digest({"kind": "sim", "model_version": MODEL_VERSION, **spec}),
-        kind="sim",
-        policy=spec["policy"],
-        point_id=digest({"kind": "sim", **unseeded}),
-        instance_id=digest(_instance_part(spec)),
-        seed=spec["seed"],
-        spec=spec,
-        axes=axes,
-    )
+    point_id = digest({"kind": "sim", **unseeded})
+    run_ids = seeded_digests({"kind": "sim", "model_version": MODEL_VERSION, **unseeded}, seeds)
+    return [
+        Task(
+            run_id=run_id,
+            kind="sim",
+            policy=spec["policy"],
+            point_id=point_id,
+            instance_id=instance_id,
+            seed=seed,
+            spec={**spec, "seed": seed},
+            axes=axes,
+        )
+        for seed, run_id, instance_id in zip(seeds, run_ids, instance_ids, strict=True)
+    ]
 
 
 def _opt_tasks(config: SweepConfig, inst_axes: list[str], sims: list[Task]) -> list[Task]:

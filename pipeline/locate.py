@@ -22,10 +22,19 @@ def _store(manifest: Path) -> Store:
     return Store(manifest.parent.parent.parent, manifest.parent.name)
 
 
+def _created(manifest: Path) -> str:
+    """When a sweep was created ("" if its manifest is damaged: reading the sweep then says so, with the fix)."""
+    try:
+        data = json.loads(manifest.read_bytes())
+    except ValueError:
+        return ""
+    return str(data.get("created_at", "")) if isinstance(data, dict) else ""
+
+
 def sweeps_under(out: str | None) -> list[Store]:
     """Every sweep under the output root ``out`` (default: every root under ``results/``), oldest first."""
     found = _manifests(out)
-    created = {m: json.loads(m.read_text()).get("created_at", "") for m in found}
+    created = {m: _created(m) for m in found}
     return [_store(m) for m in sorted(found, key=lambda m: (created[m], str(m)))]
 
 

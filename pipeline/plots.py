@@ -17,6 +17,8 @@ import zlib
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from pdors import atomic
+
 from .columns import DERIVED_METRICS
 from .schema import POLICY_AXIS, FigureConfig
 from .summary import CONFIDENCE, figure_table
@@ -195,7 +197,8 @@ def draw(table: pd.DataFrame, fig: FigureConfig, path: Path) -> Path:
     drawn = figure(table, fig)
     path.parent.mkdir(parents=True, exist_ok=True)
     for suffix in FORMATS:
-        drawn.savefig(path.with_suffix(suffix), dpi=DPI)
+        with atomic.replacing(path.with_suffix(suffix)) as tmp:
+            drawn.savefig(tmp, dpi=DPI)
     plt.close(drawn)
     return path
 

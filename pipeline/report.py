@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pdors import atomic
 from pdors.config import build
 
 from . import plots, summary
@@ -62,13 +63,13 @@ def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
             table = summary.figure_table(runs, fig, manifest["axes"])
         except summary.FigureDataError as e:
             raise SweepError(f"report figure {fig.name!r}: {e}") from None
-        table.to_csv(out / f"{fig.name}.csv", index=False)
-        (out / f"{fig.name}.md").write_text(f"# {fig.title}\n\n" + summary.figure_markdown(table, fig.x))
+        atomic.write(out / f"{fig.name}.csv", table.to_csv(index=False))
+        atomic.write(out / f"{fig.name}.md", f"# {fig.title}\n\n" + summary.figure_markdown(table, fig.x))
         png = plots.draw(table, fig, out / f"{fig.name}.png")
         drawn.append((fig, table, png))
         paths += [*plots.formats(png), out / f"{fig.name}.csv", out / f"{fig.name}.md"]
     index = out / f"{manifest['name']}.report.md"
-    index.write_text(_index(manifest, drawn))
+    atomic.write(index, _index(manifest, drawn))
     return [*paths, index]
 
 

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from pdors.config import ConfigError, build
+from pdors import safe_yaml
+from pdors.config import ConfigError, build, quote, shorten
 from pdors.policies import POLICIES, policy_module
 
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
@@ -91,13 +90,17 @@ class FigureConfig:
     claim: str = ""
 
     def check(self) -> list[str]:
-        out = [] if NAME_RE.fullmatch(self.name) else [f"name: letters, digits, '_', '.', '-' only, got {self.name!r}"]
+        out = (
+            []
+            if NAME_RE.fullmatch(self.name)
+            else [f"name: letters, digits, '_', '.', '-' only, got {quote(self.name)}"]
+        )
         known = [m for m, _ in METRICS] + list(DERIVED_METRICS)
         if self.metric not in known and not (
             self.metric.startswith(POLICY_STATS_PREFIX) and len(self.metric) > len(POLICY_STATS_PREFIX)
         ):
             out.append(
-                f"metric: unknown metric {self.metric!r} (known: {', '.join(known)}, {POLICY_STATS_PREFIX}<key>)"
+                f"metric: unknown metric {quote(self.metric)} (known: {', '.join(known)}, {POLICY_STATS_PREFIX}<key>)"
             )
         return out
 
@@ -125,7 +128,7 @@ class SweepConfig:
         out = []
         if not NAME_RE.fullmatch(self.name):
             out.append(
-                f"name: letters, digits, '_', '.', '-' only (starting with a letter or digit), got {self.name!r}"
+                f"name: letters, digits, '_', '.', '-' only (starting with a letter or digit), got {quote(self.name)}"
             )
         if not self.policies:
             out.append("policies: name at least one policy")
@@ -138,15 +141,16 @@ class SweepConfig:
         ]
         for key, values in self.grid.items():
             out += _key_problem(key, values, self.policies)
-        seeds = self.seed_list()
         if isinstance(self.seeds, list):
-            if not seeds:
+            if not self.seeds:
                 out.append("seeds: list at least one seed")
-            out += [f"seeds[{k}]: must be >= 0, got {s}" for k, s in enumerate(seeds) if s < 0]
-            out += [f"seeds[{k}]: duplicate seed {s}" for k, s in enumerate(seeds) if s in seeds[:k]]
-        opt = self.opt_settings()
-        profiles = [(self.instance.get("workload") or {}).get("profile"), *self.grid.get("workload.profile", [])]
-        if opt is not None and opt.method == "milp" and "thesis" in profiles:
+            out += [f"seeds[{k}]: must be >= 0, got {s}" for k, s in enumerate(self.seeds) if s < 0]
+            out += [f"seeds[{k}]: duplicate seed {self.seeds[k]}" for k in _duplicates(self.seeds)[:1]]
+        self.opt_settings()
+        workload = self.instance.get("workload")  # its type is checked when the grid is expanded
+        profiles = [workload.get("profile") if isinstance(workload, dict) else None]
+        profiles += self.grid.get("workload.profile", [])
+        if self.opt is not None and self.opt.method == "milp" and "thesis" in profiles:
             out.append(
                 "opt: the MILP models the paper's rules, not the thesis profile's (3.4)-(3.5) (method: bound does)"
             )
@@ -156,7 +160,7 @@ class SweepConfig:
         for k, fig in enumerate(self.report):
             out += [f"report[{k}].{p}" for p in _figure_problem(fig, self)]
             if fig.name in names[:k]:
-                out.append(f"report[{k}].name: duplicate figure name {fig.name!r}")
+                out.append(f"report[{k}].name: duplicate figure name {quote(fig.name)}")
         return out
 
     def opt_settings(self) -> OptConfig | None:
@@ -204,12 +208,11 @@ def _key_problem(key: str, values: list, policies: dict) -> list[str]:
     if not values:
         out.append(f"grid.{key}: list at least one value")
     out += [
-        f"grid.{key}[{k}]: must list {len(axes)} values, one per axis ({', '.join(axes)}), got {v!r}"
+        f"grid.{key}[{k}]: must list {len(axes)} values, one per axis ({', '.join(axes)}), got {quote(v)}"
         for k, v in enumerate(values)
         if not isinstance(v, list) or len(v) != len(axes)
     ]
-    dupes = [k for k, v in enumerate(values) if v in values[:k]]
-    return out + ([f"grid.{key}[{dupes[0]}]: duplicate value {values[dupes[0]]!r}"] if dupes else [])
+    return out + _duplicate_problem(f"grid.{key}", values)
 
 
 def _axis_problem(axis: str, values: list, policies: dict) -> list[str]:
@@ -225,8 +228,37 @@ def _axis_problem(axis: str, values: list, policies: dict) -> list[str]:
         return [f"grid.{axis}: name one parameter, e.g. {axis}.<param>"]
     if not values:
         return [f"grid.{axis}: list at least one value"]
-    dupes = [k for k, v in enumerate(values) if v in values[:k]]
-    return [f"grid.{axis}[{dupes[0]}]: duplicate value {values[dupes[0]]!r}"] if dupes else []
+    return _duplicate_problem(f"grid.{axis}", values)
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a YAML value, equal where the values are (``1`` and ``1.0`` too, as ``==``)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(map(_frozen, value))
+    if isinstance(value, dict):
+        return frozenset((k, _frozen(v)) for k, v in value.items())
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def _duplicates(values: list) -> list[int]:
+    """Indices of the values equal to an earlier one, in one pass."""
+    seen: set = set()
+    out = []
+    for k, v in enumerate(values):
+        key = _frozen(v)
+        if key in seen:
+            out.append(k)
+        seen.add(key)
+    return out
+
+
+def _duplicate_problem(where: str, values: list) -> list[str]:
+    dupes = _duplicates(values)
+    return [f"{where}[{dupes[0]}]: duplicate value {quote(values[dupes[0]])}"] if dupes else []
 
 
 def _figure_problem(fig: FigureConfig, config: SweepConfig) -> list[str]:
@@ -242,13 +274,13 @@ def _figure_problem(fig: FigureConfig, config: SweepConfig) -> list[str]:
         if axis not in axes:
             out.append(f"where.{axis}: not a grid axis of this sweep")
         elif value not in axes[axis]:
-            out.append(f"where.{axis}: {value!r} is not one of the axis's values {axes[axis]}")
+            out.append(f"where.{axis}: {quote(value)} is not one of the axis's values {quote(axes[axis])}")
     for k, axis in enumerate(fig.average):
         if axis not in axes or axis == fig.x or axis in fig.where:
-            out.append(f"average[{k}]: {axis!r} is not a grid axis of this sweep other than x and where's")
+            out.append(f"average[{k}]: {quote(axis)} is not a grid axis of this sweep other than x and where's")
     for name in [*fig.policies, *([fig.normalise] if fig.normalise else [])]:
         if name not in config.policies:
-            out.append(f"policies: {name!r} is not a policy of this sweep ({', '.join(config.policies)})")
+            out.append(f"policies: {quote(name)} is not a policy of this sweep ({', '.join(config.policies)})")
     if fig.metric in DERIVED_METRICS and config.opt is None:
         out.append(f"metric: {fig.metric} needs the offline optimum: add an 'opt' block")
     return out
@@ -264,11 +296,15 @@ def raw(path: str | Path, overrides: list[str] = ()) -> dict:
     """The config file's data with ``overrides`` applied, before validation (what ``config.yaml`` records)."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        if why := safe_yaml.size_problem(path.stat().st_size):  # refused unread
+            raise ConfigError("CONFIG", f"{path}: {why}")
+        text = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError("CONFIG", f"no such file: {path}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError("CONFIG", f"{path} is not valid YAML: {' '.join(str(e).split())}") from None
+    try:
+        data = safe_yaml.load(text, "CONFIG")
+    except ConfigError as e:
+        raise ConfigError("CONFIG", f"{path}: {e.reason}") from None
     if not isinstance(data, dict):
         raise ConfigError("CONFIG", f"{path} must hold a mapping, got {type(data).__name__}")
     data.setdefault("name", path.stem)
@@ -284,11 +320,8 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
     for text in overrides:
         key, sep, value = text.partition("=")
         if not sep or not key.strip():
-            raise ConfigError("OVERRIDE", f"{text!r}: expected KEY=VALUE, e.g. seeds.count=3")
-        try:
-            parsed = yaml.safe_load(value) if value.strip() else None
-        except yaml.YAMLError as e:
-            raise ConfigError(key, f"override value {value!r} is not valid YAML: {' '.join(str(e).split())}") from None
+            raise ConfigError("OVERRIDE", f"{quote(text)}: expected KEY=VALUE, e.g. seeds.count=3")
+        parsed = safe_yaml.load(value, f"{key} (override value {quote(value)})") if value.strip() else None
         head, _, rest = key.strip().partition(".")
         path = [head, rest] if head == "grid" and rest else key.strip().split(".")
         node = data
@@ -303,28 +336,71 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
 RANGE_RE = re.compile(r"range\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*(?:,\s*([^,()]+?)\s*)?\)")
 
 
-def _range(key: str, text: str) -> list:
-    """``range(start, stop[, step])`` as Python's range (``stop`` excluded), for integers or numbers."""
+def _range_args(key: str, text: str) -> tuple[float, float, float]:
+    """``range(start, stop[, step])``'s numbers, checked: a non-empty range of finite length."""
     m = RANGE_RE.fullmatch(text.strip())
     if m is None:
-        raise ConfigError(f"grid.{key}", f"must be a list of values or range(start, stop[, step]), got {text!r}")
-    try:
-        start, stop, step = (yaml.safe_load(g) if g is not None else 1 for g in m.groups())
-    except yaml.YAMLError:
-        start = None
-    numbers = [start, stop, step]
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers):
-        raise ConfigError(f"grid.{key}", f"range(start, stop[, step]) takes numbers, got {text!r}")
+        raise ConfigError(f"grid.{key}", f"must be a list of values or range(start, stop[, step]), got {quote(text)}")
+    numbers = [safe_yaml.load(g, f"grid.{key}") if g is not None else 1 for g in m.groups()]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers):
+        raise ConfigError(f"grid.{key}", f"range(start, stop[, step]) takes finite numbers, got {quote(text)}")
+    start, stop, step = numbers
     if step == 0 or (stop - start) / step <= 0:
-        raise ConfigError(f"grid.{key}", f"{text} is empty")
-    if all(isinstance(x, int) for x in numbers):
-        return list(range(start, stop, step))
-    count = math.ceil((stop - start) / step - 1e-9)  # exclusive stop, robust to float rounding
-    return [round(start + k * step, 12) for k in range(count)]
+        raise ConfigError(f"grid.{key}", f"{shorten(text)} is empty")
+    if not math.isfinite((stop - start) / step):
+        raise ConfigError(f"grid.{key}", f"{shorten(text)} has too many values")
+    return start, stop, step
 
 
-def parse(data: dict) -> SweepConfig:
+def _range_len(start: float, stop: float, step: float) -> int:
+    if all(isinstance(x, int) for x in (start, stop, step)):
+        return len(range(int(start), int(stop), int(step)))  # arithmetic: a range object is never expanded
+    return math.ceil((stop - start) / step - 1e-9)  # exclusive stop, robust to float rounding
+
+
+def _range(key: str, text: str) -> list:
+    """``range(start, stop[, step])`` as Python's range (``stop`` excluded), for integers or numbers."""
+    start, stop, step = _range_args(key, text)
+    if all(isinstance(x, int) for x in (start, stop, step)):
+        return list(range(int(start), int(stop), int(step)))
+    return [round(start + k * step, 12) for k in range(_range_len(start, stop, step))]
+
+
+DEFAULT_MAX_TASKS = 1_000_000  # tasks one sweep may plan (``pdors sweep run --max-tasks`` raises it)
+
+
+def _length(key: str, values: Any) -> int:
+    """How many values a grid key (or ``seeds``) will have once expanded, without expanding it; 1 for a value
+    of the wrong type (its own error comes from validation)."""
+    if isinstance(values, str):
+        return _range_len(*_range_args(key, values))
+    return len(values) if isinstance(values, list) and values else 1
+
+
+def task_count(data: dict) -> int:
+    """The tasks the config plans (simulations, plus one OPT per instance with ``opt``), computed from the
+    lengths of the axes, the seeds and the policies before anything is expanded."""
+    seeds, grid, policies = data.get("seeds"), data.get("grid"), data.get("policies")
+    count = seeds.get("count", 1) if isinstance(seeds, dict) else len(seeds) if isinstance(seeds, list) else 1
+    n_seeds: int = count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1
+    grid = grid if isinstance(grid, dict) else {}
+    policies = policies if isinstance(policies, dict) else {}
+    sizes = {str(k): _length(str(k), v) for k, v in grid.items()}
+    owner = {k: k.split(".")[0].split(",")[0].strip() for k in sizes}
+    instances = math.prod(n for k, n in sizes.items() if owner[k] not in policies) * n_seeds
+    points = sum(math.prod(n for k, n in sizes.items() if owner[k] == p) for p in policies) or 1
+    return instances * points + (instances if data.get("opt") is not None else 0)
+
+
+def parse(data: dict, max_tasks: int = DEFAULT_MAX_TASKS) -> SweepConfig:
+    """Validate raw config data; a plan of more than ``max_tasks`` tasks is refused before it is expanded."""
+    if (n := task_count(data)) > max_tasks:
+        count = f"{n:,}" if n < 10**15 else f"about {float(n):.2e}"
+        raise ConfigError(
+            "CONFIG", f"the sweep plans {count} tasks, over the limit of {max_tasks:,} (--max-tasks raises it)"
+        )
     grid = data.get("grid")
     if isinstance(grid, dict):
-        data = {**data, "grid": {k: _range(k, v) if isinstance(v, str) else v for k, v in grid.items()}}
-    return build(SweepConfig, data)
+        data = {**data, "grid": {k: _range(str(k), v) if isinstance(v, str) else v for k, v in grid.items()}}
+    config: SweepConfig = build(SweepConfig, data)
+    return config

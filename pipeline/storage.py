@@ -28,8 +28,10 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import functools
+import hashlib
 import json
 import os
+import shlex
 import time
 import typing
 from collections.abc import Iterator
@@ -43,6 +45,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from pdors import atomic
+from pdors.atomic import TMP_PREFIX
+from pdors.config import shorten
 from pdors.policies import POLICIES, policy_module
 from pdors.workload import WorkloadConfig
 
@@ -82,7 +87,6 @@ class Counts:
 
 TABLES = ("runs", "jobs", "schedules")
 PARTNERS = ("jobs", "schedules")  # per-run rows kept in the file named as the runs file
-TMP_PREFIX = ".tmp-"
 DAMAGED_PREFIX = ".damaged-"  # a damaged batch set aside: never read, kept for inspection
 BATCH_PREFIX = "p"  # batch names sort after the run ids (hex) of the one-file-per-run layout
 
@@ -209,14 +213,60 @@ def to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return pa.table(cols, schema=schema)
 
 
-def _write_atomic(table: pa.Table, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{TMP_PREFIX}{os.getpid()}-{path.name}")
+DIGEST_SUFFIX = ".sha256"
+PAGE_CHECKSUMS = {"write_page_checksum": True}  # every data page carries a CRC, verified on every read
+VERIFIED = ds.ParquetFileFormat(
+    default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+)
+
+
+class RecordDamaged(Exception):
+    """A record file failed its checks while being read (reported as one line, exit status 1)."""
+
+
+def digest_path(path: Path) -> Path:
+    """Where the SHA-256 of a record file is kept: beside it, under a name readers and dataset discovery skip."""
+    return path.with_name(f"_{path.name}{DIGEST_SUFFIX}")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@contextmanager
+def _sealed(path: Path) -> Iterator[Path]:
+    """A temp path to write a record file to; its digest is written (atomically) before the file is moved into
+    place, so every record file has its digest (a crash between the two leaves a digest without a file)."""
+    with atomic.replacing(path) as tmp:  # a failed write (a full disk) leaves no partial file behind
+        yield tmp
+        atomic.write(digest_path(path), _sha256(tmp) + "\n")
+
+
+_verified: dict[tuple[str, int, int], str | None] = {}  # (path, size, mtime) -> problem: each file hashed once
+
+
+def verify(path: Path) -> str | None:
+    """Why a record file does not match its recorded digest, or None (None too for a file of the earlier layout,
+    written without a digest)."""
     try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    finally:  # a failed write (a full disk) leaves no partial file behind
-        tmp.unlink(missing_ok=True)
+        st = path.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        if key not in _verified:
+            kept = digest_path(path)
+            want = kept.read_text().strip() if kept.exists() else None
+            _verified[key] = None if want is None or _sha256(path) == want else "content does not match its SHA-256"
+        return _verified[key]
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+
+
+def _write_atomic(table: pa.Table, path: Path) -> None:
+    with _sealed(path) as tmp:
+        pq.write_table(table, tmp, **PAGE_CHECKSUMS)
 
 
 def _files(root: Path, table: str) -> list[Path]:
@@ -227,7 +277,7 @@ def _files(root: Path, table: str) -> list[Path]:
 def _read(path: Path, columns: list[str]) -> pa.Table | None:
     """Columns of one file, or None if it cannot be read as such (truncated, not Parquet, another table)."""
     try:
-        return pq.read_table(path, columns=columns)
+        return pq.read_table(path, columns=columns, page_checksum_verification=True)
     except (OSError, pa.ArrowException, KeyError):
         return None
 
@@ -235,7 +285,7 @@ def _read(path: Path, columns: list[str]) -> pa.Table | None:
 def _rows(path: Path) -> int | None:
     """A file's row count from its Parquet footer (None if unreadable); no row is read."""
     try:
-        return pq.ParquetFile(path).metadata.num_rows
+        return int(pq.ParquetFile(path, page_checksum_verification=True).metadata.num_rows)
     except (OSError, pa.ArrowException):
         return None
 
@@ -254,6 +304,10 @@ def _partner_problem(root: Path, batch: str, runs: pa.Table) -> str | None:
         for k, s, j in zip(runs["kind"].to_pylist(), runs["status"].to_pylist(), runs["jobs"].to_pylist(), strict=False)
         if k == "sim" and s == "ok"
     ]
+    for table in PARTNERS:
+        partner = root / table / f"{batch}.parquet"
+        if partner.exists() and (why := verify(partner)):
+            return f"{table} file {why}"
     path = root / "jobs" / f"{batch}.parquet"
     expected = sum(sim_ok)
     if not path.exists():
@@ -292,12 +346,13 @@ def index(root: str | Path) -> Index:
     chosen: dict[str, tuple[str, str]] = {}
     rows, damaged = {}, []
     for f in _files(root, "runs"):
+        why = verify(f)
         t = _read(f, ["run_id", "status", "kind", "jobs"])
         if t is None:
-            damaged.append(Damage(f.stem, (), "runs file unreadable"))
+            damaged.append(Damage(f.stem, (), f"runs file {why or 'unreadable'}"))
             continue
-        ids = t["run_id"].to_pylist()
-        problem = _partner_problem(root, f.stem, t)
+        ids = t["run_id"].to_pylist()  # a file failing its digest may still tell which runs it held
+        problem = f"runs file {why}" if why else _partner_problem(root, f.stem, t)
         if problem:
             damaged.append(Damage(f.stem, tuple(ids), problem))
             continue
@@ -322,13 +377,18 @@ def _scan(
         path = root / table / f"{batch}.parquet"
         if path.exists():
             (whole if len(ids) == rows[batch] else partial).append((path, ids))
-    for k in range(0, len(whole), MERGE_BATCHES):  # a scan's state grows with its files: a bounded number each
-        paths = [p for p, _ in whole[k : k + MERGE_BATCHES]]
-        yield from ds.dataset(paths, format="parquet", schema=schema).to_batches(columns=columns)
-    for path, ids in partial:
-        yield from ds.dataset(path, format="parquet", schema=schema).to_batches(
-            columns=columns, filter=pc.field("run_id").isin(ids)
-        )
+    try:
+        for k in range(0, len(whole), MERGE_BATCHES):  # a scan's state grows with its files: a bounded number each
+            paths = [p for p, _ in whole[k : k + MERGE_BATCHES]]
+            yield from ds.dataset(paths, format=VERIFIED, schema=schema).to_batches(columns=columns)
+        for path, ids in partial:
+            yield from ds.dataset(path, format=VERIFIED, schema=schema).to_batches(
+                columns=columns, filter=pc.field("run_id").isin(ids)
+            )
+    except (OSError, pa.ArrowException) as e:  # damaged after ``index`` checked it, or a page failing its CRC
+        raise RecordDamaged(
+            f"a {table} file under {root} cannot be read ({shorten(' '.join(str(e).split()), 300)})"
+        ) from None
 
 
 def read(
@@ -336,9 +396,20 @@ def read(
 ) -> pa.Table:
     """Every recorded run under ``root`` (each once, from the last runs file holding it), or those of
     ``run_ids``; ``table`` ``jobs``/``schedules``: their rows. ``columns``: only these (Parquet column
-    pruning). Files written before a column existed read it as null."""
+    pruning). Files written before a column existed read it as null. A damaged batch that holds (or may hold)
+    one of ``run_ids`` is a :class:`RecordDamaged`: a view without some of its runs is never returned; without
+    ``run_ids``, damaged batches are left out."""
     root = Path(root)
     idx = index(root)
+    wanted = set(run_ids or ())
+    for d in idx.damaged if run_ids is not None else []:
+        hit = len(wanted.intersection(d.run_ids)) if d.run_ids else None
+        if hit != 0:
+            raise RecordDamaged(
+                f"{root / 'runs' / d.batch}.parquet: {d.problem} ("
+                + (f"{hit} of the runs asked for" if hit else "its runs unknown")
+                + ")"
+            )
     schema = schema_of(table) if columns is None else pa.schema([schema_of(table).field(c) for c in columns])
     return pa.Table.from_batches(list(_scan(root, table, idx.held(run_ids), idx.rows, columns)), schema=schema)
 
@@ -410,6 +481,8 @@ class Store:
                 path = self.root / table / f"{d.batch}.parquet"
                 if path.exists():
                     os.replace(path, path.with_name(DAMAGED_PREFIX + path.name))
+                if digest_path(path).exists():
+                    os.replace(digest_path(path), path.with_name(DAMAGED_PREFIX + digest_path(path).name))
 
     def compact(self) -> int:
         """Merge every intact batch into one file per table, holding each recorded run once; returns how many
@@ -432,11 +505,18 @@ class Store:
         for table in PARTNERS:  # left by a crash between writing a batch's files, or in compaction
             for orphan in (p for p in _files(self.root, table) if p.stem not in runs):
                 _remove(orphan)
+        for table in TABLES:  # digests whose file was never moved in (a crash between the two)
+            for kept in (self.root / table).glob(f"_*.parquet{DIGEST_SUFFIX}"):
+                if not kept.with_name(kept.name[1 : -len(DIGEST_SUFFIX)]).exists():
+                    kept.unlink()
         return len(merged)
 
     def read(self, table: str = "runs", columns: list[str] | None = None) -> pa.Table:
         """The sweep's view: the recorded runs its manifest lists, with a ``sweep_id`` column."""
-        t = read(self.root, table, manifest_of(self)["run_ids"], columns)
+        try:
+            t = read(self.root, table, manifest_of(self)["run_ids"], columns)
+        except RecordDamaged as e:
+            raise RecordDamaged(f"{e}; repair: `{resume_command(self)}`") from None
         return t.append_column("sweep_id", pa.array([self.sweep_id] * len(t), pa.string()))
 
 
@@ -447,32 +527,31 @@ def schedule_table(task: Task, outcome: Outcome) -> pa.Table:
 
 
 def _merge(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> None:
-    """Stream ``batches`` into one file at ``path`` (atomically); no file if there is no row."""
-    tmp = path.with_name(f"{TMP_PREFIX}{os.getpid()}-{path.name}")
-    writer, buffered, pending = None, 0, []
-    try:
-        for batch in batches:
-            pending.append(batch)
-            buffered += batch.num_rows
+    """Stream ``batches`` into one file at ``path`` (atomically, with its digest); no file if there is no row."""
+    rows = (b for b in batches if b.num_rows)
+    first = next(rows, None)
+    if first is None:
+        return
+    with _sealed(path) as tmp, pq.ParquetWriter(tmp, schema, **PAGE_CHECKSUMS) as writer:
+        pending, buffered = [first], first.num_rows
+        for batch in rows:
             if buffered >= MERGE_ROWS or len(pending) >= MERGE_BATCHES:
-                writer = writer or pq.ParquetWriter(tmp, schema)
                 writer.write_table(pa.Table.from_batches(pending, schema))
                 pending, buffered = [], 0
-        if buffered or writer is not None:
-            writer = writer or pq.ParquetWriter(tmp, schema)
-            if buffered:
-                writer.write_table(pa.Table.from_batches(pending, schema))
-            writer.close()
-            writer = None
-            os.replace(tmp, path)
-    finally:
-        if writer is not None:
-            writer.close()
-        tmp.unlink(missing_ok=True)
+            pending.append(batch)
+            buffered += batch.num_rows
+        writer.write_table(pa.Table.from_batches(pending, schema))
 
 
 def _remove(path: Path) -> None:
     path.unlink(missing_ok=True)
+    digest_path(path).unlink(missing_ok=True)
+
+
+def resume_command(store: Store, *extra: str) -> str:
+    """The command that continues (and repairs) a sweep from its recorded config."""
+    config = store.meta / "config.yaml"
+    return shlex.join(["pdors", "sweep", "run", str(config), "--out", str(store.root), "--resume", *extra])
 
 
 def manifest_of(store: Store) -> dict:
@@ -480,7 +559,13 @@ def manifest_of(store: Store) -> dict:
     if store.sweep_id is None or not path.exists():
         known = sorted(p.name for p in (store.root / "sweeps").glob("*")) if (store.root / "sweeps").exists() else []
         raise SweepError(f"no sweep {store.sweep_id!r} under {store.root} (known: {', '.join(known) or 'none'})")
-    return json.loads(path.read_text())
+    try:
+        manifest = json.loads(path.read_bytes())
+    except ValueError as e:  # written atomically since; a manifest of older code cut short by a full disk
+        raise SweepError(f"{path} is damaged ({e}); rebuild it with `{resume_command(store)}`") from None
+    if not isinstance(manifest, dict):
+        raise SweepError(f"{path} is damaged (not a JSON object); rebuild it with `{resume_command(store)}`")
+    return manifest
 
 
 def count(manifest: dict, recorded: dict[str, str]) -> Counts:

@@ -20,13 +20,14 @@ from pathlib import Path
 
 import yaml
 
-from pdors.config import to_dict
+from pdors import atomic
+from pdors.config import quote, to_dict
 
 from . import grid, schema, sizing
 from .credentials import one_line
 from .locate import locate, sweeps_under
 from .provenance import git_commit, packages
-from .storage import Damage, Index, Store, SweepError, count, manifest_of, recorded_runs
+from .storage import Damage, Index, Store, SweepError, count, manifest_of, recorded_runs, resume_command
 from .tasks import Plan, Task
 
 # Exit status of ``pdors sweep run`` (docs/PIPELINE.md).
@@ -34,6 +35,7 @@ OK, RUNS_FAILED, BAD_INPUT, MLFLOW_FAILED, DISK_FULL, INTERRUPTED, TERMINATED = 
 FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at least this often
 STAGES = ("ray_start", "runs", "record", "report", "mlflow")  # the seconds printed by ``run`` (``pdors bench``)
 _stages: dict[str, float] = {}
+RESUMABLE = ("mlflow", "report", "output")  # config fields a resumed sweep takes from the config given now
 
 
 def _stage(name: str, seconds: float) -> None:
@@ -124,19 +126,21 @@ def run(
     dry_run: bool = False,
     retry_failed: bool = False,
     max_run_memory: float | None = None,
+    max_tasks: int = schema.DEFAULT_MAX_TASKS,
 ) -> int:
     """``pdors sweep run``; returns the exit status (module constants): 0 all ok, 1 some runs failed or were
     lost (or a policy earned more than its instance's OPT allows beyond the gap),
     3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 4 the disk is full, 130
     interrupted (Ctrl-C), 143 terminated (SIGTERM). Everything the user gave is checked before anything is
     written. ``overrides``: ``KEY=VALUE`` (:func:`pipeline.schema.apply_overrides`). ``dry_run``: print the
-    plan and write nothing. ``in_process``: run the tasks one after another in this process, without Ray.
-    ``num_cpus``: CPUs of the local Ray (default: all); a cluster's CPUs are its nodes'."""
+    plan and write nothing. ``max_tasks``: refuse a larger plan before expanding it. ``in_process``: run the
+    tasks one after another in this process, without Ray. ``num_cpus``: CPUs of the local Ray (default: all);
+    a cluster's CPUs are its nodes'."""
     address = ray_address or os.environ.get("RAY_ADDRESS") or None
     if num_cpus is not None and address:
         raise SweepError("--num-cpus: applies to a local Ray only; a cluster's CPUs are set where its nodes start")
     data = schema.raw(config_path, overrides)
-    plan = grid.expand(schema.parse(data))  # every spec validated: nothing is written before this
+    plan = grid.expand(schema.parse(data, max_tasks))  # every spec validated: nothing is written before this
     config = plan.config
     root = Path(out or config.output)
     _check_output(root)
@@ -147,7 +151,12 @@ def run(
         from .executor import probe
 
         probe(address)  # one line, before anything is printed or written
-    again = shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume"])
+    how = [
+        *(["--in-process"] if in_process else []),
+        *(["--max-tasks", str(max_tasks)] if max_tasks != schema.DEFAULT_MAX_TASKS else []),
+        *(["--max-run-memory", str(max_run_memory)] if max_run_memory is not None else []),
+    ]
+    again = shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume", *how])
     sims = sum(t.kind == "sim" for t in plan.tasks)
     _say(
         f"sweep {plan.sweep_id}: {len(plan.tasks)} tasks ({sims} simulations, {len(plan.tasks) - sims} OPT) over "
@@ -164,6 +173,7 @@ def run(
             f"sweep {plan.sweep_id} already has results under {root}; pass --resume to continue "
             "it, or choose another --out"
         )
+    manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()))
     cluster = None
     _stages.clear()
     if todo and not in_process:
@@ -179,7 +189,9 @@ def run(
         )
     try:
         with _sigterm_as_interrupt():
-            code = _record_and_publish(store, plan, data, config_path, overrides, todo, damaged, cluster, max_parallel)
+            code = _record_and_publish(
+                store, plan, manifest, data, config_path, overrides, todo, damaged, cluster, max_parallel
+            )
         _say("stages (s): " + ", ".join(f"{k} {_stages.get(k, 0.0):.2f}" for k in STAGES))
         return code
     except KeyboardInterrupt as e:
@@ -189,11 +201,11 @@ def run(
         )
         return TERMINATED if isinstance(e, Terminated) else INTERRUPTED
     except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # no space, quota, file size limit
             raise
         _say(
-            f"disk full writing under {root} ({e.strerror}): finished runs are recorded; free space and continue "
-            f"with `{again}`"
+            f"disk full writing under {root} ({e.strerror or one_line(e)}): what was written before is kept "
+            f"intact; free space and continue with `{again}`"
         )
         return DISK_FULL
     finally:
@@ -203,9 +215,42 @@ def run(
             executor.disconnect()
 
 
+def _resumed_manifest(store: Store, fresh: dict) -> dict:
+    """The manifest a run continues with: ``fresh`` for a new sweep; for a resumed one its recorded manifest,
+    with the config fields that may change (``RESUMABLE``) taken from ``fresh`` and the change recorded under
+    ``resumed``. Any other difference is refused: the sweep id fixes the runs, not every field (a resumed sweep
+    cannot start recording schedules, say), and the recorded config must never claim what did not happen."""
+    path = store.meta / "manifest.json"
+    if not path.exists():
+        return fresh
+    try:
+        old = manifest_of(store)
+    except SweepError as e:  # unreadable: it is rebuilt from the config, which determines it
+        _say(f"{e}: rebuilding it from the config")
+        return fresh
+    recorded, now = old["config"], fresh["config"]
+    changed = [k for k in now if k in recorded and now[k] != recorded[k]]
+    for key in changed:
+        if key not in RESUMABLE:
+            raise SweepError(
+                f"--resume: {key} is {quote(now[key])}, but sweep {store.sweep_id} recorded {quote(recorded[key])}; "
+                f"a resumed sweep keeps it (only {', '.join(RESUMABLE)} may change): drop the change, or start "
+                "a new sweep under another --out"
+            )
+    if changed:
+        recorded.update({k: now[k] for k in changed})
+        old.update(experiment=fresh["experiment"], mlflow=fresh["mlflow"], output=fresh["output"])
+        old.setdefault("resumed", []).append(
+            {"at": fresh["created_at"], "overrides": fresh["overrides"], "changed": {k: now[k] for k in changed}}
+        )
+        _say(f"resuming with changed {', '.join(changed)} (recorded in the manifest)")
+    return old
+
+
 def _record_and_publish(
     store: Store,
     plan: Plan,
+    manifest: dict,
     data: dict,
     config_path: str,
     overrides: list[str],
@@ -217,16 +262,9 @@ def _record_and_publish(
     commit = git_commit()
     with store.lock():
         manifest_path = store.meta / "manifest.json"
-        manifest = (
-            json.loads(manifest_path.read_text())
-            if manifest_path.exists()
-            else _manifest(plan, config_path, overrides, store.root, commit)
-        )
-        manifest["config"]["report"] = to_dict(plan.config)["report"]  # figures can change, the sweep id cannot
-        store.meta.mkdir(parents=True, exist_ok=True)
-        manifest_path.write_text(json.dumps(manifest, indent=1))
         header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
-        (store.meta / "config.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False))
+        atomic.write(store.meta / "config.yaml", header + yaml.safe_dump(data, sort_keys=False))
+        atomic.write(manifest_path, json.dumps(manifest, indent=1))  # last: a sweep is resumable once it exists
         store.set_aside(damaged)
         _execute(store, todo, cluster, max_parallel, commit, plan.config.schedules)
         tick = time.perf_counter()
@@ -304,8 +342,8 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     axes = manifest["axes"]
     agg = summary.aggregate(runs, axes)
     table = summary.markdown(agg, axes)
-    agg.to_csv(store.meta / "summary.csv", index=False)
-    (store.meta / "summary.md").write_text(table)
+    atomic.write(store.meta / "summary.csv", agg.to_csv(index=False))
+    atomic.write(store.meta / "summary.md", table)
     plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png")
     figures = draw_all(runs, manifest, store.meta / "report")
     _say("\n" + table)
@@ -374,11 +412,11 @@ def status(target: str | None, out: str | None) -> int:
             f"{counts.lost} lost, {counts.remaining} not run; "
             + (f"{len(damaged)} damaged batches" if damaged else "records intact")
         )
-        again = shlex.join(
-            ["pdors", "sweep", "run", str(store.meta / "config.yaml"), "--out", str(store.root), "--resume"]
-        )
+        again = resume_command(store)
+        mine = set(manifest["run_ids"])
         for d in damaged[:10]:
-            _say(f"  damaged: batch {d.batch} ({len(d.run_ids) or 'unknown'} runs): {d.problem}")
+            held = f"{len(d.run_ids)} runs, {len(mine.intersection(d.run_ids))} of this sweep's" if d.run_ids else ""
+            _say(f"  damaged: {store.root / 'runs' / d.batch}.parquet ({held or 'its runs unknown'}): {d.problem}")
         if damaged:
             _say(f"  repair: `{again}` sets the damaged batches aside and recomputes their runs")
             code = RUNS_FAILED

@@ -14,7 +14,7 @@ from .schema import SweepConfig
 OPT_POLICY = "opt"  # the ``policy`` of offline-optimum rows
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs five times more, and a plan may hold a million tasks
 class Task:
     run_id: str
     kind: Literal["sim", "opt"]

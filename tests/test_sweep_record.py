@@ -116,14 +116,14 @@ def test_status_finds_damaged_batches_and_run_repairs_them(tmp_path, capsys):
     text = capsys.readouterr().out
     assert (
         "0 ok, 0 failed, 0 lost, 4 not run; 2 damaged batches" in text
-        and f"batch {runs.stem} (4 runs): jobs file unreadable" in text
-        and "batch p99999999999999999999 (unknown runs): runs file unreadable" in text
+        and f"damaged: {runs} (4 runs, 4 of this sweep's): jobs file content does not match its SHA-256" in text
+        and f"damaged: {out / 'runs'}/p99999999999999999999.parquet (its runs unknown): runs file unreadable" in text
         and "repair: `pdors sweep run" in text
     )
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--resume", "--in-process"]) == 0
     assert "0 already recorded, 4 to run (2 damaged batches set aside)" in capsys.readouterr().out
     assert main(["sweep", "status", str(cfg), "--out", str(out)]) == 0
-    assert sorted(p.name for p in (out / "runs").glob(".damaged-*")) == [
+    assert sorted(p.name for p in (out / "runs").glob(".damaged-*.parquet")) == [
         f".damaged-{runs.name}",
         ".damaged-p99999999999999999999.parquet",
     ]
