@@ -276,6 +276,7 @@ def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = (), re
             "value": ok["value"],
             "load": load,
             "instance_id": ok["instance_id"],
+            "censored": ok.get("median_censored", math.nan),
         }
     )
     frame = frame.dropna(subset=["value"])
@@ -284,6 +285,8 @@ def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = (), re
     table = stats.reset_index().rename(columns={"count": "n"})
     table["ci_low"], table["ci_high"] = confidence_interval(table["mean"], table["std"], table["n"], domain(fig))
     table = table[list(FIGURE_COLUMNS)]
+    if fig.metric == "median_training_time" and frame["censored"].notna().any():
+        table["censored"] = groups["censored"].mean().to_numpy()  # share of the point's runs censored at T
     if reference:
         stats = figure_paired(frame, fig, reference).add_prefix(PAIRED_PREFIX)
         keys = {f"{PAIRED_PREFIX}{k}": k for k in ("panel", "policy", "x")}
@@ -337,7 +340,7 @@ def figure_markdown(table: pd.DataFrame, x_label: str, reference: str = "") -> s
             r.policy,
             *([r.x] if x_column else []),
             r.n,
-            _cell(r.mean, r.std),
+            _cell(r.mean, r.std) + (f" (censored in {r.censored:.0%})" if getattr(r, "censored", 0) > 0 else ""),
             _interval(r.ci_low, r.ci_high),
             f"{r.min:.4g}",
             f"{r.max:.4g}",

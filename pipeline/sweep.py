@@ -26,7 +26,7 @@ from . import grid, schema, sizing
 from .credentials import one_line
 from .locate import locate, sweeps_under
 from .provenance import git_commit, packages
-from .storage import Damage, Index, Store, SweepError, count, manifest_of, recorded_runs
+from .storage import Damage, Index, Store, SweepError, count, manifest_of
 from .tasks import Plan, Task
 
 # Exit status of ``pdors sweep run`` (docs/PIPELINE.md).
@@ -295,15 +295,16 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``."""
     from . import plots, summary, tracking
-    from .report import draw_all
+    from .report import comparison, draw_all, runs_of
 
     tick = time.perf_counter()
-    counts, runs = recorded_runs(store, manifest)
-    if runs.empty:
-        raise SweepError(f"sweep {store.sweep_id} has no recorded runs under {store.root}")
-    axes = manifest["axes"]
-    agg = summary.aggregate(runs, axes)
-    table = summary.markdown(agg, axes)
+    counts, runs = runs_of(store, manifest)
+    axes, reference = manifest["axes"], summary.reference_policy(manifest)
+    agg = comparison(runs, manifest)
+    table = summary.markdown(agg, axes, reference)
+    table += f"\nPaired over every grid point and seed, against {reference}:\n\n" + summary.paired_markdown(
+        summary.paired_overall(runs, axes, reference), reference
+    )
     agg.to_csv(store.meta / "summary.csv", index=False)
     (store.meta / "summary.md").write_text(table)
     plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png")
@@ -331,10 +332,10 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     if not (manifest["mlflow"] if track is None else track):
         return status
     tick = time.perf_counter()
+    # The default plot is not logged: the report's figures (and its HTML page) hold it.
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
-    artifacts += plots.formats(plot)
     try:
-        parent = tracking.log_sweep(manifest, runs, agg, artifacts, store.root)
+        logged = tracking.log_sweep(manifest, runs, agg, artifacts, store.root)
         tracking.attach(manifest, figures, "report", store.root)
     except Exception as e:  # Parquet is the record: say how to re-log, keep the results
         _say(
@@ -344,9 +345,11 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
         return status or 3
     _stage("mlflow", time.perf_counter() - tick)
     _say(
-        f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {parent} "
+        f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {logged.parent} "
         f"with {len(agg)} child runs"
+        + ("" if tracking.tracking_uri().startswith(("http://", "https://")) else "; browse with `mlflow ui`")
     )
+    _say(f"MLflow comparison: {logged.url}")
     return status
 
 
