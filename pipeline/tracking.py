@@ -66,18 +66,18 @@ VIEW_TAG = "mlflow.sharedViewState."  # MLflow UI: an experiment tag per shared 
 VIEW_METRICS = (
     "total_utility",
     "total_utility.std",
-    "paired.wins",
-    "paired.ties",
-    "paired.losses",
     "paired.ratio_gmean",
     "paired.ratio_low",
     "paired.ratio_high",
-    "completed",
+    "paired.wins",
+    "paired.ties",
+    "paired.losses",
     "completed_share",
     "median_training_time",
     "median_censored",
     "n",
 )
+RUN_NAME_COLUMN = "attributes.`Run Name`"
 LOCAL_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves a local store by default
 
 
@@ -216,13 +216,16 @@ def child_metric_values(row: pd.Series) -> dict:
 
 def view_state(parent: str, axes: list[str]) -> dict:
     """The runs table's view of one sweep: its children only (flat: a filter unnests them), ordered by name
-    (policy, then grid values), with the policy, grid and seeds params and :data:`VIEW_METRICS` as columns."""
-    params_shown = ["policy", *axes, "seeds"]
+    (policy, then grid values), with the policy, grid and seeds params and then :data:`VIEW_METRICS` as the
+    leftmost columns (the table renders only the columns in sight)."""
+    columns = [f"params.`{p}`" for p in ["policy", *axes, "seeds"]] + [f"metrics.`{m}`" for m in VIEW_METRICS]
     return {
         "searchFilter": f"tags.`{PARENT_TAG}` = '{parent}'",
         "orderByKey": "tags.`mlflow.runName`",
         "orderByAsc": True,
-        "selectedColumns": [f"params.`{p}`" for p in params_shown] + [f"metrics.`{m}`" for m in VIEW_METRICS],
+        "selectedColumns": columns,
+        "columnOrder": [RUN_NAME_COLUMN, *columns],
+        "columnWidths": {RUN_NAME_COLUMN: 320},
         "compareRunsMode": "TABLE",
     }
 
