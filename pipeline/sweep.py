@@ -34,6 +34,7 @@ OK, RUNS_FAILED, BAD_INPUT, MLFLOW_FAILED, DISK_FULL, INTERRUPTED, TERMINATED = 
 FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at least this often
 STAGES = ("ray_start", "runs", "record", "report", "mlflow")  # the seconds printed by ``run`` (``pdors bench``)
 _stages: dict[str, float] = {}
+_footer: list[str] = []  # printed last, after the stage timings: the MLflow comparison URL
 
 
 def _stage(name: str, seconds: float) -> None:
@@ -166,6 +167,7 @@ def run(
         )
     cluster = None
     _stages.clear()
+    _footer.clear()
     if todo and not in_process:
         from . import executor
 
@@ -181,6 +183,8 @@ def run(
         with _sigterm_as_interrupt():
             code = _record_and_publish(store, plan, data, config_path, overrides, todo, damaged, cluster, max_parallel)
         _say("stages (s): " + ", ".join(f"{k} {_stages.get(k, 0.0):.2f}" for k in STAGES))
+        for line in _footer:
+            _say(line)
         return code
     except KeyboardInterrupt as e:
         _say(
@@ -347,17 +351,24 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     _say(
         f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {logged.parent} "
         f"with {len(agg)} child runs"
-        + ("" if tracking.tracking_uri().startswith(("http://", "https://")) else "; browse with `mlflow ui`")
+        + (
+            ""
+            if tracking.tracking_uri().startswith(("http://", "https://"))
+            else f"; serve it with `mlflow ui --backend-store-uri {tracking.shown_uri()}` to open the URL below"
+        )
     )
-    _say(f"MLflow comparison: {logged.url}")
+    _footer.append(f"MLflow comparison: {logged.url}")
     return status
 
 
 def log(target: str | None, out: str | None) -> int:
     """``pdors sweep log``: re-log sweeps to MLflow from their Parquet record."""
     status = OK
+    _footer.clear()
     for store in locate(target, out):
         status = max(status, publish(store, manifest_of(store), track=True))
+    for line in _footer:
+        _say(line)
     return status
 
 

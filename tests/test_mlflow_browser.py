@@ -63,6 +63,7 @@ print(json.dumps(out))
 
 
 def _browse(netns: str, env: dict, runs_url: str, report_url: str) -> dict:
+    assert CHROMIUM is not None
     SHOTS.mkdir(parents=True, exist_ok=True)
     out = subprocess.run(
         ["ip", "netns", "exec", netns, sys.executable, "-c", BROWSE, CHROMIUM, runs_url, report_url, str(SHOTS)],
@@ -72,10 +73,11 @@ def _browse(netns: str, env: dict, runs_url: str, report_url: str) -> dict:
         timeout=150,
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    seen: dict = json.loads(out.stdout.strip().splitlines()[-1])
+    return seen
 
 
-def test_comparison_url_opens_the_children_table_and_the_report_renders(netns, env, tmp_path: Path) -> None:
+def test_comparison_url_opens_the_children_table_and_the_report_renders(netns: str, env: dict, tmp_path: Path) -> None:
     server = start(netns, env, tmp_path, ROOT / "infra" / "mlflow-local.sh", PORT, tmp_path / "server")
     served = {**env, "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{PORT}"}
     try:
@@ -83,7 +85,7 @@ def test_comparison_url_opens_the_children_table_and_the_report_renders(netns, e
         cfg = config(tmp_path, "browser", [4, 6], [1, 2], jobs=8, slots=8)
         rc, log = pdors(netns, served, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "out", "--in-process")
         assert rc == 0, log
-        url = log.strip().splitlines()[-2]  # the last line is the stage timings
+        url = log.strip().splitlines()[-1]
         assert url.startswith(f"MLflow comparison: http://127.0.0.1:{PORT}/#/experiments/"), log
         runs_url = url.split(": ", 1)[1]
         logged = in_netns_python(
