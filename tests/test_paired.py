@@ -1,14 +1,22 @@
-"""Paired statistics (pipeline/paired.py) against values worked out by hand or by SciPy directly."""
+"""Paired statistics (pipeline/paired.py) against values worked out by hand or by SciPy directly; their use on a
+recorded sweep (pairing by instance, censoring columns, tables) and the self-contained HTML report."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
+from sweep_fixtures import TINY
 
+from pipeline import grid, report, schema, storage, summary
+from pipeline.executor import execute
 from pipeline.paired import WILCOXON_MIN_N, compare, interval_text, wtl
+from pipeline.schema import FigureConfig
+from pipeline.storage import Store
 
 
 def test_wins_ties_losses_follow_the_metric_direction() -> None:
@@ -69,3 +77,63 @@ def test_nan_pairs_are_dropped_and_text_forms() -> None:
     assert interval_text(p.diff_mean, p.diff_low, p.diff_high) == "-1"
     assert interval_text(1.0, 0.5, 1.5) == "1 [0.5, 1.5]"
     assert wtl(compare([], [])) == "-"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, list[str]]:
+    """A tiny sweep with a PD-ORS parameter axis, executed and recorded; its runs with the job metrics."""
+    root = tmp_path_factory.mktemp("paired")
+    plan = grid.expand(schema.parse({**TINY, "instance": {"jobs": 8, "slots": 8}}))
+    store = Store(root, plan.sweep_id)
+    store.write([(task, execute(task)) for task in plan.tasks], "abc123")
+    runs = storage.read(root).to_pandas()
+    jobs = storage.read(root, "jobs", columns=report.JOB_COLUMNS).to_pandas()
+    return summary.with_job_metrics(runs, jobs), plan.axes
+
+
+def test_job_metrics_state_the_censoring(recorded: tuple[pd.DataFrame, list[str]]) -> None:
+    runs, _ = recorded
+    assert (runs["completed_share"] == runs["completed"] / runs["jobs"]).all()
+    assert ((runs["median_censored"] == 1) == (runs["completed"] <= runs["jobs"] / 2)).all()
+    assert (runs.loc[runs["median_censored"] == 1, "median_training_time"] == runs["slots"]).all()
+    classes = runs[[f"utility.{c}" for c in summary.SENSITIVITY_CLASSES.values()]].sum(axis=1)
+    assert classes.to_numpy() == pytest.approx(runs["total_utility"].to_numpy())
+    done = runs["completed"] > 0
+    assert runs.loc[done, "training_time_completed"].between(1, 8).all()
+    assert runs.loc[~done, "training_time_completed"].isna().all()
+
+
+def test_pairs_match_the_same_instance_and_skip_ambiguous_references(
+    recorded: tuple[pd.DataFrame, list[str]],
+) -> None:
+    runs, axes = recorded
+    one_gain = runs[runs["pdors.rounding.gain"].isna() | (runs["pdors.rounding.gain"] == 1.0)]
+    flat = [a for a in axes if a != "pdors.rounding.gain"]
+    pairs = summary.pairs(one_gain, flat, "pdors")
+    fifo = one_gain[one_gain["policy"] == "fifo"]
+    assert len(pairs) == len(fifo) == 4 and set(pairs["policy"]) == {"fifo"}
+    pdors = one_gain[one_gain["policy"] == "pdors"].set_index("instance_id")["total_utility"]
+    assert (pairs["reference"].to_numpy() == pairs["instance_id"].map(pdors).to_numpy()).all()
+    agg = summary.with_paired(summary.aggregate(one_gain, flat), one_gain, flat, "pdors")
+    fifo_rows = agg[agg["policy"] == "fifo"]
+    assert (fifo_rows["paired.n"] == 2).all()
+    assert (fifo_rows[["paired.wins", "paired.ties", "paired.losses"]].sum(axis=1) == 2).all()
+    assert agg.loc[agg["policy"] == "pdors", "paired.n"].isna().all()
+    table = summary.markdown(agg, flat, "pdors")
+    assert "W/T/L of pdors" in table and "/ pdors, geo. mean [95% CI]" in table
+    # with both gains, FIFO's instance has two PD-ORS runs: no pair in the summary, one per panel in a figure
+    assert summary.pairs(runs, axes, "pdors").empty
+    fig = FigureConfig(name="u", title="u", x="machines")
+    figure = summary.figure_table(runs, fig, axes, "pdors")
+    fifo_points = figure[figure["policy"] == "fifo"]
+    assert len(fifo_points) == 4 and (fifo_points["paired.n"] == 2).all()  # 2 gains x 2 machine counts
+    assert "W/T/L of pdors" in summary.figure_markdown(figure, "machines", "pdors")
+
+
+def test_html_report_embeds_its_images(tmp_path: Path) -> None:
+    png = tmp_path / "a.png"
+    png.write_bytes(b"\x89PNG fake")
+    page = report.html_report("# T\n\ntext <b>\n\n![a](a.png)\n\n| x | y |\n|---|---|\n| 1 | 2 |\n", tmp_path)
+    assert 'src="data:image/png;base64,iVBORyBmYWtl"' in page
+    assert "<h1>T</h1>" in page and "text &lt;b&gt;" in page and "<td>1</td><td>2</td>" in page
+    assert "a.png" not in page.replace('alt="a"', "")
