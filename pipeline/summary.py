@@ -297,7 +297,12 @@ def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = (), re
 
 
 def paired_head(reference: str) -> list[str]:
-    return [f"W/T/L of {reference}", f"- {reference} [95% CI]", f"/ {reference}, geo. mean [95% CI]", "Wilcoxon p"]
+    return [
+        f"W/T/L of {reference}",
+        f"minus {reference} [95% CI]",
+        f"over {reference}, geo. mean [95% CI]",
+        "Wilcoxon p",
+    ]
 
 
 def _paired_cells(p: dict) -> list[str]:

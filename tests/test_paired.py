@@ -120,7 +120,7 @@ def test_pairs_match_the_same_instance_and_skip_ambiguous_references(
     assert (fifo_rows[["paired.wins", "paired.ties", "paired.losses"]].sum(axis=1) == 2).all()
     assert agg.loc[agg["policy"] == "pdors", "paired.n"].isna().all()
     table = summary.markdown(agg, flat, "pdors")
-    assert "W/T/L of pdors" in table and "/ pdors, geo. mean [95% CI]" in table
+    assert "W/T/L of pdors" in table and "over pdors, geo. mean [95% CI]" in table
     # with both gains, FIFO's instance has two PD-ORS runs: no pair in the summary, one per panel in a figure
     assert summary.pairs(runs, axes, "pdors").empty
     fig = FigureConfig(name="u", title="u", x="machines")
