@@ -246,6 +246,9 @@ def paired_figure(pairs: pd.DataFrame, axes: list[str], reference: str, title: s
             means = mine.assign(pos=pos).groupby("pos")["ratio"].apply(lambda r: float(np.exp(np.log(r).mean())))
             ax.hlines(means.to_numpy(), means.index - width / 2, means.index + width / 2, color=color, linewidth=2)
         ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
+        if part.empty:  # one policy only, or the reference has runs the others cannot be paired with
+            ax.text(0.5, 0.5, "no paired instances", ha="center", va="center", transform=ax.transAxes, fontsize=8)
+            continue
         ax.set_yscale("log")
         ax.set_xticks(range(len(xs)), [policy_name(v) if x_axis == POLICY_AXIS else v for v in xs], fontsize=7)
         ax.set_xlabel(x_label(x_axis), fontsize=8)

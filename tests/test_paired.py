@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 from sweep_fixtures import TINY
 
-from pipeline import grid, report, schema, storage, summary
+from pipeline import grid, plots, report, schema, storage, summary
 from pipeline.executor import execute
 from pipeline.paired import WILCOXON_MIN_N, compare, interval_text, wtl
 from pipeline.schema import FigureConfig
@@ -137,3 +137,14 @@ def test_html_report_embeds_its_images(tmp_path: Path) -> None:
     assert 'src="data:image/png;base64,iVBORyBmYWtl"' in page
     assert "<h1>T</h1>" in page and "text &lt;b&gt;" in page and "<td>1</td><td>2</td>" in page
     assert "a.png" not in page.replace('alt="a"', "")
+
+
+def test_paired_figure_draws_pairs_or_says_there_are_none(
+    recorded: tuple[pd.DataFrame, list[str]], tmp_path: Path
+) -> None:
+    runs, _ = recorded
+    pairs = summary.pairs(runs[runs["pdors.rounding.gain"] != 0.5], ["machines"], "pdors")
+    assert len(pairs) == 4
+    for name, frame in (("some", pairs), ("none", pairs.iloc[:0])):
+        png = plots.paired_figure(frame, ["machines"], "pdors", name, tmp_path / f"{name}.png")
+        assert png.read_bytes()[:4] == b"\x89PNG" and png.with_suffix(".pdf").exists()
