@@ -43,6 +43,9 @@ from .credentials import redact, split_auth
 
 SWEEP_TAG, POINT_TAG, PARENT_TAG = "pdors.sweep_id", "pdors.point_id", "mlflow.parentRunId"
 KEY_TAG, CONTENT_TAG = "pdors.parent_key", "pdors.content"
+# The children's metric layout: 2 = bare names are means over seeds, per-seed values under ``<metric>.seed``. A
+# child logged with another layout (1: per-seed values as steps of the bare name) is deleted and logged anew.
+LAYOUT_TAG, LAYOUT = "pdors.layout", "2"
 # MLflow 3's UI opens an experiment of this kind ("Machine learning") on its runs, not on GenAI traces.
 EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 # Metrics logged per seed (step = seed) on each child, and per policy on the parent (headline).
@@ -313,6 +316,9 @@ def _log_child(
     existing,
 ) -> str:
     logged, values = _child_content(row, point_runs)
+    if existing is not None and existing.data.tags.get(LAYOUT_TAG) != LAYOUT:
+        c.delete_run(existing.info.run_id)  # its old per-seed steps would keep a stale value under a bare name
+        existing = None
     content = hashlib.sha256(
         json.dumps(
             [[(p.key, p.value) for p in logged], [(m.key, m.value, m.timestamp, m.step) for m in values]]
@@ -324,7 +330,9 @@ def _log_child(
         existing.info.run_id
         if existing is not None
         else c.create_run(
-            exp_id, run_name=label[:250], tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: row["point_id"]}
+            exp_id,
+            run_name=label[:250],
+            tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: row["point_id"], LAYOUT_TAG: LAYOUT},
         ).info.run_id
     )
     log_batches(c, child, logged, values)
