@@ -338,7 +338,7 @@ def figure_markdown(table: pd.DataFrame, x_label: str, reference: str = "") -> s
     has_paired = f"{PAIRED_PREFIX}n" in table
     head += paired_head(reference) if has_paired else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in table.itertuples():
+    for k, r in enumerate(table.itertuples()):
         load = "-" if math.isnan(r.offered_load) else f"{r.offered_load:.3g}"
         cells = [
             r.panel or "-",
@@ -352,8 +352,10 @@ def figure_markdown(table: pd.DataFrame, x_label: str, reference: str = "") -> s
             load,
         ]
         if has_paired:
-            row = table.loc[r.Index]
-            cells += _paired_cells({k[len(PAIRED_PREFIX) :]: row[k] for k in row.index if k.startswith(PAIRED_PREFIX)})
+            row = table.iloc[k]
+            cells += _paired_cells(
+                {c[len(PAIRED_PREFIX) :]: row[c] for c in table.columns if c.startswith(PAIRED_PREFIX)}
+            )
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines) + "\n"
 
@@ -429,8 +431,8 @@ def pairs(runs: pd.DataFrame, axes: list[str], reference: str, metric: str = "to
         for a in present:
             if first[a] != "-":
                 match = match[match[a].isin([first[a], "-"])]
-        match = match.drop_duplicates("instance_id", keep=False).set_index("instance_id")["value"]
-        out.append(g.assign(reference=g["instance_id"].map(match)).dropna(subset=["reference"]))
+        unique = match.drop_duplicates("instance_id", keep=False).set_index("instance_id")["value"]
+        out.append(g.assign(reference=g["instance_id"].map(unique)).dropna(subset=["reference"]))
     columns = ["point_id", "policy", *present, "instance_id", "seed", "value", "reference"]
     return pd.concat(out)[columns].reset_index(drop=True) if out else pd.DataFrame(columns=columns)
 

@@ -209,7 +209,7 @@ def child_metric_values(row: pd.Series) -> dict:
     """A child's metrics from its aggregate row (:func:`pipeline.report.comparison`): the mean over seeds under
     the bare name, ``.std``, ``n``, ``failed`` and the ``paired.*`` columns."""
     out = {"n": row["n"], "failed": row["failed"]}
-    for k, v in row.items():
+    for k, v in zip(map(str, row.index), row, strict=True):
         if k.endswith(".mean"):
             out[k[: -len(".mean")]] = v
         elif k.endswith(".std") or k.startswith(PAIRED_PREFIX):
