@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 from sweep_fixtures import TINY
 
+from pdors.config import ConfigError
 from pipeline import grid, plots, report, schema, storage, summary
 from pipeline.executor import execute
 from pipeline.paired import WILCOXON_MIN_N, compare, interval_text, wtl
@@ -148,3 +149,12 @@ def test_paired_figure_draws_pairs_or_says_there_are_none(
     for name, frame in (("some", pairs), ("none", pairs.iloc[:0])):
         png = plots.paired_figure(frame, ["machines"], "pdors", name, tmp_path / f"{name}.png")
         assert png.read_bytes()[:4] == b"\x89PNG" and png.with_suffix(".pdf").exists()
+
+
+def test_reference_is_a_policy_of_the_sweep() -> None:
+    assert schema.reference_of(None, ["fifo", "pdors"]) == "pdors"
+    assert schema.reference_of(None, ["fifo", "drf"]) == "fifo"
+    assert schema.parse({**TINY, "reference": "fifo"}).reference == "fifo"
+    with pytest.raises(ConfigError, match="reference") as e:
+        schema.parse({**TINY, "reference": "drf"})
+    assert "'drf' is not a policy of this sweep" in str(e.value)
