@@ -183,11 +183,15 @@ def figure(table: pd.DataFrame, fig: FigureConfig):
         ax.set_ylabel(y_label(fig), fontsize=9)
     spread = "error bars" if fig.x == POLICY_AXIS else "bands"
     pooled = f"; pooled over {', '.join(fig.average)}" if fig.average else ""
-    if "censored" in table and (table["censored"] > 0).any():
-        pooled += "; ringed: the median is censored at T (at most half the jobs finished) in some runs"
+    censored = "censored" in table and bool((table["censored"] > 0).any())
     out.suptitle(
         f"{fig.title}\npoints: mean of n runs (n written by each point{pooled}); {spread}: "
-        f"{CONFIDENCE:.0%} Student-t CI of the mean, clipped to the metric's range",
+        f"{CONFIDENCE:.0%} Student-t CI of the mean, clipped to the metric's range"
+        + (
+            "\nringed: the median is censored at T (at most half the jobs finished) in some of the runs"
+            if censored
+            else ""
+        ),
         fontsize=8,
     )
     out.tight_layout()

@@ -158,3 +158,16 @@ def test_reference_is_a_policy_of_the_sweep() -> None:
     with pytest.raises(ConfigError, match="reference") as e:
         schema.parse({**TINY, "reference": "drf"})
     assert "'drf' is not a policy of this sweep" in str(e.value)
+
+
+def test_a_median_figure_marks_censored_points(recorded: tuple[pd.DataFrame, list[str]], tmp_path: Path) -> None:
+    runs, _ = recorded
+    runs = runs[runs["pdors.rounding.gain"] != 0.5]  # one run per (policy, machines, seed)
+    fig = FigureConfig(name="d", title="d", x="machines", metric="median_training_time")
+    table = summary.figure_table(runs, fig, ["machines"], "pdors")
+    sim = runs[runs["kind"] == "sim"]
+    assert sim["median_censored"].sum() > 0  # 8 jobs in 8 slots: some medians are T
+    assert table["censored"].sum() * 2 == pytest.approx(sim["median_censored"].sum())  # each point: 2 seeds
+    if (table["censored"] > 0).any():
+        assert "(censored in" in summary.figure_markdown(table, "machines", "pdors")
+    assert plots.draw(table, fig, tmp_path / "d.png").exists()
