@@ -4,9 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup solvers run lint test bench reproduce clean
+.PHONY: setup solvers browser run lint test bench reproduce clean
 
-setup: $(STAMP) solvers
+setup: $(STAMP) solvers browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,6 +19,13 @@ solvers:
 	@command -v glpsol >/dev/null && command -v cbc >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq glpk-utils coinor-cbc >/dev/null; }
+
+# Chromium for the MLflow UI test (tests/test_mlflow_browser.py, driven by Playwright): Debian's package, where
+# missing.
+browser:
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 # The quickstart sweep (configs/quickstart.yaml), recomputed from scratch: Ray -> Parquet -> table, plots, MLflow.
 run: setup

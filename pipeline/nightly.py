@@ -453,19 +453,9 @@ def _write(report: Report) -> None:
     plot(report, d / "ratios.png")
 
 
-def log_run(report: Report) -> str:
-    """One MLflow run in experiment ``nightly-competitive-ratio``; returns its id. Summary metrics (median,
-    p90, max ratio) make the history across nights; per-instance values are series with step = seed."""
-    from mlflow.entities import Metric, RunTag
-
-    from . import tracking
-
-    tracking.check_reachable(tracking.tracking_uri())
-    client = tracking.client()
-    exp_id = tracking.experiment_id(client, EXPERIMENT)
-    s, code = report.settings, report.code
-    run_id = client.create_run(exp_id, run_name=report.name).info.run_id
-    summary = {
+def run_metrics(report: Report) -> dict[str, float | int | None]:
+    """The night's summary metrics (median, p90, max ratio per policy, counts): the history across nights."""
+    out: dict[str, float | int | None] = {
         "passed": int(report.passed),
         "failed_instances": report.failures,
         "pinned": len(report.pinned),
@@ -478,59 +468,85 @@ def log_run(report: Report) -> str:
         "opt_wall_s.max": max((f.comparison.opt.wall_s for f in report.fresh), default=None),
     }
     for policy in report.policies():
-        summary |= {f"ratio.{policy}.{k}": v for k, v in stats(report.ratios(policy)).items()}
-    summary["ratio_upper.pdors.max"] = max((f.interval[1] for f in report.fresh if f.interval), default=None)
-    series = []
+        out |= {f"ratio.{policy}.{k}": v for k, v in stats(report.ratios(policy)).items()}
+    out["ratio_upper.pdors.max"] = max((f.interval[1] for f in report.fresh if f.interval), default=None)
+    return out
+
+
+def run_series(report: Report) -> list[tuple[int, dict[str, float | None]]]:
+    """Per-instance values, one ``(seed, {metric: value})`` per instance (logged with step = seed)."""
+    out: list[tuple[int, dict[str, float | None]]] = []
     for f in report.fresh:
-        values = {f"ratio.{p.policy}": p.ratio for p in f.comparison.policies if p.ratio_kind == "opt"}
+        values: dict[str, float | None] = {
+            f"ratio.{p.policy}": p.ratio for p in f.comparison.policies if p.ratio_kind == "opt"
+        }
         values |= {
             "opt": f.comparison.opt.objective,
             "bound.pdors": f.pdors.competitive_bound,
             "opt_wall_s": f.comparison.opt.wall_s,
             "offences": len(f.offences),
         }
-        series += [Metric(m.key, m.value, m.timestamp, f.seed) for m in tracking.metrics(values)]
-    for p in report.pinned:
-        values = {"pinned.pdors": p.utilities.get("pdors"), "pinned.pdors.record": p.recorded.get("pdors")}
-        series += [Metric(m.key, m.value, m.timestamp, p.seed) for m in tracking.metrics(values)]
-    metrics = tracking.metrics(summary) + series
-    for k in range(0, len(metrics), BATCH):
-        client.log_batch(run_id, metrics=metrics[k : k + BATCH])
+        out.append((f.seed, values))
+    out += [
+        (p.seed, {"pinned.pdors": p.utilities.get("pdors"), "pinned.pdors.record": p.recorded.get("pdors")})
+        for p in report.pinned
+    ]
+    return out
+
+
+def run_params(report: Report) -> dict[str, object]:
+    s = report.settings
+    return {
+        "profile": s.profile,
+        "fresh": s.fresh,
+        "seeds": ",".join(str(f.seed) for f in report.fresh)[:500] or "-",
+        "pinned": len(report.pinned),
+        "record_file": s.record_file,
+        "solver": s.solver,
+        "time_limit": s.time_limit,
+        "mip_gap": s.mip_gap,
+        "tolerance": s.tolerance,
+        **report.record["size"],
+        "policies": ",".join(report.policies()) or "-",
+    }
+
+
+def run_tags(report: Report) -> dict[str, str]:
+    code = report.code
     statuses = ",".join(f"{f.seed}:{f.comparison.opt.status}" for f in report.fresh)[:TAG_CHARS]
     offenders = ",".join(
         [*(f"pinned {p.seed}" for p in report.pinned if p.problems), *(str(f.seed) for f in report.fresh if f.offences)]
     )[:TAG_CHARS]
-    client.log_batch(
-        run_id,
-        params=tracking.params(
-            {
-                "profile": s.profile,
-                "fresh": s.fresh,
-                "seeds": ",".join(str(f.seed) for f in report.fresh)[:500] or "-",
-                "pinned": len(report.pinned),
-                "record_file": s.record_file,
-                "solver": s.solver,
-                "time_limit": s.time_limit,
-                "mip_gap": s.mip_gap,
-                "tolerance": s.tolerance,
-                **report.record["size"],
-                "policies": ",".join(report.policies()) or "-",
-            }
-        ),
-        tags=[
-            RunTag(k, str(v))
-            for k, v in {
-                "result": "pass" if report.passed else "fail",
-                "solver_statuses": statuses or "-",
-                "offenders": offenders or "-",
-                "pdors.version": code["pdors"],
-                "git_commit": code["git_commit"],
-                "mlflow.source.git.commit": code["git_commit"],
-                "output": str(report.directory),
-                **{f"version.{k}": v for k, v in code["packages"].items()},
-            }.items()
-        ],
-    )
+    return {
+        "result": "pass" if report.passed else "fail",
+        "solver_statuses": statuses or "-",
+        "offenders": offenders or "-",
+        "pdors.version": str(code["pdors"]),
+        "git_commit": str(code["git_commit"]),
+        "mlflow.source.git.commit": str(code["git_commit"]),
+        "output": str(report.directory),
+        **{f"version.{k}": str(v) for k, v in code["packages"].items()},
+    }
+
+
+def log_run(report: Report) -> str:
+    """One MLflow run in experiment ``nightly-competitive-ratio`` from :func:`run_metrics`, :func:`run_series`
+    (step = seed), :func:`run_params` and :func:`run_tags`, plus the report's files; returns its id."""
+    from mlflow.entities import Metric, RunTag
+
+    from . import tracking
+
+    tracking.check_reachable(tracking.tracking_uri())
+    client = tracking.client()
+    exp_id = tracking.experiment_id(client, EXPERIMENT)
+    run_id = client.create_run(exp_id, run_name=report.name).info.run_id
+    metrics = tracking.metrics(run_metrics(report))
+    for seed, values in run_series(report):
+        metrics += [Metric(m.key, m.value, m.timestamp, seed) for m in tracking.metrics(values)]
+    for k in range(0, len(metrics), BATCH):
+        client.log_batch(run_id, metrics=metrics[k : k + BATCH])
+    tags = [RunTag(k, v) for k, v in run_tags(report).items()]
+    client.log_batch(run_id, params=tracking.params(run_params(report)), tags=tags)
     client.log_artifacts(run_id, str(report.directory))
     client.set_terminated(run_id, "FINISHED" if report.passed else "FAILED")
     return run_id

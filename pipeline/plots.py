@@ -15,6 +15,7 @@ import math
 import zlib
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from pdors import atomic
@@ -125,6 +126,9 @@ def _lines(ax, table: pd.DataFrame, xs: list[str], pos: dict) -> None:
         g = g[g["x"] != "-"].assign(pos=lambda d: d["x"].map(pos)).sort_values("pos")
         ax.plot(g["pos"], g["mean"], color=color, marker=marker, label=policy_name(policy))
         ax.fill_between(g["pos"], g["ci_low"], g["ci_high"], color=color, alpha=0.15, linewidth=0)
+        if "censored" in g:  # a median that is T because at most half the jobs finished: a lower bound
+            hit = g[g["censored"] > 0]
+            ax.scatter(hit["pos"], hit["mean"], s=90, facecolors="none", edgecolors="black", linewidths=1, zorder=3)
         _label_counts(ax, g["pos"], g["mean"], g["n"], color)
 
 
@@ -182,9 +186,15 @@ def figure(table: pd.DataFrame, fig: FigureConfig):
         ax.set_ylabel(y_label(fig), fontsize=9)
     spread = "error bars" if fig.x == POLICY_AXIS else "bands"
     pooled = f"; pooled over {', '.join(fig.average)}" if fig.average else ""
+    censored = "censored" in table and bool((table["censored"] > 0).any())
     out.suptitle(
         f"{fig.title}\npoints: mean of n runs (n written by each point{pooled}); {spread}: "
-        f"{CONFIDENCE:.0%} Student-t CI of the mean, clipped to the metric's range",
+        f"{CONFIDENCE:.0%} Student-t CI of the mean, clipped to the metric's range"
+        + (
+            "\nringed: the median is censored at T (at most half the jobs finished) in some of the runs"
+            if censored
+            else ""
+        ),
         fontsize=8,
     )
     out.tight_layout()
@@ -214,3 +224,56 @@ def utility_vs_axis(runs: pd.DataFrame, axes: list[str], path: Path, metric: str
     title = str(runs["sweep_id"].iloc[0]) if "sweep_id" in runs and len(runs) else metric
     fig = FigureConfig(name=path.stem, title=title, x=axes[0] if axes else POLICY_AXIS, metric=metric)
     return draw(figure_table(runs, fig, axes), fig, path)
+
+
+def paired_figure(pairs: pd.DataFrame, axes: list[str], reference: str, title: str, path: Path) -> Path:
+    """Per-instance ratios value / ``reference`` (``pipeline.summary.pairs``; total utility) against the first
+    grid axis, one panel per value of the other axes: one dot per instance (policies side by side), a bar at
+    each point's geometric mean; log scale, a line at 1 (the reference). Below 1: the reference did better."""
+    x_axis = axes[0] if axes else POLICY_AXIS
+    others = [a for a in axes[1:] if a in pairs]
+    ratios = pairs.assign(ratio=pairs["value"] / pairs["reference"])
+    ratios = ratios[(ratios["value"] > 0) & (ratios["reference"] > 0)]  # log scale: zero utilities left out
+    labels = [", ".join(f"{a}={v}" for a, v in zip(others, key, strict=True)) for key in ratios[others].values]
+    ratios = ratios.assign(panel=labels if others else "")
+    xs = list(dict.fromkeys(ratios["policy"] if x_axis == POLICY_AXIS else ratios[x_axis]))
+    policies = list(dict.fromkeys(ratios["policy"]))
+    panels = list(dict.fromkeys(ratios["panel"])) or [""]
+    cols = min(MAX_COLUMNS, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    out, grid = plt.subplots(rows, cols, figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1] * rows), squeeze=False)
+    width = 0.8 / max(len(policies), 1)
+    for ax, name in zip(grid.flat, panels, strict=False):
+        part = ratios[ratios["panel"] == name]
+        for k, policy in enumerate(policies):
+            color, marker = policy_style(policy)
+            mine = part[part["policy"] == policy]
+            x_of = mine["policy"] if x_axis == POLICY_AXIS else mine[x_axis]
+            pos = x_of.map(xs.index) + (k - (len(policies) - 1) / 2) * width
+            ax.scatter(pos, mine["ratio"], color=color, marker=marker, s=12, alpha=0.6, label=policy_name(policy))
+            means = mine.assign(pos=pos).groupby("pos")["ratio"].apply(lambda r: float(np.exp(np.log(r).mean())))
+            ax.hlines(means.to_numpy(), means.index - width / 2, means.index + width / 2, color=color, linewidth=2)
+        ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
+        if part.empty:  # one policy only, or the reference has runs the others cannot be paired with
+            ax.text(0.5, 0.5, "no paired instances", ha="center", va="center", transform=ax.transAxes, fontsize=8)
+            continue
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(xs)), [policy_name(v) if x_axis == POLICY_AXIS else v for v in xs], fontsize=7)
+        ax.set_xlabel(x_label(x_axis), fontsize=8)
+        ax.set_ylabel(f"Total utility / {policy_name(reference)}'s (same instance)", fontsize=8)
+        ax.set_title(name, fontsize=7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    for ax in grid.flat[len(panels) :]:
+        ax.set_visible(False)
+    out.suptitle(
+        f"{title}\npaired: one dot per instance (grid point x seed); bar: geometric mean; "
+        f"below 1: {policy_name(reference)} did better",
+        fontsize=8,
+    )
+    out.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in FORMATS:
+        out.savefig(path.with_suffix(suffix), dpi=DPI)
+    plt.close(out)
+    return path

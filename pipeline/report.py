@@ -10,6 +10,9 @@ parent run under ``report/`` (the sweep is logged first if it never was).
 
 from __future__ import annotations
 
+import base64
+import html
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +24,26 @@ from . import plots, summary
 from .credentials import one_line
 from .locate import locate
 from .schema import POLICY_AXIS, FigureConfig
-from .storage import SweepError, manifest_of, recorded_runs
+from .storage import Counts, Store, SweepError, manifest_of, recorded_runs
+
+JOB_COLUMNS = ["run_id", "arrival", "completion", "utility", "sensitivity"]
+IMAGE_RE = re.compile(r"!\[([^\]]*)\]\(([^)]+)\)")
+
+
+def runs_of(store: Store, manifest: dict) -> tuple[Counts, pd.DataFrame]:
+    """The sweep's counts and recorded runs, with the per-run metrics drawn from their jobs
+    (:func:`pipeline.summary.with_job_metrics`)."""
+    counts, runs = recorded_runs(store, manifest)
+    if runs.empty:
+        raise SweepError(f"sweep {store.sweep_id} has no recorded runs under {store.root}")
+    return counts, summary.with_job_metrics(runs, store.read("jobs", JOB_COLUMNS).to_pandas())
+
+
+def comparison(runs: pd.DataFrame, manifest: dict) -> pd.DataFrame:
+    """One row per (grid point, policy): :func:`pipeline.summary.aggregate` with the paired columns against
+    the sweep's reference policy."""
+    axes = manifest["axes"]
+    return summary.with_paired(summary.aggregate(runs, axes), runs, axes, summary.reference_policy(manifest))
 
 
 def figures_of(manifest: dict) -> list[FigureConfig]:
@@ -36,7 +58,8 @@ def figures_of(manifest: dict) -> list[FigureConfig]:
     ]
 
 
-def _index(manifest: dict, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]]) -> str:
+def _index(manifest: dict, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]], overall: str, pair_png: Path) -> str:
+    reference = summary.reference_policy(manifest)
     lines = [
         f"# Report: sweep {manifest['sweep_id']}",
         "",
@@ -45,32 +68,94 @@ def _index(manifest: dict, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]])
         f"seeds, and the axes a figure averages over) and the {summary.CONFIDENCE:.0%} Student-t confidence "
         "interval on the mean, clipped to the metric's range; one panel per value of every other grid axis.",
         "",
+        f"## Paired: every policy against {reference} on the same instances",
+        "",
+        f"Each (grid point, seed) is one instance every policy ran on. Per instance: the policy's total utility "
+        f"minus and over {reference}'s; W/T/L counts the instances {reference} did better on, equally (to 1e-9 "
+        "relative) and worse; 95% Student-t intervals on the mean difference and on the mean log ratio "
+        "(exponentiated: the geometric-mean ratio; pairs with a zero utility are left out of the ratio); the "
+        "Wilcoxon signed-rank p-value with at least 6 untied pairs.",
+        "",
+        overall,
+        f"![paired]({pair_png.name})",
+        "",
     ]
     for fig, table, png in drawn:
         lines += [f"## {fig.title}", ""]
         if fig.claim:
             lines += [f"Paper: {fig.claim}", ""]
-        lines += [f"![{fig.name}]({png.name})", "", summary.figure_markdown(table, fig.x)]
+        lines += [f"![{fig.name}]({png.name})", "", summary.figure_markdown(table, fig.x, reference)]
     return "\n".join(lines)
 
 
+def html_report(markdown: str, directory: Path) -> str:
+    """The Markdown report as one self-contained HTML page (images embedded as base64 PNG), so that it renders
+    inside MLflow's artifact viewer."""
+    body: list[str] = []
+    rows: list[list[str]] = []
+
+    def flush() -> None:
+        if rows:
+            head, *rest = [r for r in rows if not set("".join(r)) <= set("-: ")]
+            body.append(
+                "<table><tr>"
+                + "".join(f"<th>{c}</th>" for c in head)
+                + "</tr>"
+                + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rest)
+                + "</table>"
+            )
+            rows.clear()
+
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            rows.append([html.escape(c.strip().strip("`")) for c in line.strip().strip("|").split("|")])
+            continue
+        flush()
+        image = IMAGE_RE.fullmatch(line.strip())
+        if image:
+            data = base64.b64encode((directory / image.group(2)).read_bytes()).decode()
+            body.append(f'<img alt="{html.escape(image.group(1))}" src="data:image/png;base64,{data}">')
+        elif line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            body.append(f"<h{level}>{html.escape(line.lstrip('#').strip())}</h{level}>")
+        elif line.strip():
+            body.append(f"<p>{html.escape(line)}</p>")
+    flush()
+    style = (
+        "body{font-family:sans-serif;font-size:13px;margin:1em}img{max-width:100%}"
+        "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+    )
+    head = f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{style}</style></head>"
+    return f"{head}<body>{''.join(body)}</body></html>"
+
+
 def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
-    """Every figure of the sweep as PNG, PDF, CSV and Markdown under ``out``, then the index; the paths."""
+    """Every figure of the sweep as PNG, PDF, CSV and Markdown under ``out``, the paired figure and table, then
+    the index as Markdown and as self-contained HTML; the paths."""
     out.mkdir(parents=True, exist_ok=True)
-    drawn, paths = [], []
+    axes, reference = manifest["axes"], summary.reference_policy(manifest)
+    pairs = summary.pairs(runs, axes, reference)
+    overall = summary.paired_overall(runs, axes, reference)
+    overall.to_csv(out / "paired.csv", index=False)
+    pair_png = plots.paired_figure(
+        pairs, axes, reference, f"{manifest['name']}: total utility against {reference}", out / "paired.png"
+    )
+    drawn, paths = [], [*plots.formats(pair_png), out / "paired.csv"]
     for fig in figures_of(manifest):
         try:
-            table = summary.figure_table(runs, fig, manifest["axes"])
+            table = summary.figure_table(runs, fig, axes, reference)
         except summary.FigureDataError as e:
             raise SweepError(f"report figure {fig.name!r}: {e}") from None
         atomic.write(out / f"{fig.name}.csv", table.to_csv(index=False))
-        atomic.write(out / f"{fig.name}.md", f"# {fig.title}\n\n" + summary.figure_markdown(table, fig.x))
+        atomic.write(out / f"{fig.name}.md", f"# {fig.title}\n\n" + summary.figure_markdown(table, fig.x, reference))
         png = plots.draw(table, fig, out / f"{fig.name}.png")
         drawn.append((fig, table, png))
         paths += [*plots.formats(png), out / f"{fig.name}.csv", out / f"{fig.name}.md"]
     index = out / f"{manifest['name']}.report.md"
-    atomic.write(index, _index(manifest, drawn))
-    return [*paths, index]
+    atomic.write(index, _index(manifest, drawn, summary.paired_markdown(overall, reference), pair_png))
+    page = index.with_suffix(".html")
+    atomic.write(page, html_report(index.read_text(), out))
+    return [*paths, index, page]
 
 
 def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path], root: Path) -> str:
@@ -78,8 +163,8 @@ def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path], root: Path) ->
 
     parent = tracking.attach(manifest, paths, "report", root)
     if parent is None:  # never logged (e.g. MLflow was down during the sweep): log it, then attach
-        tracking.log_sweep(manifest, runs, summary.aggregate(runs, manifest["axes"]), [], root)
-        parent = tracking.attach(manifest, paths, "report", root)
+        parent = tracking.log_sweep(manifest, runs, comparison(runs, manifest), [], root).parent
+        tracking.attach(manifest, paths, "report", root)
     return parent
 
 
@@ -91,9 +176,7 @@ def report_sweeps(target: str | None, out: str | None = None, track: bool = True
     status = 0
     for store in stores:
         manifest = manifest_of(store)
-        counts, runs = recorded_runs(store, manifest)
-        if runs.empty:
-            raise SweepError(f"sweep {store.sweep_id} has no recorded runs under {store.root}")
+        counts, runs = runs_of(store, manifest)
         dest = store.meta / "report" if out is None else Path(out) / (store.sweep_id if len(stores) > 1 else "")
         paths = draw_all(runs, manifest, dest)
         print(

@@ -24,6 +24,7 @@ INSTANCE_FIELDS = ("machines", "jobs", "slots", "workload")
 POLICY_AXIS = "policy"  # a figure's x: one bar per policy
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # names end up in paths and hive partition values
 DEFAULT_OUTPUT = "results/sweeps"
+DEFAULT_REFERENCE = "pdors"
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class SweepConfig:
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     report: list[FigureConfig] = field(default_factory=list)
     schedules: bool = False  # also record every simulation's allocations (the ``schedules`` table)
+    reference: str | None = None  # paired comparisons are against this policy (default: pdors, else the first)
 
     def check(self) -> list[str]:
         out = []
@@ -134,6 +136,8 @@ class SweepConfig:
             out.append("policies: name at least one policy")
         for name in self.policies:
             out += _policy_problem(name)
+        if self.reference is not None and self.reference not in self.policies:
+            out.append(f"reference: {self.reference!r} is not a policy of this sweep ({', '.join(self.policies)})")
         out += [
             f"instance.{k}: unknown key (known: {', '.join(INSTANCE_FIELDS)}; seeds come from 'seeds', "
             f"policies from 'policies')"
@@ -178,6 +182,11 @@ class SweepConfig:
         if isinstance(self.seeds, SeedRange):
             return list(range(self.seeds.start, self.seeds.start + self.seeds.count))
         return list(self.seeds)
+
+
+def reference_of(reference: str | None, policies: list[str]) -> str:
+    """The policy paired comparisons are made against: ``reference`` if set, else PD-ORS, else the first."""
+    return reference or (DEFAULT_REFERENCE if DEFAULT_REFERENCE in policies else policies[0])
 
 
 def _policy_problem(name: str) -> list[str]:

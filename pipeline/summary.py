@@ -8,9 +8,12 @@ import math
 
 import pandas as pd
 
+from pdors.model import CRITICAL, INSENSITIVE, SENSITIVE
+
+from . import paired
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
 from .opt import ceiling, certified_bound
-from .schema import POLICY_AXIS, FigureConfig
+from .schema import POLICY_AXIS, FigureConfig, reference_of
 
 NUMERIC = [name for name, _ in METRICS]
 TABLE_METRICS = (
@@ -19,6 +22,12 @@ TABLE_METRICS = (
     ("fluid_completable", "fluid bound"),
     ("admitted", "admitted"),
     ("median_training_time", "median d"),
+    ("median_censored", "median censored"),
+    ("completed_share", "completed share"),
+    ("training_time_completed", "mean d (completed)"),
+    ("utility.insensitive", "utility insens."),
+    ("utility.sensitive", "utility sens."),
+    ("utility.critical", "utility crit."),
     ("offered_load.internal", "load int"),
     ("offered_load.external", "load ext"),
     ("policy_stats.rounding_rejects", "rounding rejects"),
@@ -151,7 +160,10 @@ def aggregate(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     counts runs that failed or were lost."""
     runs = with_ratio(runs)
     runs = runs.assign(**{m: metric_values(runs, m) for m in POLICY_STAT_COUNTS})
-    metrics = [m for m in [*NUMERIC, *DERIVED_METRICS, "room_share", *POLICY_STAT_COUNTS] if runs[m].notna().any()]
+    extra = [m for m in JOB_METRICS if m in runs]
+    metrics = [
+        m for m in [*NUMERIC, *DERIVED_METRICS, "room_share", *POLICY_STAT_COUNTS, *extra] if runs[m].notna().any()
+    ]
     rows = []
     for point_id, g in runs.groupby("point_id", sort=False):
         ok = g[g["status"] == "ok"]
@@ -177,10 +189,13 @@ def _cell(mean: float, std: float) -> str:
     return f"{mean:.4g}" if math.isnan(std) else f"{mean:.4g} ± {std:.2g}"
 
 
-def markdown(agg: pd.DataFrame, axes: list[str]) -> str:
-    """The results table (mean ± std over seeds)."""
+def markdown(agg: pd.DataFrame, axes: list[str], reference: str = "") -> str:
+    """The results table (mean ± std over seeds), with the paired comparison against ``reference`` where
+    ``agg`` has it (:func:`with_paired`)."""
     metrics = [(m, label) for m, label in TABLE_METRICS if f"{m}.mean" in agg]
+    has_paired = f"{PAIRED_PREFIX}n" in agg
     head = ["policy", *axes, "n", "failed", *(label for _, label in metrics)]
+    head += paired_head(reference) if has_paired else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in agg.iterrows():
         cells = [
@@ -190,6 +205,8 @@ def markdown(agg: pd.DataFrame, axes: list[str]) -> str:
             str(r["failed"]),
             *(_cell(r[f"{m}.mean"], r[f"{m}.std"]) for m, _ in metrics),
         ]
+        if has_paired:
+            cells += _paired_cells({k[len(PAIRED_PREFIX) :]: r[k] for k in r.index if k.startswith(PAIRED_PREFIX)})
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines) + "\n"
 
@@ -268,13 +285,13 @@ def _panels(ok: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     return ok.drop(columns="_value", errors="ignore")
 
 
-def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = ()) -> pd.DataFrame:
+def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = (), reference: str = "") -> pd.DataFrame:
     """Per (panel, policy, x): n runs, mean, std, the ``CONFIDENCE`` Student-t interval on the mean (clipped to
     the metric's :func:`domain`), min and max of ``fig.metric``. A panel is one value of every grid axis in
     ``axes`` that the figure neither plots, fixes nor averages (:func:`panel_axes`): by default a point is
     the mean over seeds only. Rows are ordered by ``fig.policies`` or else by first appearance (plan order:
     grid, policy, seed); x is the axis value as text, ``-`` where a policy lacks the axis (another policy's
-    parameter)."""
+    parameter). With a ``reference`` policy: ``paired.<field>`` columns (:func:`figure_paired`)."""
     ok = with_ratio(runs)
     ok = ok[(ok["status"] == "ok") & (ok["kind"] == "sim")]
     for axis, value in fig.where.items():
@@ -286,23 +303,59 @@ def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = ()) ->
     ok = _panels(ok[keep].assign(value=values[keep]), panel_axes(fig, list(axes)))
     x = ok["policy"] if fig.x == POLICY_AXIS else ok[fig.x].map(axis_label)
     load = pd.to_numeric(ok[LOAD_COLUMN], errors="coerce") if LOAD_COLUMN in ok else math.nan
-    frame = pd.DataFrame({"panel": ok["panel"], "policy": ok["policy"], "x": x, "value": ok["value"], "load": load})
+    frame = pd.DataFrame(
+        {
+            "panel": ok["panel"],
+            "policy": ok["policy"],
+            "x": x,
+            "value": ok["value"],
+            "load": load,
+            "instance_id": ok["instance_id"],
+            "censored": ok.get("median_censored", math.nan),
+        }
+    )
     frame = frame.dropna(subset=["value"])
     groups = frame.groupby(["panel", "policy", "x"], sort=False)
     stats = groups["value"].agg(["count", "mean", "std", "min", "max"]).assign(offered_load=groups["load"].mean())
     table = stats.reset_index().rename(columns={"count": "n"})
     table["ci_low"], table["ci_high"] = confidence_interval(table["mean"], table["std"], table["n"], domain(fig))
     table = table[list(FIGURE_COLUMNS)]
+    if fig.metric == "median_training_time" and frame["censored"].notna().any():
+        table["censored"] = groups["censored"].mean().to_numpy()  # share of the point's runs censored at T
+    if reference:
+        stats = figure_paired(frame, fig, reference).add_prefix(PAIRED_PREFIX)
+        keys = {f"{PAIRED_PREFIX}{k}": k for k in ("panel", "policy", "x")}
+        table = table.merge(stats.rename(columns=keys), on=list(keys.values()), how="left")
     if fig.policies:  # the figure's order, else plan order
         table = table.sort_values("policy", key=lambda p: p.map(fig.policies.index), kind="stable")
     return table.reset_index(drop=True)
+
+
+def paired_head(reference: str) -> list[str]:
+    return [
+        f"W/T/L of {reference}",
+        f"minus {reference} [95% CI]",
+        f"over {reference}, geo. mean [95% CI]",
+        "Wilcoxon p",
+    ]
+
+
+def _paired_cells(p: dict) -> list[str]:
+    if not p or pd.isna(p.get("n")) or not p["n"]:
+        return ["-"] * 4
+    return [
+        paired.wtl(p),
+        paired.interval_text(p["diff_mean"], p["diff_low"], p["diff_high"]),
+        paired.interval_text(p["ratio_gmean"], p["ratio_low"], p["ratio_high"]),
+        paired.p_text(p["wilcoxon_p"]),
+    ]
 
 
 def _interval(low: float, high: float) -> str:
     return "-" if math.isnan(low) else f"[{low:.4g}, {high:.4g}]"
 
 
-def figure_markdown(table: pd.DataFrame, x_label: str) -> str:
+def figure_markdown(table: pd.DataFrame, x_label: str, reference: str = "") -> str:
     """A figure's data as a Markdown table: one row per (panel, policy, x), with the mean offered load of the
     instances behind it."""
     x_column = x_label != POLICY_AXIS  # one bar per policy: x is the policy already
@@ -317,19 +370,166 @@ def figure_markdown(table: pd.DataFrame, x_label: str) -> str:
         "max",
         "offered load",
     ]
+    has_paired = f"{PAIRED_PREFIX}n" in table
+    head += paired_head(reference) if has_paired else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in table.itertuples():
+    for k, r in enumerate(table.itertuples()):
         load = "-" if math.isnan(r.offered_load) else f"{r.offered_load:.3g}"
         cells = [
             r.panel or "-",
             r.policy,
             *([r.x] if x_column else []),
             r.n,
-            _cell(r.mean, r.std),
+            _cell(r.mean, r.std) + (f" (censored in {r.censored:.0%})" if getattr(r, "censored", 0) > 0 else ""),
             _interval(r.ci_low, r.ci_high),
             f"{r.min:.4g}",
             f"{r.max:.4g}",
             load,
         ]
+        if has_paired:
+            row = table.iloc[k]
+            cells += _paired_cells(
+                {c[len(PAIRED_PREFIX) :]: row[c] for c in table.columns if c.startswith(PAIRED_PREFIX)}
+            )
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines) + "\n"
+
+
+# Paired comparisons (pipeline/paired.py) and censoring. Metrics where the smaller value is the better one (a
+# reference "wins" a pair by being lower); every other metric is better higher.
+LOWER_IS_BETTER = (
+    "median_training_time",
+    "training_time_completed",
+    "ratio",
+    "ratio_bound",
+    "rejected",
+    "violations",
+    "wall_s",
+    "decision_latency_ms.p50",
+    "decision_latency_ms.p99",
+    "policy_stats.rounding_rejects",
+    "policy_stats.infeasible_solves",
+)
+PAIRED_PREFIX = "paired."
+SENSITIVITY_CLASSES = {INSENSITIVE: "insensitive", SENSITIVE: "sensitive", CRITICAL: "critical"}
+# Per-run metrics derived from the jobs table (with_job_metrics): the share of jobs completed, the mean
+# training time (slots from arrival to completion) over the completed jobs only, and utility per class;
+# ``median_censored`` is 1 where at most half the jobs completed (``median_training_time`` is then T).
+JOB_METRICS = (
+    "median_censored",
+    "completed_share",
+    "training_time_completed",
+    *(f"utility.{name}" for name in SENSITIVITY_CLASSES.values()),
+)
+
+
+def reference_policy(manifest: dict) -> str:
+    """The sweep's reference policy for paired comparisons (``reference:``; older records: the default)."""
+    config = manifest["config"]
+    return reference_of(config.get("reference"), list(config["policies"]))
+
+
+def with_job_metrics(runs: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with :data:`JOB_METRICS` from the runs' jobs (columns ``run_id, arrival, completion, utility,
+    sensitivity``). ``median_training_time`` counts an unfinished job as T, so it is censored at T when at most
+    half the jobs complete: ``completed_share`` and ``training_time_completed`` say how much."""
+    runs = runs.copy()
+    runs["completed_share"] = pd.to_numeric(runs["completed"], errors="coerce") / pd.to_numeric(
+        runs["jobs"], errors="coerce"
+    )
+    runs["median_censored"] = (runs["completed_share"] <= 0.5).astype(float).where(runs["completed_share"].notna())
+    done = jobs[jobs["completion"].notna()]
+    runs["training_time_completed"] = runs["run_id"].map(
+        (done["completion"] - done["arrival"]).groupby(done["run_id"]).mean()
+    )
+    by_class = jobs.groupby(["run_id", "sensitivity"])["utility"].sum().unstack()
+    simulated = runs["run_id"].isin(jobs["run_id"])
+    for code, name in SENSITIVITY_CLASSES.items():
+        values = by_class[code] if code in by_class else pd.Series(dtype=float)
+        runs[f"utility.{name}"] = runs["run_id"].map(values).where(simulated).fillna(0.0).where(simulated)
+    return runs
+
+
+def pairs(runs: pd.DataFrame, axes: list[str], reference: str, metric: str = "total_utility") -> pd.DataFrame:
+    """One row per (simulation run of a policy other than ``reference``, its reference run on the same
+    instance and grid point): ``point_id, policy, <axes> (labels), instance_id, seed, value, reference``. A
+    reference run matches on every axis both runs have; a run without a unique match is left out (e.g. the
+    reference has a parameter axis the other policy lacks)."""
+    ok = runs[(runs["status"] == "ok") & (runs["kind"] == "sim")]
+    ok = ok.assign(value=metric_values(ok, metric), **{a: ok[a].map(axis_label) for a in axes if a in ok})
+    present = [a for a in axes if a in ok]
+    ref = ok[ok["policy"] == reference]
+    out = []
+    for _, g in ok[ok["policy"] != reference].groupby("point_id", sort=False):
+        first = g.iloc[0]
+        match = ref[ref["instance_id"].isin(g["instance_id"])]
+        for a in present:
+            if first[a] != "-":
+                match = match[match[a].isin([first[a], "-"])]
+        unique = match.drop_duplicates("instance_id", keep=False).set_index("instance_id")["value"]
+        out.append(g.assign(reference=g["instance_id"].map(unique)).dropna(subset=["reference"]))
+    columns = ["point_id", "policy", *present, "instance_id", "seed", "value", "reference"]
+    return pd.concat(out)[columns].reset_index(drop=True) if out else pd.DataFrame(columns=columns)
+
+
+def paired_stats(pairs_frame: pd.DataFrame, by: list[str], metric: str = "total_utility") -> pd.DataFrame:
+    """Per group of ``by``: :class:`pipeline.paired.Paired` of ``value`` against ``reference``."""
+    higher = metric not in LOWER_IS_BETTER
+    rows = [
+        {**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)), **p.to_dict()}
+        for key, g in pairs_frame.groupby(by, sort=False)
+        for p in [paired.compare(g["value"], g["reference"], higher)]
+    ]
+    return pd.DataFrame(rows, columns=[*by, *paired.FIELDS])
+
+
+def with_paired(agg: pd.DataFrame, runs: pd.DataFrame, axes: list[str], reference: str) -> pd.DataFrame:
+    """``agg`` (:func:`aggregate`) with ``paired.<field>`` columns: each point's total utility against the
+    reference's on the same instances (NaN on the reference's own rows)."""
+    stats = paired_stats(pairs(runs, axes, reference), ["point_id"]).set_index("point_id")
+    return agg.join(stats.add_prefix(PAIRED_PREFIX), on="point_id")
+
+
+def paired_overall(runs: pd.DataFrame, axes: list[str], reference: str) -> pd.DataFrame:
+    """Per policy, its total utility against the reference's over every paired instance of the sweep."""
+    return paired_stats(pairs(runs, axes, reference), ["policy"])
+
+
+def paired_markdown(overall: pd.DataFrame, reference: str) -> str:
+    """Per policy over all grid points: the reference's wins/ties/losses, paired mean difference and
+    geometric-mean ratio (policy / reference) with 95% intervals, and the signed-rank p-value."""
+    head = [
+        "policy",
+        "pairs",
+        f"W/T/L of {reference}",
+        "utility - ref [95% CI]",
+        "utility / ref, geo. mean [95% CI]",
+        "ratio min-max",
+        "Wilcoxon p",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in overall.to_dict("records"):
+        span = "-" if math.isnan(r["ratio_min"]) else f"{r['ratio_min']:.3g}-{r['ratio_max']:.3g}"
+        cells = [
+            r["policy"],
+            r["n"],
+            paired.wtl(r),
+            paired.interval_text(r["diff_mean"], r["diff_low"], r["diff_high"]),
+            paired.interval_text(r["ratio_gmean"], r["ratio_low"], r["ratio_high"]),
+            span,
+            paired.p_text(r["wilcoxon_p"]),
+        ]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def figure_paired(frame: pd.DataFrame, fig: FigureConfig, reference: str) -> pd.DataFrame:
+    """Per (panel, policy, x) of a figure's per-run ``frame`` (``panel, policy, x, instance_id, value``): the
+    paired statistics of the plotted value against the reference's on the same instance in the same panel
+    (and x, unless x is the policy); a reference with several runs per instance there is not paired."""
+    keys = ["panel", "instance_id"] + ([] if fig.x == POLICY_AXIS else ["x"])
+    ref = frame[frame["policy"] == reference].drop_duplicates(keys, keep=False)
+    both = frame[frame["policy"] != reference].merge(
+        ref[[*keys, "value"]].rename(columns={"value": "reference"}), on=keys
+    )
+    return paired_stats(both, ["panel", "policy", "x"], fig.metric)

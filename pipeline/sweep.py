@@ -36,6 +36,7 @@ FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at 
 STAGES = ("ray_start", "runs", "record", "report", "mlflow")  # the seconds printed by ``run`` (``pdors bench``)
 _stages: dict[str, float] = {}
 RESUMABLE = ("mlflow", "report", "output")  # config fields a resumed sweep takes from the config given now
+_footer: list[str] = []  # printed last, after the stage timings: the MLflow comparison URL
 
 
 def _stage(name: str, seconds: float) -> None:
@@ -176,6 +177,7 @@ def run(
     manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()))
     cluster = None
     _stages.clear()
+    _footer.clear()
     if todo and not in_process:
         from . import executor
 
@@ -193,6 +195,8 @@ def run(
                 store, plan, manifest, data, config_path, overrides, todo, damaged, cluster, max_parallel
             )
         _say("stages (s): " + ", ".join(f"{k} {_stages.get(k, 0.0):.2f}" for k in STAGES))
+        for line in _footer:
+            _say(line)
         return code
     except KeyboardInterrupt as e:
         _say(
@@ -333,15 +337,16 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``."""
     from . import plots, summary, tracking
-    from .report import draw_all
+    from .report import comparison, draw_all, runs_of
 
     tick = time.perf_counter()
-    counts, runs = recorded_runs(store, manifest)
-    if runs.empty:
-        raise SweepError(f"sweep {store.sweep_id} has no recorded runs under {store.root}")
-    axes = manifest["axes"]
-    agg = summary.aggregate(runs, axes)
-    table = summary.markdown(agg, axes)
+    counts, runs = runs_of(store, manifest)
+    axes, reference = manifest["axes"], summary.reference_policy(manifest)
+    agg = comparison(runs, manifest)
+    table = summary.markdown(agg, axes, reference)
+    table += f"\nPaired over every grid point and seed, against {reference}:\n\n" + summary.paired_markdown(
+        summary.paired_overall(runs, axes, reference), reference
+    )
     atomic.write(store.meta / "summary.csv", agg.to_csv(index=False))
     atomic.write(store.meta / "summary.md", table)
     plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png")
@@ -369,10 +374,10 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     if not (manifest["mlflow"] if track is None else track):
         return status
     tick = time.perf_counter()
+    # The default plot is not logged: the report's figures (and its HTML page) hold it.
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
-    artifacts += plots.formats(plot)
     try:
-        parent = tracking.log_sweep(manifest, runs, agg, artifacts, store.root)
+        logged = tracking.log_sweep(manifest, runs, agg, artifacts, store.root)
         tracking.attach(manifest, figures, "report", store.root)
     except Exception as e:  # Parquet is the record: say how to re-log, keep the results
         _say(
@@ -382,17 +387,26 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
         return status or 3
     _stage("mlflow", time.perf_counter() - tick)
     _say(
-        f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {parent} "
+        f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {logged.parent} "
         f"with {len(agg)} child runs"
+        + (
+            ""
+            if tracking.tracking_uri().startswith(("http://", "https://"))
+            else f"; serve it with `mlflow ui --backend-store-uri {tracking.shown_uri()}` to open the URL below"
+        )
     )
+    _footer.append(f"MLflow comparison: {logged.url}")
     return status
 
 
 def log(target: str | None, out: str | None) -> int:
     """``pdors sweep log``: re-log sweeps to MLflow from their Parquet record."""
     status = OK
+    _footer.clear()
     for store in locate(target, out):
         status = max(status, publish(store, manifest_of(store), track=True))
+    for line in _footer:
+        _say(line)
     return status
 
 

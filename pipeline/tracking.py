@@ -2,10 +2,17 @@
 Parquet record.
 
 A child's params are every setting that defines it (policy, H, I, T, every workload field, every policy
-parameter as ``<policy>.<param>``, as in the Parquet columns and grid axes); its metrics are the mean, std and
-n over seeds plus one value per seed (``step`` = seed), and ``seeds.csv`` holds the per-seed table. The parent
-holds the headline metrics (per policy, over all its runs) and the comparison table ``comparison.csv`` (one
-row per child: mean and std over seeds).
+parameter as ``<policy>.<param>``, as in the Parquet columns and grid axes) and ``seeds``; its metrics are the
+mean over seeds under the bare name (``total_utility``), ``<metric>.std``, ``n``, the paired comparison with
+the reference policy (``paired.wins``, ``paired.ratio_gmean``, ...; :mod:`pipeline.paired`), and each seed's
+value under ``<metric>.seed`` (``step`` = seed); ``seeds.csv`` holds the per-seed table. The parent holds the
+headline metrics (per policy, over all its runs) and the summary table; the report (figures, and one HTML page
+with them embedded) is attached under ``report/``.
+
+After logging, :func:`view_url` is the address of the experiment's runs table showing this sweep's children
+only, flat, with their defining params and headline metrics as columns: MLflow 3's shared view state (an
+experiment tag ``mlflow.sharedViewState.<key>`` holding the view as JSON, opened by the URL parameter
+``viewStateShareKey=<key>`` on the ``runs`` tab).
 
 Logging is idempotent and safe to run concurrently: the parent is found again by ``pdors.parent_key`` (a
 digest of the sweep id and the output directory, so the same config run into another output gets its own
@@ -27,6 +34,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -35,6 +43,9 @@ from .credentials import redact, split_auth
 
 SWEEP_TAG, POINT_TAG, PARENT_TAG = "pdors.sweep_id", "pdors.point_id", "mlflow.parentRunId"
 KEY_TAG, CONTENT_TAG = "pdors.parent_key", "pdors.content"
+# The children's metric layout: 2 = bare names are means over seeds, per-seed values under ``<metric>.seed``. A
+# child logged with another layout (1: per-seed values as steps of the bare name) is deleted and logged anew.
+LAYOUT_TAG, LAYOUT = "pdors.layout", "2"
 # MLflow 3's UI opens an experiment of this kind ("Machine learning") on its runs, not on GenAI traces.
 EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 # Metrics logged per seed (step = seed) on each child, and per policy on the parent (headline).
@@ -53,6 +64,25 @@ SEED_METRICS = (
 )
 HEADLINE_METRICS = ("total_utility", "completed", "ratio")
 PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000  # MLflow's limits per log_batch call
+SEED_SUFFIX = ".seed"  # per-seed values: a name of their own, so the bare name is the mean over seeds
+PAIRED_PREFIX = "paired."
+VIEW_TAG = "mlflow.sharedViewState."  # MLflow UI: an experiment tag per shared view, opened by its key
+VIEW_METRICS = (
+    "total_utility",
+    "total_utility.std",
+    "paired.ratio_gmean",
+    "paired.ratio_low",
+    "paired.ratio_high",
+    "paired.wins",
+    "paired.ties",
+    "paired.losses",
+    "completed_share",
+    "median_training_time",
+    "median_censored",
+    "n",
+)
+RUN_NAME_COLUMN = "attributes.`Run Name`"
+LOCAL_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves a local store by default
 
 
 def tracking_uri() -> str:
@@ -176,6 +206,57 @@ def attach(manifest: dict, paths: list[Path], artifact_path: str, root: Path | N
     return parent
 
 
+def child_metric_values(row: pd.Series) -> dict:
+    """A child's metrics from its aggregate row (:func:`pipeline.report.comparison`): the mean over seeds under
+    the bare name, ``.std``, ``n``, ``failed`` and the ``paired.*`` columns."""
+    out = {"n": row["n"], "failed": row["failed"]}
+    for k, v in zip(map(str, row.index), row, strict=True):
+        if k.endswith(".mean"):
+            out[k[: -len(".mean")]] = v
+        elif k.endswith(".std") or k.startswith(PAIRED_PREFIX):
+            out[k] = v
+    return out
+
+
+def view_state(parent: str, axes: list[str]) -> dict:
+    """The runs table's view of one sweep: its children only (flat: a filter unnests them), ordered by name
+    (policy, then grid values), with the policy, grid and seeds params and then :data:`VIEW_METRICS` as the
+    leftmost columns (the table renders only the columns in sight)."""
+    columns = [f"params.`{p}`" for p in ["policy", *axes, "seeds"]] + [f"metrics.`{m}`" for m in VIEW_METRICS]
+    return {
+        "searchFilter": f"tags.`{PARENT_TAG}` = '{parent}'",
+        "orderByKey": "tags.`mlflow.runName`",
+        "orderByAsc": True,
+        "selectedColumns": columns,
+        "columnOrder": [RUN_NAME_COLUMN, *columns],
+        "columnWidths": {RUN_NAME_COLUMN: 320},
+        "compareRunsMode": "TABLE",
+    }
+
+
+def view_key(state: dict) -> str:
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def view_url(base: str, exp_id: str, key: str) -> str:
+    """The MLflow UI address of a shared view of experiment ``exp_id`` (``base``: the server, no credentials)."""
+    return f"{base.rstrip('/')}/#/experiments/{exp_id}/runs?viewStateShareKey={key}"
+
+
+def ui_base(uri: str) -> str:
+    """The UI that shows tracking URI ``uri``: the server itself (credentials removed), else ``mlflow ui``'s
+    default address."""
+    return split_auth(uri)[0] if uri.startswith(("http://", "https://")) else LOCAL_UI
+
+
+def publish_view(mlflow_client, exp_id: str, parent: str, axes: list[str]) -> str:
+    """Store the sweep's view on the experiment; its share key."""
+    state = view_state(parent, axes)
+    key = view_key(state)
+    mlflow_client.set_experiment_tag(exp_id, VIEW_TAG + key, json.dumps(state))
+    return key
+
+
 def point_params(spec_json: str, policy: str) -> dict:
     """Every setting of a run spec but the seed, flattened: ``machines``, ``workload.<field>``,
     ``<policy>.<param>`` (an OPT row: ``opt.<setting>``)."""
@@ -204,15 +285,16 @@ def seed_table(point_runs: pd.DataFrame) -> pd.DataFrame:
     return point_runs[cols].sort_values("seed").reset_index(drop=True)
 
 
-def _child_content(row: pd.Series, point_runs: pd.DataFrame, agg_columns) -> tuple[list, list]:
+def _child_content(row: pd.Series, point_runs: pd.DataFrame) -> tuple[list, list]:
     """A child's params and metrics, all determined by the record (timestamps are the runs' finish times)."""
-    logged = params(point_params(point_runs["spec"].iloc[0], row["policy"]))
-    stats = {k: row[k] for k in agg_columns if k.endswith((".mean", ".std"))}
-    values = metrics({"n": row["n"], "failed": row["failed"], **stats}, _last_finish_ms(point_runs))
+    seeds = ",".join(str(s) for s in sorted(point_runs["seed"]))
+    logged = params({**point_params(point_runs["spec"].iloc[0], row["policy"]), "seeds": seeds})
+    values = metrics(child_metric_values(row), _last_finish_ms(point_runs))
     seed_metrics = [m for m in SEED_METRICS if m in point_runs]
     ok = point_runs.loc[point_runs["status"] == "ok", ["seed", "finished_at", *seed_metrics]]
     for run in ok.to_dict("records"):
-        values += metrics({m: run[m] for m in seed_metrics}, _ms(run["finished_at"]), run["seed"])
+        per_seed = {m + SEED_SUFFIX: run[m] for m in seed_metrics}
+        values += metrics(per_seed, _ms(run["finished_at"]), run["seed"])
     return logged, values
 
 
@@ -232,10 +314,12 @@ def _log_child(
     label: str,
     row: pd.Series,
     point_runs: pd.DataFrame,
-    agg_columns,
     existing,
 ) -> str:
-    logged, values = _child_content(row, point_runs, agg_columns)
+    logged, values = _child_content(row, point_runs)
+    if existing is not None and existing.data.tags.get(LAYOUT_TAG) != LAYOUT:
+        c.delete_run(existing.info.run_id)  # its old per-seed steps would keep a stale value under a bare name
+        existing = None
     content = hashlib.sha256(
         json.dumps(
             [[(p.key, p.value) for p in logged], [(m.key, m.value, m.timestamp, m.step) for m in values]]
@@ -247,7 +331,9 @@ def _log_child(
         existing.info.run_id
         if existing is not None
         else c.create_run(
-            exp_id, run_name=label[:250], tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: row["point_id"]}
+            exp_id,
+            run_name=label[:250],
+            tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: row["point_id"], LAYOUT_TAG: LAYOUT},
         ).info.run_id
     )
     log_batches(c, child, logged, values)
@@ -268,11 +354,19 @@ def headline(runs: pd.DataFrame) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class Logged:
+    """A logged sweep: its parent run and the UI address of its comparison view."""
+
+    parent: str
+    url: str
+
+
 def log_sweep(
     manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path | None = None
-) -> str:
-    """Log (or re-log) a sweep recorded under ``root`` (default: the manifest's output); returns the parent
-    run id."""
+) -> Logged:
+    """Log (or re-log) a sweep recorded under ``root`` (default: the manifest's output); ``agg``:
+    :func:`pipeline.report.comparison`."""
     from mlflow.entities import RunTag
 
     from .summary import with_ratio
@@ -325,7 +419,6 @@ def log_sweep(
         )
         for path in artifacts:
             c.log_artifact(parent, str(path), "plots" if path.suffix in (".png", ".pdf", ".svg") else None)
-        c.log_text(parent, agg.to_csv(index=False), "comparison.csv")  # log_table would append
 
         children = {}
         for r in _find(c, exp_id, f"tags.`{PARENT_TAG}` = '{parent}'"):  # the oldest if ever duplicated
@@ -346,8 +439,8 @@ def log_sweep(
                 label,
                 row,
                 by_point[row["point_id"]],
-                agg.columns,
                 children.get(row["point_id"]),
             )
         c.set_terminated(parent)
-    return parent
+        key = publish_view(c, exp_id, parent, manifest["axes"])
+    return Logged(parent, view_url(ui_base(tracking_uri()), exp_id, key))

@@ -78,8 +78,10 @@ def test_local_sweep_resume_and_parallelism(netns, env, tmp_path, monkeypatch):
     ]
     children = [r for r in all_runs if r.data.tags.get("mlflow.parentRunId") == parent[0].info.run_id]
     assert len(parent) == 1 and len(children) == 4  # 2 machine counts x 2 policies
-    assert all(c.data.metrics["n"] == 2 and "total_utility.mean" in c.data.metrics for c in children)
-    assert {a.path for a in client.list_artifacts(parent[0].info.run_id)} >= {"config.yaml", "summary.csv", "plots"}
+    assert all(c.data.metrics["n"] == 2 and "total_utility.std" in c.data.metrics for c in children)
+    assert all(c.data.params["seeds"] == "1,2" for c in children)
+    artifacts = {a.path for a in client.list_artifacts(parent[0].info.run_id)}
+    assert artifacts >= {"config.yaml", "summary.csv", "report"} and not artifacts & {"plots", "comparison.csv"}
 
     before = file_states(tmp_path / "a")
     rc, log = pdors(netns, env, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "a")

@@ -246,17 +246,17 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
         "packages": {"pdors": "0"},
         "git_commit": "abc123",
     }
-    first = tracking.log_sweep(manifest, runs, agg, [png], store.root)
+    first = tracking.log_sweep(manifest, runs, agg, [png], store.root).parent
     db = sqlite3.connect(tmp_path / "mlflow.db")
     points = db.execute("select count(*) from metrics").fetchone()[0]
-    again = tracking.log_sweep(manifest, runs, agg, [png], store.root)  # re-logging updates, never duplicates
+    again = tracking.log_sweep(manifest, runs, agg, [png], store.root).parent  # re-logging never duplicates
     assert first == again and db.execute("select count(*) from metrics").fetchone()[0] == points
     n_runs = db.execute("select count(*) from runs").fetchone()[0]
     n_children = db.execute(
         "select count(*) from tags where key = 'mlflow.parentRunId' and value = ?", (first,)
     ).fetchone()[0]
     assert (n_runs, n_children) == (7, 6)
-    other = tracking.log_sweep(manifest, runs, agg, [], tmp_path / "elsewhere")  # another output: own parent
+    other = tracking.log_sweep(manifest, runs, agg, [], tmp_path / "elsewhere").parent  # another output
     assert other != first and db.execute("select count(*) from runs").fetchone()[0] == 14
     kind = db.execute("select value from experiment_tags where key = 'mlflow.experimentKind'").fetchall()
     assert kind == [("custom_model_development",)]
@@ -271,8 +271,21 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
         child.data.params
     )
     assert child.data.params["jobs"] == str(TINY["instance"]["jobs"])
-    history = client.get_metric_history(child.info.run_id, "total_utility")
+    history = client.get_metric_history(child.info.run_id, "total_utility.seed")
     assert sorted(m.step for m in history) == [1, 2]  # one value per seed, step = seed
+    assert child.data.params["seeds"] == "1,2"
+    mean = sum(m.value for m in history) / 2
+    assert child.data.metrics["total_utility"] == pytest.approx(mean)  # the bare name is the mean over seeds
+    # a child logged with the old layout (per-seed steps under the bare name) is replaced, not appended to
+    client.set_tag(child.info.run_id, "pdors.layout", "1")
+    client.log_metric(child.info.run_id, "total_utility", 1.0, step=9)
+    tracking.log_sweep(manifest, runs, agg, [], store.root)
+    point = child.data.tags["pdors.point_id"]
+    now = client.search_runs(
+        [child.info.experiment_id], f"tags.`pdors.point_id` = '{point}' and tags.`mlflow.parentRunId` = '{first}'"
+    )
+    assert len(now) == 1 and now[0].info.run_id != child.info.run_id
+    assert now[0].data.metrics["total_utility"] == pytest.approx(mean)
     assert {a.path for a in client.list_artifacts(child.info.run_id)} == {"seeds.csv"}
 
 

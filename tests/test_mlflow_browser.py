@@ -1,0 +1,124 @@
+"""The MLflow UI in a real browser: a small sweep logged to an MLflow server (``infra/mlflow-local.sh``, artifacts
+proxied), the comparison URL the sweep prints opened in headless Chromium (Debian's ``chromium``, driven by
+Playwright), and the rendered page checked: the runs table lists the sweep's children with the policy and grid
+params and the ``total_utility`` columns, and the HTML report in the artifact viewer shows its images.
+
+Everything (server, sweep, browser) runs in a loopback-only network namespace. Screenshots are kept in
+``results/test-artifacts/mlflow-browser/`` (``runs.png``, ``report.png``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from realstack import ROOT, config, end_session, in_netns_python, pdors, start, wait_healthy
+
+CHROMIUM = shutil.which("chromium")
+SHOTS = ROOT / "results" / "test-artifacts" / "mlflow-browser"
+PORT = 5000  # the namespace is the test's own: no other server there
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make setup installs it)")
+
+# Runs inside the namespace: opens the URLs, waits for the rendered content, screenshots, reports the DOM.
+BROWSE = """
+import json, sys
+from playwright.sync_api import sync_playwright
+chromium, runs_url, report_url, shots = sys.argv[1:]
+out = {}
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+    page = browser.new_page(viewport={"width": 2400, "height": 1100})
+    page.goto(runs_url)
+    page.wait_for_selector("[col-id='metrics.`total_utility`'] >> text=/[0-9]/", timeout=60000)
+    page.wait_for_timeout(1500)
+    page.screenshot(path=shots + "/runs.png")
+    out["headers"] = [h.strip() for h in page.locator(".ag-header-cell").all_inner_texts()]
+    out["names"] = page.locator("[col-id='attributes.`Run Name`'].ag-cell").all_inner_texts()
+    out["policies"] = page.locator("[col-id='params.`policy`'].ag-cell").all_inner_texts()
+    out["machines"] = page.locator("[col-id='params.`machines`'].ag-cell").all_inner_texts()
+    out["seeds"] = page.locator("[col-id='params.`seeds`'].ag-cell").all_inner_texts()
+    out["utility"] = page.locator("[col-id='metrics.`total_utility`'].ag-cell").all_inner_texts()
+    out["matching"] = page.get_by_text("matching runs").all_inner_texts()
+    page.goto(report_url)
+    page.wait_for_timeout(3000)
+    frame = None
+    for _ in range(60):
+        frame = next((f for f in page.frames if f.evaluate("() => document.images.length") > 1), None)
+        if frame:
+            break
+        page.wait_for_timeout(500)
+    page.wait_for_timeout(1000)
+    page.screenshot(path=shots + "/report.png")
+    out["images"] = frame.evaluate(
+        "() => Array.from(document.images).map(i => [i.alt, i.naturalWidth, i.getBoundingClientRect().width])"
+    ) if frame else []
+    out["report_text"] = frame.evaluate("() => document.body.innerText") if frame else ""
+    browser.close()
+print(json.dumps(out))
+"""
+
+
+def _browse(netns: str, env: dict, runs_url: str, report_url: str) -> dict:
+    assert CHROMIUM is not None
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run(
+        ["ip", "netns", "exec", netns, sys.executable, "-c", BROWSE, CHROMIUM, runs_url, report_url, str(SHOTS)],
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=150,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen: dict = json.loads(out.stdout.strip().splitlines()[-1])
+    return seen
+
+
+def test_comparison_url_opens_the_children_table_and_the_report_renders(netns: str, env: dict, tmp_path: Path) -> None:
+    server = start(netns, env, tmp_path, ROOT / "infra" / "mlflow-local.sh", PORT, tmp_path / "server")
+    served = {**env, "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{PORT}"}
+    try:
+        wait_healthy(netns, f"http://127.0.0.1:{PORT}/health", server)
+        cfg = config(tmp_path, "browser", [4, 6], [1, 2], jobs=8, slots=8)
+        rc, log = pdors(netns, served, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "out", "--in-process")
+        assert rc == 0, log
+        url = log.strip().splitlines()[-1]
+        assert url.startswith(f"MLflow comparison: http://127.0.0.1:{PORT}/#/experiments/"), log
+        runs_url = url.split(": ", 1)[1]
+        logged = in_netns_python(
+            netns,
+            served,
+            (
+                "import json\nfrom mlflow.tracking import MlflowClient\nc = MlflowClient()\n"
+                "exp = c.get_experiment_by_name('test-browser')\n"
+                "p = [r for r in c.search_runs([exp.experiment_id]) if r.data.tags.get('pdors.role') == 'sweep'][0]\n"
+                "print(json.dumps([exp.experiment_id, p.info.run_id, p.info.artifact_uri,\n"
+                "    [a.path for a in c.list_artifacts(p.info.run_id, 'report')]]))\n"
+            ),
+        )
+        exp_id, parent, artifact_uri, report_files = logged
+        assert artifact_uri.startswith("mlflow-artifacts:/")  # proxied: no path of the checkout or the server
+        page = next(f for f in report_files if f.endswith(".report.html"))
+        report_url = f"http://127.0.0.1:{PORT}/#/experiments/{exp_id}/runs/{parent}/artifacts/{page}"
+        seen = _browse(netns, env, runs_url, report_url)
+    finally:
+        end_session(server)
+
+    # 2 policies x 2 machine counts: every child, flat (no parent row), with its defining params and the mean
+    names = [n.splitlines()[-1] for n in seen["names"]]  # a colour swatch's label comes first
+    assert sorted(names) == [f"{p} machines={m}" for p in ("fifo", "pdors") for m in (4, 6)], seen
+    assert sorted(seen["policies"]) == ["fifo", "fifo", "pdors", "pdors"]
+    assert sorted(seen["machines"]) == ["4", "4", "6", "6"] and set(seen["seeds"]) == {"1,2"}
+    assert all(float(u) > 0 for u in seen["utility"]), seen["utility"]
+    for header in ("policy", "machines", "seeds", "total_utility", "paired.ratio_gmean", "paired.wins"):
+        assert header in seen["headers"], seen["headers"]
+    assert seen["matching"] and seen["matching"][0].startswith("4 matching runs"), seen["matching"]
+    # the HTML report: the paired figure and the sweep's figure decoded and drawn
+    images = {alt: (natural, shown) for alt, natural, shown in seen["images"]}
+    assert {"paired", "total_utility"} <= set(images), seen["images"]
+    assert all(natural > 1000 and shown > 100 for natural, shown in images.values()), images
+    assert "Paired: every policy against pdors" in seen["report_text"]
+    assert (SHOTS / "runs.png").stat().st_size > 10_000 and (SHOTS / "report.png").stat().st_size > 10_000
