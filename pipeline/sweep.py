@@ -27,7 +27,7 @@ from . import grid, schema, sizing
 from .credentials import one_line
 from .locate import locate, sweeps_under
 from .provenance import git_commit, packages
-from .storage import Damage, Index, Store, SweepError, count, manifest_of, recorded_runs, resume_command
+from .storage import Damage, Index, Store, SweepError, count, manifest_of, resume_command
 from .tasks import Plan, Task
 
 # Exit status of ``pdors sweep run`` (docs/PIPELINE.md).
