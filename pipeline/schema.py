@@ -150,11 +150,11 @@ class SweepConfig:
                 out.append("seeds: list at least one seed")
             out += [f"seeds[{k}]: must be >= 0, got {s}" for k, s in enumerate(self.seeds) if s < 0]
             out += [f"seeds[{k}]: duplicate seed {self.seeds[k]}" for k in _duplicates(self.seeds)[:1]]
-        self.opt_settings()
+        opt = self.opt_settings()
         workload = self.instance.get("workload")  # its type is checked when the grid is expanded
         profiles = [workload.get("profile") if isinstance(workload, dict) else None]
         profiles += self.grid.get("workload.profile", [])
-        if self.opt is not None and self.opt.method == "milp" and "thesis" in profiles:
+        if opt is not None and opt.method == "milp" and "thesis" in profiles:
             out.append(
                 "opt: the MILP models the paper's rules, not the thesis profile's (3.4)-(3.5) (method: bound does)"
             )
