@@ -18,7 +18,12 @@ from pathlib import Path
 import pytest
 
 from pdors_cli.main import main
-from pipeline import storage
+from pipeline import grid, schema, storage
+
+
+def sweep_id_of(config: Path) -> str:
+    return grid.expand(schema.load(config)).sweep_id
+
 
 CONFIG = """\
 name: tiny
@@ -68,9 +73,9 @@ def test_disk_full_then_resume_by_the_printed_command(
     command = shlex.split(printed.group(1))
     assert command[:3] == ["pdors", "sweep", "run"] and "--resume" in command and "--in-process" in command
     assert not list(out.rglob(".tmp-*"))  # a failed write leaves no partial file
-    manifest = out / "sweeps" / "tiny-800224072f" / "manifest.json"
+    manifest = out / "sweeps" / sweep_id_of(config) / "manifest.json"
     assert not manifest.exists() or manifest.read_text().rstrip().endswith("}")  # whole or absent
     assert main(command[1:]) == 0, capsys.readouterr()
-    assert main(["sweep", "status", "tiny-800224072f", "--out", str(out)]) == 0
+    assert main(["sweep", "status", sweep_id_of(config), "--out", str(out)]) == 0
     assert "records intact" in capsys.readouterr().out
     assert utilities(out) == clean

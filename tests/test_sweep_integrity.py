@@ -16,7 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from pdors_cli.main import main
-from pipeline import storage
+from pipeline import grid, schema, storage
+
+
+def sweep_id_of(config: Path) -> str:
+    return grid.expand(schema.load(config)).sweep_id
+
 
 CONFIG = """\
 name: tiny
@@ -59,14 +64,14 @@ def test_every_record_file_has_page_checksums_and_a_digest(compacted: tuple[Path
 def test_a_bit_flip_in_a_compacted_runs_file_is_detected_and_repaired(
     compacted: tuple[Path, Path, dict[str, float]], capsys: pytest.CaptureFixture[str], where: float
 ) -> None:
-    _, out, clean = compacted
+    config, out, clean = compacted
     (runs_file,) = out.glob("runs/p*.parquet")
     blob = bytearray(runs_file.read_bytes())
     blob[int(len(blob) * where)] ^= 0x10
     runs_file.write_bytes(bytes(blob))
     capsys.readouterr()
 
-    sweep = "tiny-800224072f"  # the first sweep: 8 of the 12 runs in the damaged file are its own
+    sweep = sweep_id_of(config)  # the first sweep: 8 of the 12 runs in the damaged file are its own
     assert main(["sweep", "status", sweep, "--out", str(out)]) == 1
     said = capsys.readouterr().out
     assert f"damaged: {runs_file} (" in said and "content does not match its SHA-256" in said, said
@@ -100,14 +105,14 @@ def test_resume_applies_or_refuses_each_change(tmp_path: Path, capsys: pytest.Ca
     config = tmp_path / "tiny.yaml"
     config.write_text(CONFIG)
     out = tmp_path / "out"
-    meta = out / "sweeps" / "tiny-800224072f"
+    meta = out / "sweeps" / sweep_id_of(config)
     assert main(["sweep", "run", str(config), "--in-process", "--out", str(out)]) == 0
     before = {name: (meta / name).read_bytes() for name in ("manifest.json", "config.yaml")}
     capsys.readouterr()
 
     assert main(["sweep", "run", str(config), "schedules=true", "--in-process", "--out", str(out), "--resume"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("pdors sweep: error: --resume: schedules is True, but sweep tiny-800224072f recorded False")
+    assert err.startswith(f"pdors sweep: error: --resume: schedules is True, but sweep {meta.name} recorded False")
     assert "\n" not in err
     assert {name: (meta / name).read_bytes() for name in before} == before  # nothing claimed, nothing written
 
