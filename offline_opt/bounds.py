@@ -7,6 +7,7 @@ schedule.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,9 @@ from pdors.model import Instance
 EPS = 1e-12
 
 
-def _max_count(limit: int, unit: np.ndarray, capacity: np.ndarray, extra=None) -> int:
+def _max_count(
+    limit: int, unit: np.ndarray, capacity: np.ndarray, extra: Callable[[int], np.ndarray] | None = None
+) -> int:
     """Largest n <= limit with n * unit (+ extra(n)) <= capacity on every resource."""
     best = 0
     for n in range(1, limit + 1):
@@ -66,8 +69,9 @@ def job_bounds(instance: Instance) -> list[JobBounds]:
         F, g = int(jobs.batch[i]), int(jobs.gamma[i])
         alpha, beta = jobs.worker_demand[i], jobs.ps_demand[i]
 
-        def ps_for(n: int, g: int = g, beta: float = beta) -> float:
-            return -(-n // g) * beta  # the ceil(n / gamma) PSs of n workers (eq. 2)
+        def ps_for(n: int, g: int = g, beta: np.ndarray = beta) -> np.ndarray:
+            out: np.ndarray = -(-n // g) * beta
+            return out  # the ceil(n / gamma) PSs of n workers (eq. 2)
 
         w_int = tuple(_max_count(F, alpha, cap[h], ps_for) for h in range(H))
         w_mac = tuple(_max_count(F, alpha, cap[h]) for h in range(H))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from pdors.model import Instance
 from pdors.policies import POLICIES
-from pdors.run import run
+from pdors.run import RunResult, run
 
 from .milp import Strengthening
 from .solve import DEFAULT_GAP, OptResult, ceiling, solve
@@ -113,9 +113,8 @@ def run_policies(
     return runs
 
 
-def rate(opt, runs: dict) -> list[PolicyRatio]:
-    """OPT / ALG of each run; ``opt`` needs ``objective``, ``bound``, ``status``, ``proven_optimal``,
-    ``mip_gap``."""
+def rate(opt: OptResult, runs: dict[str, RunResult]) -> list[PolicyRatio]:
+    """OPT / ALG of each run."""
     out = []
     for name, r in runs.items():
         s = r.summary

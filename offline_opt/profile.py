@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from pdors.model import Instance
 from pdors.workload import WorkloadConfig
 
 
@@ -53,7 +54,7 @@ class InstanceProfile:
     slots: int
     workload: Callable[[], WorkloadConfig]
 
-    def draw(self, seed: int):
+    def draw(self, seed: int) -> Instance:
         from pdors.workload import generate
 
         return generate(self.workload(), self.machines, self.jobs, self.slots, seed)

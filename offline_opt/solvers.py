@@ -65,7 +65,7 @@ def solve_model(
     return run
 
 
-def _highs(model, time_limit, mip_gap) -> SolverRun:
+def _highs(model: pyo.ConcreteModel, time_limit: float, mip_gap: float) -> SolverRun:
     import highspy
     from pyomo.contrib.solver.common.results import SolutionStatus
     from pyomo.contrib.solver.common.results import TerminationCondition as TC
@@ -105,7 +105,7 @@ def _highs(model, time_limit, mip_gap) -> SolverRun:
     )
 
 
-def _legacy(model, solver, time_limit, mip_gap, warm_start) -> SolverRun:
+def _legacy(model: pyo.ConcreteModel, solver: str, time_limit: float, mip_gap: float, warm_start: bool) -> SolverRun:
     opt = pyo.SolverFactory(solver)
     if solver == "cbc":
         opt.options.update({"seconds": time_limit, "ratioGap": mip_gap, "threads": 1})

@@ -12,7 +12,9 @@ import dataclasses
 import functools
 import types
 import typing
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+T = TypeVar("T")
 
 
 class ConfigError(ValueError):
@@ -51,7 +53,7 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
             raise ConfigError(path, f"must be one of {', '.join(map(repr, args))}, got {value!r}")
         return value
     if dataclasses.is_dataclass(tp):
-        return build(tp, value, path)
+        return build(typing.cast(type, tp), value, path)
     if origin in (tuple, list):
         if not isinstance(value, (list, tuple)):
             raise ConfigError(path, f"must be a list, got {type(value).__name__} {value!r}")
@@ -91,21 +93,21 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
 
 
 @functools.cache
-def _fields(cls) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
+def _fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
     """A dataclass's resolved annotations and init fields; resolving them is most of what ``build`` costs
     (a sweep builds thousands of run specs), and they never change."""
     return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls) if f.init}
 
 
-def build(cls, data: Any, path: str = ""):
+def build(cls: type[T], data: Any, path: str = "") -> T:
     """Construct dataclass ``cls`` from ``data`` (a mapping or an instance), checking everything."""
     if isinstance(data, cls):
-        data = dataclasses.asdict(data)
+        data = dataclasses.asdict(data)  # type: ignore[call-overload]  # cls is a dataclass
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(path, f"must be a mapping, got {type(data).__name__} {data!r}")
-    hints, known = _fields(cls)
+    hints, known = _fields(typing.cast(type, cls))
     unknown = sorted(set(map(str, data)) - set(known))
     if unknown:
         raise ConfigError(_join(path, unknown[0]), f"unknown key (known: {', '.join(sorted(known))})")
@@ -125,7 +127,7 @@ def build(cls, data: Any, path: str = ""):
     return obj
 
 
-def to_dict(obj) -> Any:
+def to_dict(obj: Any) -> Any:
     """Plain-data form of a config dataclass (tuples become lists), the inverse of :func:`build`."""
     if dataclasses.is_dataclass(obj):
         return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
@@ -136,7 +138,7 @@ def to_dict(obj) -> Any:
     return obj
 
 
-def range_problem(name: str, bounds: tuple, lo: float = 0.0) -> list[str]:
+def range_problem(name: str, bounds: tuple[float, float], lo: float = 0.0) -> list[str]:
     """Check a ``[low, high]`` pair: ordered and not below ``lo``."""
     a, b = bounds
     if a > b:

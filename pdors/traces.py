@@ -83,7 +83,7 @@ class Snippet:
     sensitivity: np.ndarray
 
 
-def _open_text(path: Path):
+def _open_text(path: Path) -> io.TextIOWrapper:
     raw = path.open("rb")
     head = raw.read(2)
     raw.seek(0)
