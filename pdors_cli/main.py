@@ -5,16 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-import offline_opt.cli
-import pipeline.cli
-import pipeline.nightly
-import pipeline.show
 from pdors.config import ConfigError
 
-from . import bench, compare, simulate
+from . import bench, compare, nightly, opt, show, simulate, study, sweep
 
 # Each module adds its subcommands with ``register(subparsers)``; handlers are ``func(args) -> int``.
-SUBCOMMANDS = (simulate, compare, pipeline.cli, offline_opt.cli, pipeline.nightly, bench, pipeline.show)
+SUBCOMMANDS = (simulate, compare, sweep, opt, nightly, bench, show, study)
 
 
 def parser() -> argparse.ArgumentParser:

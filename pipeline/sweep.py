@@ -14,9 +14,13 @@ import shlex
 import signal
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -29,6 +33,9 @@ from .provenance import git_commit, packages
 from .storage import Damage, Index, Store, SweepError, count, manifest_of, recorded_runs
 from .tasks import Plan, Task
 
+if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
+    from .executor import Cluster
+
 # Exit status of ``pdors sweep run`` (docs/PIPELINE.md).
 OK, RUNS_FAILED, BAD_INPUT, MLFLOW_FAILED, DISK_FULL, INTERRUPTED, TERMINATED = 0, 1, 2, 3, 4, 130, 143
 FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at least this often
@@ -40,11 +47,53 @@ def _stage(name: str, seconds: float) -> None:
     _stages[name] = _stages.get(name, 0.0) + seconds
 
 
+@dataclass(frozen=True)
+class SweepOptions:
+    """How :func:`run` runs a sweep config: the options of ``pdors sweep run`` (docs/PIPELINE.md).
+
+    ``overrides``: ``KEY=VALUE`` (:func:`pipeline.schema.apply_overrides`). ``dry_run``: print the plan and
+    write nothing. ``in_process``: run the tasks one after another in this process, without Ray. ``num_cpus``:
+    CPUs of the local Ray (default: all); a cluster's CPUs are its nodes'. ``max_run_memory``: GB a run may
+    be estimated to need."""
+
+    out: str | None = None
+    resume: bool = False
+    max_parallel: int | None = None
+    ray_address: str | None = None
+    in_process: bool = False
+    num_cpus: int | None = None
+    overrides: Sequence[str] = ()
+    dry_run: bool = False
+    retry_failed: bool = False
+    max_run_memory: float | None = None
+
+
+@dataclass
+class SweepResult:
+    """What :func:`run` did: its exit status, the tasks and what became of those it ran, and the seconds
+    of each stage of ``STAGES``."""
+
+    status: int
+    sweep_id: str
+    root: Path
+    tasks: int
+    to_run: int
+    ran: int = 0
+    failed: int = 0
+    lost: int = 0
+    run_seconds: float = 0.0  # running the tasks, after start-up
+    stages: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def runs_per_s(self) -> float | None:
+        return self.ran / self.run_seconds if self.run_seconds > 0 else None
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C."""
 
 
-def _manifest(plan: Plan, config_path: str, overrides: list[str], out: Path, commit: str) -> dict:
+def _manifest(plan: Plan, config_path: str, overrides: Sequence[str], out: Path, commit: str) -> dict:
     c = plan.config
     return {
         "sweep_id": plan.sweep_id,
@@ -99,10 +148,10 @@ def _todo(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task], lis
 
 
 @contextmanager
-def _sigterm_as_interrupt():
+def _sigterm_as_interrupt() -> Iterator[None]:
     previous = signal.getsignal(signal.SIGTERM)
 
-    def terminate(signum, frame):
+    def terminate(signum: int, frame: FrameType | None) -> None:
         raise Terminated()
 
     signal.signal(signal.SIGTERM, terminate)
@@ -112,27 +161,16 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(
-    config_path: str,
-    out: str | None = None,
-    resume: bool = False,
-    max_parallel: int | None = None,
-    ray_address: str | None = None,
-    in_process: bool = False,
-    num_cpus: int | None = None,
-    overrides: list[str] = (),
-    dry_run: bool = False,
-    retry_failed: bool = False,
-    max_run_memory: float | None = None,
-) -> int:
-    """``pdors sweep run``; returns the exit status (module constants): 0 all ok, 1 some runs failed or were
-    lost (or a policy earned more than its instance's OPT allows beyond the gap),
+def run(config_path: str, options: SweepOptions = SweepOptions()) -> SweepResult:
+    """``pdors sweep run``; its result's ``status`` is the exit status (module constants): 0 all ok, 1 some runs
+    failed or were lost (or a policy earned more than its instance's OPT allows beyond the gap),
     3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 4 the disk is full, 130
     interrupted (Ctrl-C), 143 terminated (SIGTERM). Everything the user gave is checked before anything is
-    written. ``overrides``: ``KEY=VALUE`` (:func:`pipeline.schema.apply_overrides`). ``dry_run``: print the
-    plan and write nothing. ``in_process``: run the tasks one after another in this process, without Ray.
-    ``num_cpus``: CPUs of the local Ray (default: all); a cluster's CPUs are its nodes'."""
-    address = ray_address or os.environ.get("RAY_ADDRESS") or None
+    written (a ``SweepError`` or ``ConfigError`` otherwise)."""
+    o = options
+    out, resume, max_parallel, in_process, num_cpus = o.out, o.resume, o.max_parallel, o.in_process, o.num_cpus
+    overrides, dry_run = list(o.overrides), o.dry_run
+    address = o.ray_address or os.environ.get("RAY_ADDRESS") or None
     if num_cpus is not None and address:
         raise SweepError("--num-cpus: applies to a local Ray only; a cluster's CPUs are set where its nodes start")
     data = schema.raw(config_path, overrides)
@@ -140,9 +178,10 @@ def run(
     config = plan.config
     root = Path(out or config.output)
     _check_output(root)
-    _check_memory(plan, max_run_memory, 1 if in_process or address else num_cpus or os.cpu_count() or 1)
+    _check_memory(plan, o.max_run_memory, 1 if in_process or address else num_cpus or os.cpu_count() or 1)
     store = Store(root, plan.sweep_id)
-    todo, damaged = _todo(store, plan, retry_failed)
+    todo, damaged = _todo(store, plan, o.retry_failed)
+    result = SweepResult(OK, plan.sweep_id, root, len(plan.tasks), len(todo))
     if todo and address and not (in_process or dry_run):
         from .executor import probe
 
@@ -158,7 +197,7 @@ def run(
         from .estimate import describe
 
         _say(describe(plan, todo, root, max_parallel, num_cpus, in_process or address is not None))
-        return OK
+        return result
     if (store.meta / "manifest.json").exists() and not resume:
         raise SweepError(
             f"sweep {plan.sweep_id} already has results under {root}; pass --resume to continue "
@@ -179,15 +218,19 @@ def run(
         )
     try:
         with _sigterm_as_interrupt():
-            code = _record_and_publish(store, plan, data, config_path, overrides, todo, damaged, cluster, max_parallel)
-        _say("stages (s): " + ", ".join(f"{k} {_stages.get(k, 0.0):.2f}" for k in STAGES))
-        return code
+            result.status = _record_and_publish(
+                store, plan, data, config_path, overrides, todo, damaged, cluster, max_parallel, result
+            )
+        result.stages = {k: _stages.get(k, 0.0) for k in STAGES}
+        _say("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.stages.items()))
+        return result
     except KeyboardInterrupt as e:
         _say(
             f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'}: finished runs are recorded; "
             f"continue with `{again}`"
         )
-        return TERMINATED if isinstance(e, Terminated) else INTERRUPTED
+        result.status = TERMINATED if isinstance(e, Terminated) else INTERRUPTED
+        return result
     except OSError as e:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
@@ -195,7 +238,8 @@ def run(
             f"disk full writing under {root} ({e.strerror}): finished runs are recorded; free space and continue "
             f"with `{again}`"
         )
-        return DISK_FULL
+        result.status = DISK_FULL
+        return result
     finally:
         if cluster is not None:
             from . import executor
@@ -211,8 +255,9 @@ def _record_and_publish(
     overrides: list[str],
     todo: list[Task],
     damaged: list[Damage],
-    cluster,
+    cluster: Cluster | None,
     max_parallel: int | None,
+    result: SweepResult,
 ) -> int:
     commit = git_commit()
     with store.lock():
@@ -228,7 +273,7 @@ def _record_and_publish(
         header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
         (store.meta / "config.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False))
         store.set_aside(damaged)
-        _execute(store, todo, cluster, max_parallel, commit, plan.config.schedules)
+        _execute(store, todo, cluster, max_parallel, commit, result, plan.config.schedules)
         tick = time.perf_counter()
         merged = store.compact()
         _stage("record", time.perf_counter() - tick)
@@ -237,9 +282,17 @@ def _record_and_publish(
     return publish(store, manifest)
 
 
-def _execute(store: Store, todo: list, cluster, max_parallel: int | None, commit: str, schedules: bool = False) -> None:
-    """Run ``todo`` on the connected ``cluster`` (None: in this process, one by one) and record each outcome;
-    ``schedules``: also each simulation's allocations."""
+def _execute(
+    store: Store,
+    todo: list[Task],
+    cluster: Cluster | None,
+    max_parallel: int | None,
+    commit: str,
+    result: SweepResult,
+    schedules: bool = False,
+) -> None:
+    """Run ``todo`` on the connected ``cluster`` (None: in this process, one by one) and record each outcome,
+    counted in ``result``; ``schedules``: also each simulation's allocations."""
     if not todo:
         return
     from tqdm import tqdm
@@ -283,6 +336,7 @@ def _execute(store: Store, todo: list, cluster, max_parallel: int | None, commit
         store.write(pending, commit)  # also on Ctrl-C and SIGTERM: what finished is recorded
         writing += time.perf_counter() - tick
     done, seconds = sum(tally.values()), time.perf_counter() - started
+    result.ran, result.failed, result.lost, result.run_seconds = done, tally["failed"], tally["lost"], seconds
     _stage("runs", seconds - writing)
     _stage("record", writing)
     _say(

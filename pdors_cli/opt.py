@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .profile import SMALL_SIZE
-from .solvers import SOLVERS
+from offline_opt.profile import SMALL_SIZE
+from offline_opt.solvers import SOLVERS
 
 PROFILES = ("small", "tiny", "paper")
 
@@ -43,20 +43,18 @@ def register(subparsers) -> None:
 
 
 def _workload(profile: str):
+    from offline_opt.profile import small_profile, tiny_profile
     from pdors.workload import WorkloadConfig
-
-    from .profile import small_profile, tiny_profile
 
     return {"small": small_profile, "tiny": tiny_profile, "paper": WorkloadConfig}[profile]()
 
 
 def cmd_opt(args) -> int:
+    from offline_opt.compare import compare
+    from offline_opt.solve import limit_problems
     from pdors.config import ConfigError, to_dict
     from pdors.instance_io import load
     from pdors.workload import generate
-
-    from .compare import compare
-    from .solve import limit_problems
 
     for problem in limit_problems(args.time_limit, args.mip_gap):  # before anything runs
         name, _, reason = problem.partition(": ")

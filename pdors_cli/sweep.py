@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .sizing import DEFAULT_RUN_GB
+from pipeline.sizing import DEFAULT_RUN_GB
 
 
 def _positive(text: str) -> int:
@@ -24,11 +24,10 @@ def _gigabytes(text: str) -> float:
 
 
 def cmd_run(args) -> int:
-    from . import sweep
+    from pipeline import sweep
 
     try:
-        return sweep.run(
-            args.config,
+        options = sweep.SweepOptions(
             args.out,
             args.resume,
             args.max_parallel,
@@ -40,31 +39,32 @@ def cmd_run(args) -> int:
             args.retry_failed,
             args.max_run_memory,
         )
+        return sweep.run(args.config, options).status
     except (ConnectionError, RuntimeError) as e:  # Ray unreachable, output root locked by another process
         print(f"pdors sweep run: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
 
 
 def cmd_log(args) -> int:
-    from . import sweep
+    from pipeline import sweep
 
     return sweep.log(args.sweep, args.out)
 
 
 def cmd_status(args) -> int:
-    from . import sweep
+    from pipeline import sweep
 
     return sweep.status(args.sweep, args.out)
 
 
 def cmd_list(args) -> int:
-    from . import sweep
+    from pipeline import sweep
 
     return sweep.list_sweeps(args.out)
 
 
 def cmd_report(args) -> int:
-    from . import report
+    from pipeline import report
 
     return report.report_sweeps(args.sweep, args.out, track=not args.no_mlflow, root=getattr(args, "root", None))
 

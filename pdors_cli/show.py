@@ -25,7 +25,7 @@ def _from_file(path: Path):
 
 
 def _from_sweep(root: Path, run_id: str):
-    from .storage import read
+    from pipeline.storage import read
 
     def rows(table: str):
         found = read(root, table, [run_id])
@@ -47,7 +47,7 @@ def _from_sweep(root: Path, run_id: str):
 
 
 def cmd_show(args) -> int:
-    from . import gantt
+    from pipeline import gantt
 
     path = Path(args.schedule)
     if path.is_file():

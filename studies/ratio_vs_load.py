@@ -1,6 +1,6 @@
 """The competitive ratio against load, from a recorded sweep with OPT (``configs/ratio_vs_load.yaml``).
 
-    python -m pipeline.ratio_study RESULTS_DIR [--sweep ID] --out DIR
+    pdors study ratio-vs-load RESULTS_DIR [--sweep ID] --out DIR
 
 Per instance: its offered load (the run summaries' ``offered_load.internal``, docs/MODEL.md "Load"), OPT's status
 and solve time, and each policy's OPT / ALG as an interval: [OPT / ALG, OPT / ALG] where OPT is proven,
@@ -13,7 +13,6 @@ instance against load, bars where OPT is unproven; right: every policy's median 
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
@@ -223,23 +222,15 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def main(argv=None) -> int:
-    from .storage import Store
-    from .sweep import manifest_of, recorded_runs
+def write(root: Path, sweep_id: str, out: Path) -> int:
+    """The study of sweep ``sweep_id`` under output root ``root``, written to ``out``; 1 if a policy earned more
+    than a proven OPT, else 0."""
+    from pipeline.storage import Store
+    from pipeline.sweep import manifest_of, recorded_runs
 
-    ap = argparse.ArgumentParser(prog="python -m pipeline.ratio_study", description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", help="the sweep's output root (its config's `output`)")
-    ap.add_argument("--sweep", help="sweep id (default: the only sweep under RESULTS)")
-    ap.add_argument("--out", required=True, help="directory for ratio_vs_load.{csv,md,png,pdf}")
-    args = ap.parse_args(argv)
-    root = Path(args.results)
-    ids = [args.sweep] if args.sweep else sorted(p.name for p in (root / "sweeps").glob("*") if p.is_dir())
-    if len(ids) != 1:
-        ap.error(f"--sweep: name one of {', '.join(ids) or 'none'} under {root}")
-    store = Store(root, ids[0])
+    store = Store(root, sweep_id)
     _, runs = recorded_runs(store, manifest_of(store))
     table = instance_table(runs)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "ratio_vs_load.csv", index=False)
     text = markdown(profile_table(table)) + "\n" + markdown(load_table(table))
@@ -248,7 +239,3 @@ def main(argv=None) -> int:
     print(text + f"written: {out}/ratio_vs_load.{{csv,md,png,pdf}}")
     above = table[table["above_opt"]]
     return 1 if len(above) else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

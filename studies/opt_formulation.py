@@ -1,33 +1,31 @@
 """Measurements behind docs/OFFLINE_OPT.md, docs/PERFORMANCE.md and docs/COMPETITIVE_RATIO.md.
 
-``python -m offline_opt.bench ratio --solver highs --seeds 1-20 --time-limit 300 --out FILE``: per seed of the
+``pdors study opt ratio --solver highs --seeds 1-20 --time-limit 300 --out FILE``: per seed of the
 small profile (H = 4, I = 10, T = 10), ``compare()`` (OPT + every policy), one JSON line per seed.
-``python -m offline_opt.bench rerate FILE --out FILE2``: the same rows with every policy re-run against the stored
+``pdors study opt rerate FILE --out FILE2``: the same rows with every policy re-run against the stored
 OPT (after a policy change; OPT is a property of the instance).
-``python -m offline_opt.bench relax --seeds 13,7 --variants all,external,internal,totals``: the MILP with some
+``pdors study opt relax --seeds 13,7 --variants all,external,internal,totals``: the MILP with some
 count variables continuous (where the integrality gap is).
-``python -m offline_opt.bench ablation --seeds 1-5 --time-limit 60 --out FILE``: naive vs strong and each
+``pdors study opt ablation --seeds 1-5 --time-limit 60 --out FILE``: naive vs strong and each
 strengthening switched off, HiGHS, plus each variant's LP-relaxation bound.
-``python -m offline_opt.bench summary FILE...``: the ratio / ablation tables of the docs from those files;
-``python -m offline_opt.bench solvers FILE...``: the per-seed solver table (one ``ratio`` file per solver).
+``pdors study opt summary FILE...``: the ratio / ablation tables of the docs from those files;
+``pdors study opt solvers FILE...``: the per-seed solver table (one ``ratio`` file per solver).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
+from offline_opt.compare import compare, rate, run_policies
+from offline_opt.milp import Strengthening, build
+from offline_opt.profile import SMALL_SIZE, small_profile
+from offline_opt.solve import solve
 from pdors.config import parse_seeds, to_dict
 from pdors.workload import generate
-
-from .compare import compare, rate, run_policies
-from .milp import Strengthening, build
-from .profile import SMALL_SIZE, small_profile
-from .solve import solve
 
 VARIANTS: dict[str, Strengthening] = {
     "naive": Strengthening.naive(),
@@ -47,7 +45,7 @@ def instance(seed: int):
 def lp_bound(inst, st: Strengthening) -> float | None:
     import pyomo.environ as pyo
 
-    from .solvers import solve_model
+    from offline_opt.solvers import solve_model
 
     built = build(inst, st)
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(built.model)
@@ -102,7 +100,7 @@ def cmd_relax(args) -> None:
     """Where the integrality gap is: the MILP with some count variables continuous (docs/OFFLINE_OPT.md)."""
     import pyomo.environ as pyo
 
-    from .solvers import solve_model
+    from offline_opt.solvers import solve_model
 
     for seed in parse_seeds(args.seeds):
         for variant in args.variants.split(","):
@@ -231,40 +229,3 @@ def cmd_solvers(args) -> None:
             f"{_median([o['wall_s'] for o in os_ if o['proven_optimal']]) or 0:.1f} s, no solution "
             f"{sum(o['objective'] is None for o in os_)}"
         )
-
-
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m offline_opt.bench", description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("ratio")
-    r.add_argument("--solver", default="highs")
-    r.add_argument("--seeds", default="1-20")
-    r.add_argument("--time-limit", type=float, default=300.0)
-    r.add_argument("--out", required=True)
-    r.set_defaults(func=cmd_ratio)
-    e = sub.add_parser("rerate")
-    e.add_argument("file")
-    e.add_argument("--out", required=True)
-    e.set_defaults(func=cmd_rerate)
-    x = sub.add_parser("relax")
-    x.add_argument("--seeds", default="13,7")
-    x.add_argument("--variants", default="all,external,internal,totals")
-    x.add_argument("--time-limit", type=float, default=120.0)
-    x.set_defaults(func=cmd_relax)
-    a = sub.add_parser("ablation")
-    a.add_argument("--seeds", default="1-5")
-    a.add_argument("--time-limit", type=float, default=60.0)
-    a.add_argument("--out", required=True)
-    a.set_defaults(func=cmd_ablation)
-    s = sub.add_parser("summary")
-    s.add_argument("files", nargs="+")
-    s.set_defaults(func=cmd_summary)
-    v = sub.add_parser("solvers")
-    v.add_argument("files", nargs="+")
-    v.set_defaults(func=cmd_solvers)
-    args = ap.parse_args(argv)
-    args.func(args)
-
-
-if __name__ == "__main__":
-    main()
