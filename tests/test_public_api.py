@@ -3,11 +3,12 @@ paths, on a real sweep recorded in Parquet (in this process, no MLflow)."""
 
 from __future__ import annotations
 
+from sweep_fixtures import TINY, write_config
+
 import pdors
 import pipeline
 from offline_opt import compare, solve
 from pipeline.sweep import SweepOptions
-from sweep_fixtures import TINY, write_config
 
 
 def test_pdors_runs_validates_and_lists_its_policies():
