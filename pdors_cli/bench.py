@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from studies.speed import EXTRA_SECTIONS, FULL, QUICK, SECTIONS, report, run_bench
 
@@ -28,7 +27,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 1 if bad or not results.get("reference", {}).get("same_decisions", True) else 0
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "bench",
         help="measure decision latency, run times per policy, OPT solve times, "

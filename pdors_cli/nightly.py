@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from pipeline import nightly_record
 from pipeline.nightly import Settings, rerecord, run
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from offline_opt.solvers import SOLVERS
 
     d = Settings()
@@ -45,7 +46,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_nightly)
 
 
-def cmd_nightly(args) -> int:
+def cmd_nightly(args: argparse.Namespace) -> int:
     from pdors.config import build
 
     settings = build(

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 from offline_opt.profile import SMALL_SIZE
 from offline_opt.solvers import SOLVERS
+from pdors.markdown import number
 
 PROFILES = ("small", "tiny", "paper")
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("opt", help="offline optimum (MILP) of one instance and each policy's ratio OPT/ALG")
     p.add_argument("--machines", type=int, default=SMALL_SIZE.machines, help="H, machines")
     p.add_argument("--jobs", type=int, default=SMALL_SIZE.jobs, help="I, jobs")
@@ -49,7 +51,7 @@ def _workload(profile: str):
     return {"small": small_profile, "tiny": tiny_profile, "paper": WorkloadConfig}[profile]()
 
 
-def cmd_opt(args) -> int:
+def cmd_opt(args: argparse.Namespace) -> int:
     from offline_opt.compare import compare
     from offline_opt.solve import limit_problems
     from pdors.config import ConfigError, to_dict
@@ -76,8 +78,8 @@ def cmd_opt(args) -> int:
     label = "OPT" if o.proven_optimal else "best found (NOT proven optimal)"
     print(
         f"offline optimum: H={instance.num_machines} I={instance.num_jobs} T={instance.slots} seed={args.seed}\n"
-        f"  {o.solver}: status {o.status}; {label} {_fmt(o.objective)}; bound {_fmt(o.bound)}; "
-        f"gap {_fmt(o.gap, '.2e')}; admitted {o.admitted}; {o.wall_s:.1f} s; "
+        f"  {o.solver}: status {o.status}; {label} {number(o.objective)}; bound {number(o.bound)}; "
+        f"gap {number(o.gap, '.2e')}; admitted {o.admitted}; {o.wall_s:.1f} s; "
         f"validator: {len(o.violations)} violation(s)"
     )
     for p in c.policies:
@@ -96,7 +98,3 @@ def cmd_opt(args) -> int:
     for error in c.errors:
         print(f"error: {error}")
     return 0 if o.proven_optimal and not o.violations and not c.errors else 1
-
-
-def _fmt(x, spec: str = ".4f") -> str:
-    return "n/a" if x is None else format(x, spec)

@@ -4,6 +4,7 @@ recorded with ``schedules: true`` together with ``--run`` (a run id from its ``r
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from pdors.config import ConfigError
@@ -46,7 +47,7 @@ def _from_sweep(root: Path, run_id: str):
     return cells, int(first["machines"]), int(first["slots"]), title, out
 
 
-def cmd_show(args) -> int:
+def cmd_show(args: argparse.Namespace) -> int:
     from pipeline import gantt
 
     path = Path(args.schedule)
@@ -68,7 +69,7 @@ def cmd_show(args) -> int:
     return 0
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("show", help="draw one run's schedule: machines over slots (Gantt-style)")
     p.add_argument(
         "schedule",

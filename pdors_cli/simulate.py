@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from pdors.schedule_io import write as write_schedule
 from .run_spec import add_run_args, run_spec_from_args
 
 
-def cmd_simulate(args) -> int:
+def cmd_simulate(args: argparse.Namespace) -> int:
     instance = load(args.instance) if args.instance else None
     spec = run_spec_from_args(args)
     if instance is not None:
@@ -43,7 +44,7 @@ def cmd_simulate(args) -> int:
     return 1 if s.violations else 0
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("simulate", help="simulate one policy on one instance and validate the schedule")
     add_run_args(p)
     p.add_argument("--instance", help="instance JSON to use instead of generating one")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 
 def cmd_opt(args: argparse.Namespace) -> int:
@@ -26,7 +25,7 @@ def cmd_ratio_vs_load(args: argparse.Namespace) -> int:
     return ratio_vs_load.write(root, ids[0], Path(args.out))
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("study", help="the measurement studies behind the docs (OPT formulation, ratio vs load)")
     studies = p.add_subparsers(dest="study_command", required=True)
     opt = studies.add_parser("opt", help="offline-optimum studies (docs/OFFLINE_OPT.md, docs/COMPETITIVE_RATIO.md)")

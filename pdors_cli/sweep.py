@@ -23,7 +23,7 @@ def _gigabytes(text: str) -> float:
     return value
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     from pipeline import sweep
 
     try:
@@ -45,25 +45,25 @@ def cmd_run(args) -> int:
         return 2
 
 
-def cmd_log(args) -> int:
+def cmd_log(args: argparse.Namespace) -> int:
     from pipeline import sweep
 
     return sweep.log(args.sweep, args.out)
 
 
-def cmd_status(args) -> int:
+def cmd_status(args: argparse.Namespace) -> int:
     from pipeline import sweep
 
     return sweep.status(args.sweep, args.out)
 
 
-def cmd_list(args) -> int:
+def cmd_list(args: argparse.Namespace) -> int:
     from pipeline import sweep
 
     return sweep.list_sweeps(args.out)
 
 
-def cmd_report(args) -> int:
+def cmd_report(args: argparse.Namespace) -> int:
     from pipeline import report
 
     return report.report_sweeps(args.sweep, args.out, track=not args.no_mlflow, root=getattr(args, "root", None))
@@ -75,12 +75,12 @@ TARGET_HELP = (
 )
 
 
-def _report_args(p) -> None:
+def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-mlflow", action="store_true", help="do not attach the files to MLflow")
     p.set_defaults(func=cmd_report)
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("sweep", help="parameter sweeps: YAML grid -> Ray -> Parquet -> MLflow")
     sub = p.add_subparsers(dest="sweep_command", required=True)
     r = sub.add_parser(

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pdors.markdown import number
+
 from . import nightly_record
 
 EXPERIMENT = "nightly-competitive-ratio"
@@ -255,10 +257,6 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
     return report
 
 
-def _fmt(x, spec: str = ".4f") -> str:
-    return "n/a" if x is None else format(x, spec)
-
-
 def _span(span: tuple[float, float] | None) -> str:
     if span is None:
         return "n/a"
@@ -286,8 +284,8 @@ def tables(report: Report) -> str:
         now = p.utilities.get("pdors")
         ratio = p.opt / now if now else None
         lines.append(
-            f"| {p.seed} | {p.opt:.4f} | {_fmt(p.recorded.get('pdors'))} | {_fmt(now)} | "
-            f"{_fmt(ratio, '.3f')} | {'; '.join(p.changes) or '-'} | "
+            f"| {p.seed} | {p.opt:.4f} | {number(p.recorded.get('pdors'))} | {number(now)} | "
+            f"{number(ratio, '.3f')} | {'; '.join(p.changes) or '-'} | "
             f"{'FAIL: ' + '; '.join(p.problems) if p.problems else 'pass'} |"
         )
     policies = report.policies()
@@ -316,7 +314,7 @@ def tables(report: Report) -> str:
     for f in report.fresh:
         o = f.comparison.opt
         ratios = [
-            (_fmt(p.ratio, ".3f") + (" (upper)" if p.ratio_kind == "upper" else ""))
+            (number(p.ratio, ".3f") + (" (upper)" if p.ratio_kind == "upper" else ""))
             if p.ratio is not None
             else f"n/a ({p.ratio_note})"
             for p in f.comparison.policies
@@ -332,12 +330,12 @@ def tables(report: Report) -> str:
                 [
                     str(f.seed),
                     o.status,
-                    _fmt(o.objective),
-                    _fmt(o.gap, ".1e"),
+                    number(o.objective),
+                    number(o.gap, ".1e"),
                     f"{o.wall_s:.1f}",
                     *ratios,
                     _span(f.interval),
-                    _fmt(f.pdors.competitive_bound, ".1f"),
+                    number(f.pdors.competitive_bound, ".1f"),
                     band,
                     "FAIL" if f.offences else "pass",
                 ]
@@ -349,7 +347,7 @@ def tables(report: Report) -> str:
     lines += [
         "",
         f"PD-ORS OPT / ALG on the {proven} fresh instance(s) with OPT proven: median "
-        f"{_fmt(pd_stats['median'])}, p90 {_fmt(pd_stats['p90'])}, max {_fmt(pd_stats['max'])}; "
+        f"{number(pd_stats['median'])}, p90 {number(pd_stats['p90'])}, max {number(pd_stats['max'])}; "
         f"{sum(f.outside_band for f in report.fresh)} of {len(report.fresh)} (possibly) outside "
         f"{BAND[0]}-{BAND[1]}, saved under outside_band/ (a report, not a failure).",
         "",

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pdors.markdown import number, table
+
 BAND = (1.0, 1.4)  # the paper's Fig. 10
 PROFILE = ["machines", "workload.workload_scale"]
 Q_AXIS = "pdors.workload_levels"
@@ -31,7 +33,7 @@ LOAD_BINS = (0.0, 0.25, 0.5, 0.75, 1.0, math.inf)  # fixed before the study, eve
 
 def instance_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per simulation run with its instance's load, OPT facts and the ratio interval."""
-    from .summary import with_ratio
+    from pipeline.summary import with_ratio
 
     rated = with_ratio(runs)
     opt_rows = rated[(rated["kind"] == "opt") & (rated["status"] == "ok")]
@@ -146,13 +148,14 @@ def load_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def markdown(profiles: pd.DataFrame) -> str:
-    def cell(v) -> str:
-        return f"{v:.3g}" if isinstance(v, float) and not math.isnan(v) else ("-" if isinstance(v, float) else str(v))
+    def cell(v: object) -> str:
+        return (
+            number(v, ".3g")
+            if isinstance(v, float) and not math.isnan(v)
+            else ("-" if isinstance(v, float) else str(v))
+        )
 
-    head = list(profiles.columns)
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in profiles.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
+    return table(list(profiles.columns), ([cell(v) for v in r] for r in profiles.itertuples(index=False))) + "\n"
 
 
 def plot(table: pd.DataFrame, path: Path) -> Path:
@@ -162,7 +165,7 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FormatStrFormatter
 
-    from .plots import DPI, FORMATS, policy_name, policy_style
+    from pipeline.plots import DPI, FORMATS, policy_name, policy_style
 
     pd_ = _pdors(table)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4), sharey=True)

@@ -44,8 +44,11 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from pdors.markdown import number, table
 
 SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
 EXTRA_SECTIONS = ("scale", "scale-pipeline", "reproduction")
@@ -466,16 +469,13 @@ def machine() -> dict:
     }
 
 
-def _table(rows: list[dict], keys: list[str]) -> str:
-    def cell(v):
+def _table(rows: list[dict[str, Any]], keys: list[str]) -> str:
+    def cell(v: object) -> str:
         if isinstance(v, float):
-            return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+            return number(v, ".3g" if abs(v) < 100 else ".0f")
         return str(v)
 
-    return "\n".join(
-        [f"| {' | '.join(keys)} |", "|" + " --- |" * len(keys)]
-        + [f"| {' | '.join(cell(r.get(k)) for k in keys)} |" for r in rows]
-    )
+    return table(keys, ([cell(r.get(k)) for k in keys] for r in rows))
 
 
 def report(results: dict) -> str:
