@@ -22,7 +22,7 @@ from pdors.markdown import table as markdown_table
 from .run_spec import add_memory_arg
 
 
-def run_all(args, policies: list[str], seeds: list[int]) -> list[dict]:
+def run_all(args: argparse.Namespace, policies: list[str], seeds: list[int]) -> list[dict]:
     """One row per (seed, policy): the validator's totals and the run's timings and policy statistics (with
     ``args.retime``, also the schedule re-timed with the actual worker:PS ratio, under ``retime``)."""
     from dataclasses import asdict

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 from pdors.config import ConfigError
 
@@ -21,7 +22,7 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def parse(argv=None) -> argparse.Namespace:
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The arguments; ``KEY=VALUE`` overrides are taken after options too (``sweep run CONFIG --in-process
     seeds.count=5``): argparse's plain parsing stops collecting a positional list at the first option."""
     ap = parser()
@@ -33,10 +34,11 @@ def parse(argv=None) -> argparse.Namespace:
     return args
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     try:
-        return args.func(args)
+        status: int = args.func(args)
+        return status
     except (ConfigError, ValueError) as e:
         print(f"pdors {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -5,12 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipeline import nightly_record
-from pipeline.nightly import Settings, rerecord, run
-
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from offline_opt.solvers import SOLVERS
+    from pipeline.nightly import Settings
 
     d = Settings()
     p = subparsers.add_parser(
@@ -48,6 +46,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_nightly(args: argparse.Namespace) -> int:
     from pdors.config import build
+    from pipeline import nightly_record
+    from pipeline.nightly import Settings, rerecord, run
 
     settings = build(
         Settings,

@@ -9,6 +9,7 @@ from pathlib import Path
 from offline_opt.profile import SMALL_SIZE
 from offline_opt.solvers import SOLVERS
 from pdors.markdown import number
+from pdors.workload import WorkloadConfig
 
 PROFILES = ("small", "tiny", "paper")
 
@@ -44,9 +45,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=cmd_opt)
 
 
-def _workload(profile: str):
+def _workload(profile: str) -> WorkloadConfig:
     from offline_opt.profile import small_profile, tiny_profile
-    from pdors.workload import WorkloadConfig
 
     return {"small": small_profile, "tiny": tiny_profile, "paper": WorkloadConfig}[profile]()
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pdors.config import ConfigError
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def _from_file(path: Path):
+
+def _from_file(path: Path) -> tuple[pd.DataFrame, int, int, str, Path]:
     import json
 
     import pyarrow.parquet as pq
@@ -25,10 +29,10 @@ def _from_file(path: Path):
     return table.to_pandas(), shape["machines"], shape["slots"], path.stem, path.with_suffix(".png")
 
 
-def _from_sweep(root: Path, run_id: str):
+def _from_sweep(root: Path, run_id: str) -> tuple[pd.DataFrame, int, int, str, Path]:
     from pipeline.storage import read
 
-    def rows(table: str):
+    def rows(table: str) -> pd.DataFrame | None:
         found = read(root, table, [run_id])
         return found.to_pandas() if found.num_rows else None
 

@@ -31,11 +31,13 @@ def load_runs(root: str | Path) -> pd.DataFrame:
     with every column of the runs table (docs/PIPELINE.md, "The record")."""
     from .storage import read
 
-    return read(root, "runs").to_pandas()
+    runs: pd.DataFrame = read(root, "runs").to_pandas()
+    return runs
 
 
 def load_jobs(root: str | Path) -> pd.DataFrame:
     """The per-job rows of every run recorded under ``root`` (``run_id`` joins them to :func:`load_runs`)."""
     from .storage import read
 
-    return read(root, "jobs").to_pandas()
+    jobs: pd.DataFrame = read(root, "jobs").to_pandas()
+    return jobs

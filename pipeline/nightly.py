@@ -30,12 +30,16 @@ import sys
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pdors.markdown import number
 
 from . import nightly_record
+
+if TYPE_CHECKING:  # offline_opt imports Pyomo: only where the check runs
+    from offline_opt.compare import Comparison, PolicyRatio
 
 EXPERIMENT = "nightly-competitive-ratio"
 BAND = (1.0, 1.4)  # the paper's Fig. 10: OPT / PD-ORS between 1.0 and 1.4
@@ -96,18 +100,18 @@ class Settings:
 
 
 @dataclass
-class Fresh:
+class FreshInstance:
     """One fresh instance: its seed, the comparison (``offline_opt.Comparison``), what failed, PD-ORS's
     ratio interval (equal ends when OPT is proven; None: unknown) and where the instance was saved."""
 
     seed: int
-    comparison: object
+    comparison: Comparison
     offences: list[str]
     interval: tuple[float, float] | None
     saved: Path | None = None
 
     @property
-    def pdors(self):
+    def pdors(self) -> PolicyRatio:
         return next(p for p in self.comparison.policies if p.policy == "pdors")
 
     @property
@@ -123,7 +127,7 @@ class Report:
     code: dict  # pdors version, git commit, package versions
     record: dict
     pinned: list = field(default_factory=list)  # nightly_record.Pinned
-    fresh: list[Fresh] = field(default_factory=list)
+    fresh: list[FreshInstance] = field(default_factory=list)
 
     @property
     def failures(self) -> int:
@@ -146,7 +150,7 @@ class Report:
         return [p.policy for p in self.fresh[0].comparison.policies] if self.fresh else []
 
 
-def interval(comparison) -> tuple[float, float] | None:
+def interval(comparison: Comparison) -> tuple[float, float] | None:
     """PD-ORS's OPT / ALG: [r, r] with OPT proven, [max(1, best found / ALG), bound / ALG] without;
     infinite when PD-ORS earns nothing while OPT does; None when nothing is known (or both are 0)."""
     opt = comparison.opt
@@ -160,7 +164,7 @@ def interval(comparison) -> tuple[float, float] | None:
     return None
 
 
-def offences(comparison) -> list[str]:
+def offences(comparison: Comparison) -> list[str]:
     """The hard violations on a fresh instance (empty: it passes). Pure: reads ``comparison`` only."""
     opt, out = comparison.opt, []
     if opt.violations:
@@ -190,7 +194,7 @@ def stats(values: list[float]) -> dict[str, float | None]:
     return {"max": float(a.max()), "median": float(np.median(a)), "p90": float(np.percentile(a, 90))}
 
 
-def replay_command(fresh: Fresh, settings: Settings) -> str:
+def replay_command(fresh: FreshInstance, settings: Settings) -> str:
     return (
         f"pdors opt --instance {fresh.saved} --seed {fresh.seed} --solver {settings.solver} "
         f"--time-limit {settings.time_limit:g} --mip-gap {settings.mip_gap:g}"
@@ -245,7 +249,7 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
             seed=seed,
             workload=to_dict(profile.workload()),
         )
-        f = Fresh(seed, c, offences(c), interval(c))
+        f = FreshInstance(seed, c, offences(c), interval(c))
         if f.offences or f.outside_band:
             f.saved = report.directory / ("offenders" if f.offences else "outside_band") / f"seed-{seed}.json"
             f.saved.parent.mkdir(parents=True, exist_ok=True)
@@ -516,7 +520,7 @@ def log_run(report: Report) -> str:
     )
     client.log_artifacts(run_id, str(report.directory))
     client.set_terminated(run_id, "FINISHED" if report.passed else "FAILED")
-    return run_id
+    return str(run_id)
 
 
 def run(settings: Settings, track: bool = True, progress: bool = True, today: date | None = None) -> int:

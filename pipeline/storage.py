@@ -32,11 +32,12 @@ import json
 import os
 import time
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -87,7 +88,7 @@ DAMAGED_PREFIX = ".damaged-"  # a damaged batch set aside: never read, kept for 
 BATCH_PREFIX = "p"  # batch names sort after the run ids (hex) of the one-file-per-run layout
 
 
-def _columns(cls, prefix: str) -> list[tuple[str, pa.DataType]]:
+def _columns(cls: Any, prefix: str) -> list[tuple[str, pa.DataType]]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -127,7 +128,7 @@ def runs_schema() -> pa.Schema:
 
 
 def flatten(tree: dict, prefix: str = "") -> dict:
-    out = {}
+    out: dict = {}
     for k, v in tree.items():
         key = f"{prefix}.{k}" if prefix else str(k)
         out.update(flatten(v, key) if isinstance(v, dict) and v else {key: v})
@@ -235,7 +236,7 @@ def _read(path: Path, columns: list[str]) -> pa.Table | None:
 def _rows(path: Path) -> int | None:
     """A file's row count from its Parquet footer (None if unreadable); no row is read."""
     try:
-        return pq.ParquetFile(path).metadata.num_rows
+        return int(pq.ParquetFile(path).metadata.num_rows)
     except (OSError, pa.ArrowException):
         return None
 
@@ -277,7 +278,7 @@ class Index:
     def status(self) -> dict[str, str]:
         return {run_id: status for run_id, (_, status) in self.chosen.items()}
 
-    def held(self, run_ids=None) -> dict[str, list[str]]:
+    def held(self, run_ids: Iterable[str] | None = None) -> dict[str, list[str]]:
         """Batch -> the runs read from it (of ``run_ids``, default all), batches in name order."""
         wanted = None if run_ids is None else set(run_ids)
         out: dict[str, list[str]] = {b: [] for b in self.rows}
@@ -317,7 +318,8 @@ def _scan(
     """The rows of ``table`` of the runs ``held`` (batch -> run ids), streamed: batches whose every row is
     wanted are scanned whole (``MERGE_BATCHES`` files per scan), the others filtered by run id."""
     schema = schema_of(table)
-    whole, partial = [], []
+    whole: list[tuple[Path, list[str]]] = []
+    partial: list[tuple[Path, list[str]]] = []
     for batch, ids in held.items():
         path = root / table / f"{batch}.parquet"
         if path.exists():
@@ -442,8 +444,10 @@ class Store:
 
 def schedule_table(task: Task, outcome: Outcome) -> pa.Table:
     ident = {"run_id": task.run_id, "policy": task.policy, "seed": task.seed, "point_id": task.point_id}
-    cells = len(outcome.schedule["job"])
-    return pa.table({**{k: [v] * cells for k, v in ident.items()}, **outcome.schedule}, schema=SCHEDULES_SCHEMA)
+    schedule = outcome.schedule
+    assert schedule is not None  # written only for outcomes that carry one
+    cells = len(schedule["job"])
+    return pa.table({**{k: [v] * cells for k, v in ident.items()}, **schedule}, schema=SCHEDULES_SCHEMA)
 
 
 def _merge(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> None:
@@ -480,7 +484,8 @@ def manifest_of(store: Store) -> dict:
     if store.sweep_id is None or not path.exists():
         known = sorted(p.name for p in (store.root / "sweeps").glob("*")) if (store.root / "sweeps").exists() else []
         raise SweepError(f"no sweep {store.sweep_id!r} under {store.root} (known: {', '.join(known) or 'none'})")
-    return json.loads(path.read_text())
+    manifest: dict = json.loads(path.read_text())
+    return manifest
 
 
 def count(manifest: dict, recorded: dict[str, str]) -> Counts:

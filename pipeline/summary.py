@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -65,7 +67,7 @@ class FigureDataError(ValueError):
     """A figure cannot be computed from the runs as configured."""
 
 
-def axis_label(value) -> str:
+def axis_label(value: Any) -> str:
     """Axis values as text: lists (e.g. a mix) are not hashable, and display better compact."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
@@ -74,7 +76,7 @@ def axis_label(value) -> str:
     return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
 
 
-def _upper_bound(row) -> float:
+def _upper_bound(row: pd.Series) -> float:
     """An upper bound on OPT from an OPT row: OPT itself when proven, else the solver's bound (or NaN)."""
     if pd.notna(row["total_utility"]):
         return float(row["total_utility"])
@@ -82,7 +84,7 @@ def _upper_bound(row) -> float:
     return float(result["bound"]) if result.get("bound") is not None else math.nan
 
 
-def _ceiling(row) -> float:
+def _ceiling(row: pd.Series) -> float:
     result = json.loads(row["opt.result"]) if isinstance(row.get("opt.result"), str) else {}
     top = ceiling(result)
     return math.nan if top is None else top
@@ -183,7 +185,7 @@ def _normalised(ok: pd.DataFrame, values: pd.Series, policy: str) -> pd.Series:
     return values / denominator.where(denominator != 0)
 
 
-def _matches(column: pd.Series, value) -> pd.Series:
+def _matches(column: pd.Series, value: Any) -> pd.Series:
     """Rows whose axis value is ``value``; numbers compare as numbers (a float column holds the YAML's 40 as
     40.0), anything else by its label."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -206,7 +208,9 @@ def domain(fig: FigureConfig) -> tuple[float, float]:
     return (0.0, math.inf) if fig.metric in NONNEGATIVE_METRICS else (-math.inf, math.inf)
 
 
-def confidence_interval(mean: pd.Series, std: pd.Series, n: pd.Series, bounds: tuple[float, float]):
+def confidence_interval(
+    mean: pd.Series, std: pd.Series, n: pd.Series, bounds: tuple[float, float]
+) -> tuple[pd.Series, pd.Series]:
     """Student-t ``CONFIDENCE`` interval on the mean of n values, clipped to ``bounds``; NaN where n < 2."""
     from scipy import stats
 
@@ -235,7 +239,7 @@ def _panels(ok: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     return ok.drop(columns="_value", errors="ignore")
 
 
-def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = ()) -> pd.DataFrame:
+def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: Sequence[str] = ()) -> pd.DataFrame:
     """Per (panel, policy, x): n runs, mean, std, the ``CONFIDENCE`` Student-t interval on the mean (clipped to
     the metric's :func:`domain`), min and max of ``fig.metric``. A panel is one value of every grid axis in
     ``axes`` that the figure neither plots, fixes nor averages (:func:`panel_axes`): by default a point is
@@ -285,7 +289,8 @@ def figure_markdown(table: pd.DataFrame, x_label: str) -> str:
         "offered load",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in table.itertuples():
+    rows: Iterable[Any] = table.itertuples()  # pandas types a row's fields as any cell value
+    for r in rows:
         load = "-" if math.isnan(r.offered_load) else f"{r.offered_load:.3g}"
         cells = [
             r.panel or "-",

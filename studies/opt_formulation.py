@@ -14,17 +14,18 @@ strengthening switched off, HiGHS, plus each variant's LP-relaxation bound.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from types import SimpleNamespace
 
 from offline_opt.compare import compare, rate, run_policies
 from offline_opt.milp import Strengthening, build
 from offline_opt.profile import SMALL_SIZE, small_profile
 from offline_opt.solve import solve
 from pdors.config import parse_seeds, to_dict
+from pdors.model import Instance
 from pdors.workload import generate
 
 VARIANTS: dict[str, Strengthening] = {
@@ -37,12 +38,23 @@ VARIANTS: dict[str, Strengthening] = {
 }
 
 
-def instance(seed: int):
+@dataclass(frozen=True)
+class StoredOpt:
+    """OPT's facts as a ratio file stores them (``offline_opt.compare.OptFacts``)."""
+
+    objective: float | None
+    bound: float | None
+    status: str
+    proven_optimal: bool
+    mip_gap: float
+
+
+def instance(seed: int) -> Instance:
     """The small profile's instance of ``seed``."""
     return generate(small_profile(), *SMALL_SIZE, seed)
 
 
-def lp_bound(inst, st: Strengthening) -> float | None:
+def lp_bound(inst: Instance, st: Strengthening) -> float | None:
     import pyomo.environ as pyo
 
     from offline_opt.solvers import solve_model
@@ -52,7 +64,7 @@ def lp_bound(inst, st: Strengthening) -> float | None:
     return solve_model(built.model, "highs", 60.0, 0.0).objective
 
 
-def cmd_ratio(args) -> None:
+def cmd_ratio(args: argparse.Namespace) -> None:
     with open(args.out, "a") as out:
         for seed in parse_seeds(args.seeds):
             c = compare(instance(seed), args.solver, args.time_limit, seed=seed, workload=to_dict(small_profile()))
@@ -68,15 +80,13 @@ def cmd_ratio(args) -> None:
             )
 
 
-def cmd_rerate(args) -> None:
+def cmd_rerate(args: argparse.Namespace) -> None:
     """Re-run every policy of a ratio file's seeds against the OPT stored there (policy code changed, the
     instances and OPT did not), writing the same rows with new policy entries."""
     rows = [json.loads(line) for line in Path(args.file).read_text().splitlines() if line.strip()]
     with open(args.out, "w") as out:
         for row in rows:
-            opt = SimpleNamespace(
-                **{k: row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal", "mip_gap")}
-            )
+            opt = StoredOpt(*(row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal", "mip_gap")))
             runs = run_policies(instance(row["seed"]), row["seed"], to_dict(small_profile()))
             row["policies"] = [p.to_dict() for p in rate(opt, runs)]
             out.write(json.dumps(row) + "\n")
@@ -96,7 +106,7 @@ RELAXED = {
 }
 
 
-def cmd_relax(args) -> None:
+def cmd_relax(args: argparse.Namespace) -> None:
     """Where the integrality gap is: the MILP with some count variables continuous (docs/OFFLINE_OPT.md)."""
     import pyomo.environ as pyo
 
@@ -126,7 +136,7 @@ def cmd_relax(args) -> None:
             )
 
 
-def cmd_ablation(args) -> None:
+def cmd_ablation(args: argparse.Namespace) -> None:
     with open(args.out, "a") as out:
         for seed in parse_seeds(args.seeds):
             inst = instance(seed)
@@ -150,11 +160,11 @@ def cmd_ablation(args) -> None:
                 print(row, flush=True)
 
 
-def _median(xs):
+def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def cmd_summary(args) -> None:
+def cmd_summary(args: argparse.Namespace) -> None:
     for path in args.files:
         rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
         print(f"## {path}")
@@ -199,7 +209,7 @@ def cmd_summary(args) -> None:
         )
 
 
-def cmd_solvers(args) -> None:
+def cmd_solvers(args: argparse.Namespace) -> None:
     """Per-seed table of several ``ratio`` files (one per solver) for docs/PERFORMANCE.md."""
     runs = {}
     for path in args.files:

@@ -16,7 +16,9 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -87,7 +89,8 @@ def _worst(runs: pd.DataFrame) -> str:
     """The instance with the largest upper end: its ratio, or its interval where OPT is unproven."""
     if runs["ratio_high"].isna().all():
         return "-"
-    r = runs.loc[runs["ratio_high"].idxmax()]
+    worst: Any = runs["ratio_high"].idxmax()  # a row label
+    r = runs.loc[worst]
     return f"{r['ratio_high']:.3f}" if r["proven"] else f"[{r['ratio_low']:.3f}, {r['ratio_high']:.3f}]"
 
 
@@ -170,7 +173,7 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
     pd_ = _pdors(table)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4), sharey=True)
     finite = table[["ratio_low", "ratio_high"]].replace(np.inf, np.nan).stack()
-    top = max(BAND[1], float(finite.max()) if len(finite) else BAND[1]) * 1.1
+    top = max(BAND[1], float(finite.to_numpy().max()) if len(finite) else BAND[1]) * 1.1
     for k, (h, g) in enumerate(pd_.groupby("machines")):
         color = f"C{k}"
         proven, open_ = g[g["proven"]], g[~g["proven"]]
@@ -183,14 +186,16 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
             alpha=0.8,
             label=f"H = {h}",
         )
-        for r in open_.itertuples():
+        rows: Iterable[Any] = open_.itertuples()  # pandas types a row's fields as any cell value
+        for r in rows:
             lo, hi = (min(v, top) if not math.isnan(v) else top for v in (r.ratio_low, r.ratio_high))
             left.plot([r.load, r.load], [lo, hi], "_-", color=color, linewidth=1.5, markersize=6)
     left.plot([], [], "_-", color="grey", label="OPT unproven: [best found, bound] / ALG")
     left.set_title(f"PD-ORS, every instance (Q = {Q_DEFAULT})", fontsize=10)
     per_profile = table[table["proven"] & ((table["policy"] != "pdors") | (table[Q_AXIS] == Q_DEFAULT))]
     medians = per_profile.groupby(["policy", *PROFILE]).agg(load=("load", "median"), ratio=("ratio_low", "median"))
-    for policy, g in medians.reset_index().groupby("policy"):
+    for key, g in medians.reset_index().groupby("policy"):
+        policy = str(key)
         color, marker = policy_style(policy)
         # markers only: profiles of equal load (H = 4 at 0.005, H = 8 at 0.01) make a line meaningless
         right.plot(

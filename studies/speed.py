@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from pdors.markdown import number, table
+from pdors.run_summary import RunSummary
 
 SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
 EXTRA_SECTIONS = ("scale", "scale-pipeline", "reproduction")
@@ -94,7 +95,7 @@ FULL = Sizes(
 QUICK = Sizes((30, 100), 40, 40, (30, 40, 40), (1,), 10.0, (10, 20), 3, (200, 200, 40), 250, 100, 3)
 
 
-def _run(spec: dict) -> tuple[dict, float]:
+def _run(spec: dict[str, Any]) -> tuple[RunSummary, float]:
     """One run in this process: its summary and its CPU seconds."""
     from pdors.run import run
 
@@ -185,7 +186,7 @@ def bench_reference(seed: int) -> dict:
     from pdors.simulator import simulate
     from pdors.workload import WorkloadConfig, generate
 
-    out = {"machines": 6, "jobs": 10, "slots": 6, "workload_levels": 10}  # small enough for the reference
+    out: dict[str, Any] = {"machines": 6, "jobs": 10, "slots": 6, "workload_levels": 10}  # small for the reference
     inst = generate(WorkloadConfig(workload_scale=0.05), out["machines"], out["jobs"], out["slots"], seed)
     config = Config(workload_levels=out["workload_levels"])
     schedules = []
