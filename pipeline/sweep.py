@@ -167,84 +167,90 @@ def run(config_path: str, options: SweepOptions = SweepOptions()) -> SweepResult
     3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 4 the disk is full, 130
     interrupted (Ctrl-C), 143 terminated (SIGTERM). Everything the user gave is checked before anything is
     written (a ``SweepError`` or ``ConfigError`` otherwise)."""
-    o = options
-    out, resume, max_parallel, in_process, num_cpus = o.out, o.resume, o.max_parallel, o.in_process, o.num_cpus
-    overrides, dry_run = list(o.overrides), o.dry_run
+    o, overrides = options, list(options.overrides)
     address = o.ray_address or os.environ.get("RAY_ADDRESS") or None
-    if num_cpus is not None and address:
+    if o.num_cpus is not None and address:
         raise SweepError("--num-cpus: applies to a local Ray only; a cluster's CPUs are set where its nodes start")
     data = schema.raw(config_path, overrides)
     plan = grid.expand(schema.parse(data))  # every spec validated: nothing is written before this
-    config = plan.config
-    root = Path(out or config.output)
+    root = Path(o.out or plan.config.output)
     _check_output(root)
-    _check_memory(plan, o.max_run_memory, 1 if in_process or address else num_cpus or os.cpu_count() or 1)
+    _check_memory(plan, o.max_run_memory, 1 if o.in_process or address else o.num_cpus or os.cpu_count() or 1)
     store = Store(root, plan.sweep_id)
     todo, damaged = _todo(store, plan, o.retry_failed)
     result = SweepResult(OK, plan.sweep_id, root, len(plan.tasks), len(todo))
-    if todo and address and not (in_process or dry_run):
+    if todo and address and not (o.in_process or o.dry_run):
         from .executor import probe
 
         probe(address)  # one line, before anything is printed or written
-    again = shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume"])
     sims = sum(t.kind == "sim" for t in plan.tasks)
     _say(
         f"sweep {plan.sweep_id}: {len(plan.tasks)} tasks ({sims} simulations, {len(plan.tasks) - sims} OPT) over "
         f"{', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already recorded, "
         f"{len(todo)} to run" + (f" ({len(damaged)} damaged batches set aside)" if damaged else "")
     )
-    if dry_run:
+    if o.dry_run:
         from .estimate import describe
 
-        _say(describe(plan, todo, root, max_parallel, num_cpus, in_process or address is not None))
+        _say(describe(plan, todo, root, o.max_parallel, o.num_cpus, o.in_process or address is not None))
         return result
-    if (store.meta / "manifest.json").exists() and not resume:
+    if (store.meta / "manifest.json").exists() and not o.resume:
         raise SweepError(
             f"sweep {plan.sweep_id} already has results under {root}; pass --resume to continue "
             "it, or choose another --out"
         )
-    cluster = None
     _stages.clear()
-    if todo and not in_process:
-        from . import executor
-
-        _say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
-        started = time.perf_counter()
-        cluster = executor.connect(address, num_cpus)  # an unreachable cluster fails here, before any write
-        _stage("ray_start", time.perf_counter() - started)
-        _say(
-            f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); started in "
-            f"{time.perf_counter() - started:.1f} s"
-        )
+    cluster = _start_ray(address, o.num_cpus) if todo and not o.in_process else None
     try:
         with _sigterm_as_interrupt():
             result.status = _record_and_publish(
-                store, plan, data, config_path, overrides, todo, damaged, cluster, max_parallel, result
+                store, plan, data, config_path, overrides, todo, damaged, cluster, o.max_parallel, result
             )
         result.stages = {k: _stages.get(k, 0.0) for k in STAGES}
         _say("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.stages.items()))
-        return result
-    except KeyboardInterrupt as e:
-        _say(
-            f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'}: finished runs are recorded; "
-            f"continue with `{again}`"
-        )
-        result.status = TERMINATED if isinstance(e, Terminated) else INTERRUPTED
-        return result
-    except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        _say(
-            f"disk full writing under {root} ({e.strerror}): finished runs are recorded; free space and continue "
-            f"with `{again}`"
-        )
-        result.status = DISK_FULL
-        return result
+    except (KeyboardInterrupt, OSError) as e:
+        again = shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume"])
+        result.status = _stopped(e, again, root)
     finally:
         if cluster is not None:
             from . import executor
 
             executor.disconnect()
+    return result
+
+
+def _start_ray(address: str | None, num_cpus: int | None) -> Cluster:
+    """Connect to the cluster at ``address`` or start a local Ray; an unreachable cluster fails here, before any
+    write."""
+    from . import executor
+
+    _say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
+    started = time.perf_counter()
+    cluster = executor.connect(address, num_cpus)
+    _stage("ray_start", time.perf_counter() - started)
+    _say(
+        f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); started in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    return cluster
+
+
+def _stopped(e: KeyboardInterrupt | OSError, again: str, root: Path) -> int:
+    """The exit status of a sweep stopped by Ctrl-C, SIGTERM or a full disk (what finished is recorded);
+    any other error is raised again."""
+    if isinstance(e, KeyboardInterrupt):
+        _say(
+            f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'}: finished runs are recorded; "
+            f"continue with `{again}`"
+        )
+        return TERMINATED if isinstance(e, Terminated) else INTERRUPTED
+    if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+        raise e
+    _say(
+        f"disk full writing under {root} ({e.strerror}): finished runs are recorded; free space and continue "
+        f"with `{again}`"
+    )
+    return DISK_FULL
 
 
 def _record_and_publish(

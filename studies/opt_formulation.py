@@ -19,12 +19,14 @@ import json
 import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from offline_opt.compare import compare, rate, run_policies
 from offline_opt.milp import Strengthening, build
 from offline_opt.profile import SMALL_SIZE, small_profile
 from offline_opt.solve import solve
 from pdors.config import parse_seeds, to_dict
+from pdors.markdown import table
 from pdors.model import Instance
 from pdors.workload import generate
 
@@ -165,48 +167,54 @@ def _median(xs: list[float]) -> float | None:
 
 
 def cmd_summary(args: argparse.Namespace) -> None:
+    """The tables of the docs from ``ratio`` or ``ablation`` files."""
     for path in args.files:
         rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
         print(f"## {path}")
-        if rows and "variant" in rows[0]:
-            for name in dict.fromkeys(r["variant"] for r in rows):
-                rs = [r for r in rows if r["variant"] == name]
-                opt = {r["seed"]: r["objective"] for r in rows if r["variant"] == "strong" and r["proven"]}
-                lp_gap = [(r["lp_bound"] - opt[r["seed"]]) / opt[r["seed"]] for r in rs if r["seed"] in opt]
-                print(
-                    f"| {name} | {rs[0]['variables']}-{rs[-1]['variables']} | "
-                    f"{sum(r['proven'] for r in rs)}/{len(rs)} | {_median([r['wall_s'] for r in rs]):.1f} | "
-                    f"{max(r['wall_s'] for r in rs):.1f} | "
-                    f"{max((r['gap'] if r['gap'] is not None else float('inf')) for r in rs):.2e} | "
-                    f"{_median(lp_gap):.2%} |"
-                )
-            continue
-        names = [p["policy"] for p in rows[0]["policies"]]
-        print(
-            "| seed | status | OPT (validated) | bound | gap | wall s | OPT admits | "
-            + " | ".join(f"{n} ratio" for n in names)
-            + " | PD-ORS theoretical bound |"
+        print(_ablation_table(rows) if rows and "variant" in rows[0] else _ratio_table(rows))
+
+
+def _ablation_table(rows: list[dict[str, Any]]) -> str:
+    """Per variant: model size, proven share, wall times, worst gap and the LP bound's median gap to OPT."""
+    opt = {r["seed"]: r["objective"] for r in rows if r["variant"] == "strong" and r["proven"]}
+    lines = []
+    for name in dict.fromkeys(r["variant"] for r in rows):
+        rs = [r for r in rows if r["variant"] == name]
+        lp_gap = [(r["lp_bound"] - opt[r["seed"]]) / opt[r["seed"]] for r in rs if r["seed"] in opt]
+        worst = max((r["gap"] if r["gap"] is not None else float("inf")) for r in rs)
+        lines.append(
+            f"| {name} | {rs[0]['variables']}-{rs[-1]['variables']} | "
+            f"{sum(r['proven'] for r in rs)}/{len(rs)} | {_median([r['wall_s'] for r in rs]):.1f} | "
+            f"{max(r['wall_s'] for r in rs):.1f} | {worst:.2e} | {_median(lp_gap):.2%} |"
         )
-        for r in rows:
-            o = r["opt"]
-            ratios = {p["policy"]: p["ratio"] for p in r["policies"]}
-            pd = next(p for p in r["policies"] if p["policy"] == "pdors")
-            print(
-                f"| {r['seed']} | {o['status']} | {o['objective']:.4f} | {o['bound']:.4f} | {o['gap']:.1e} | "
-                f"{o['wall_s']:.1f} | {o['admitted']}/{r['size']['jobs']} | "
-                + " | ".join(
-                    (f"{ratios[k]:.3f}" + ("" if p["ratio_kind"] == "opt" else " (upper)"))
-                    if ratios[k] is not None
-                    else "n/a"
-                    for k, p in zip(ratios, r["policies"], strict=True)
-                )
-                + f" | {pd['competitive_bound']:.1f} |"
-            )
-        proven = [r for r in rows if r["opt"]["proven_optimal"]]
-        print(
-            f"proven {len(proven)}/{len(rows)}; median wall {_median([r['opt']['wall_s'] for r in rows]):.1f} s; "
-            f"max wall {max(r['opt']['wall_s'] for r in rows):.1f} s"
+    return "\n".join(lines)
+
+
+def _ratio_cell(ratio: float | None, kind: str) -> str:
+    return "n/a" if ratio is None else f"{ratio:.3f}" + ("" if kind == "opt" else " (upper)")
+
+
+def _ratio_table(rows: list[dict[str, Any]]) -> str:
+    """Per seed: OPT's status, value, bound, gap and time, each policy's ratio and PD-ORS's theoretical bound."""
+    names = [p["policy"] for p in rows[0]["policies"]]
+    head = ["seed", "status", "OPT (validated)", "bound", "gap", "wall s", "OPT admits"]
+    head += [*(f"{n} ratio" for n in names), "PD-ORS theoretical bound"]
+    body = []
+    for r in rows:
+        o = r["opt"]
+        pd_ = next(p for p in r["policies"] if p["policy"] == "pdors")
+        body.append(
+            [r["seed"], o["status"], f"{o['objective']:.4f}", f"{o['bound']:.4f}", f"{o['gap']:.1e}"]
+            + [f"{o['wall_s']:.1f}", f"{o['admitted']}/{r['size']['jobs']}"]
+            + [_ratio_cell(p["ratio"], p["ratio_kind"]) for p in r["policies"]]
+            + [f"{pd_['competitive_bound']:.1f}"]
         )
+    proven = [r for r in rows if r["opt"]["proven_optimal"]]
+    return (
+        table(head, body)
+        + f"\nproven {len(proven)}/{len(rows)}; median wall {_median([r['opt']['wall_s'] for r in rows]):.1f} s; "
+        f"max wall {max(r['opt']['wall_s'] for r in rows):.1f} s"
+    )
 
 
 def cmd_solvers(args: argparse.Namespace) -> None:
