@@ -9,7 +9,7 @@ than the MILP believed (it claimed a later completion slot than its samples allo
 to the solver's bound is <= ``mip_gap`` (+ float noise), the validator finds no violation, and the objectives
 are consistent. Anything else is reported with its status and gap, never as OPT.
 
-The solver runs in a child process (:mod:`.guard`) killed at ``wall_limit`` (default ``time_limit`` plus
+The solver runs in a child process (:mod:`.deadline`) killed at ``wall_limit`` (default ``time_limit`` plus
 ``GRACE`` plus twice the time this process took to build the model, which the child builds again and hands
 to the solver: at H = 100, I = 50, T = 20, `workload_scale` 0.1, building takes 28 s of CPU and minutes of wall
 time on a loaded machine, and a fixed slack killed every such solve before it could report its bound): HiGHS does not
@@ -35,7 +35,7 @@ from pdors.model import Instance
 from pdors.schedule import Schedule
 from pdors.validator import Validation, validate
 
-from .guard import TIMED_OUT, call_with_deadline
+from .deadline import TIMED_OUT, call_with_deadline
 from .milp import Strengthening, build, schedule_of, warm_start
 from .solvers import SolverRun, solve_model
 

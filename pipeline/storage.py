@@ -82,7 +82,7 @@ class Counts:
 
 
 TABLES = ("runs", "jobs", "schedules")
-PARTNERS = ("jobs", "schedules")  # per-run rows kept in the file named as the runs file
+PER_RUN_TABLES = ("jobs", "schedules")  # per-run rows kept in the file named as the runs file
 TMP_PREFIX = ".tmp-"
 DAMAGED_PREFIX = ".damaged-"  # a damaged batch set aside: never read, kept for inspection
 BATCH_PREFIX = "p"  # batch names sort after the run ids (hex) of the one-file-per-run layout
@@ -278,7 +278,7 @@ class Index:
     def status(self) -> dict[str, str]:
         return {run_id: status for run_id, (_, status) in self.chosen.items()}
 
-    def held(self, run_ids: Iterable[str] | None = None) -> dict[str, list[str]]:
+    def batches_of(self, run_ids: Iterable[str] | None = None) -> dict[str, list[str]]:
         """Batch -> the runs read from it (of ``run_ids``, default all), batches in name order."""
         wanted = None if run_ids is None else set(run_ids)
         out: dict[str, list[str]] = {b: [] for b in self.rows}
@@ -342,7 +342,7 @@ def read(
     root = Path(root)
     idx = index(root)
     schema = schema_of(table) if columns is None else pa.schema([schema_of(table).field(c) for c in columns])
-    return pa.Table.from_batches(list(_scan(root, table, idx.held(run_ids), idx.rows, columns)), schema=schema)
+    return pa.Table.from_batches(list(_scan(root, table, idx.batches_of(run_ids), idx.rows, columns)), schema=schema)
 
 
 class Store:
@@ -420,18 +420,18 @@ class Store:
         the old batches alone, or both with every run held twice (readers take the later, merged row), or
         jobs/schedules files without a runs file (never read; removed here). Call it under :meth:`lock`."""
         idx = self.index()
-        merged, held = list(idx.rows), idx.held()
+        merged, held = list(idx.rows), idx.batches_of()
         if len(merged) > 1 or (merged and idx.rows[merged[0]] > len(held.get(merged[0], []))):
             name = f"{self._name()}.parquet"
-            for table in (*PARTNERS, "runs"):
+            for table in (*PER_RUN_TABLES, "runs"):
                 _merge(_scan(self.root, table, held, idx.rows, None), schema_of(table), self.root / table / name)
-            for table in ("runs", *PARTNERS):
+            for table in ("runs", *PER_RUN_TABLES):
                 for batch in merged:
                     _remove(self.root / table / f"{batch}.parquet")
         else:
             merged = []
         runs = {p.stem for p in _files(self.root, "runs")}
-        for table in PARTNERS:  # left by a crash between writing a batch's files, or in compaction
+        for table in PER_RUN_TABLES:  # left by a crash between writing a batch's files, or in compaction
             for orphan in (p for p in _files(self.root, table) if p.stem not in runs):
                 _remove(orphan)
         return len(merged)

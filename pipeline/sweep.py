@@ -138,7 +138,7 @@ def _check_memory(plan: Plan, limit_gb: float | None, parallel: int) -> None:
             raise SweepError(f"too large: {why}")
 
 
-def _todo(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task], list[Damage]]:
+def _runs_to_do(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task], list[Damage]]:
     """The plan's tasks no sweep under the root has recorded intact (lost ones, and failed ones with
     ``retry_failed``, again), and the damaged batches under the root (their runs count as not recorded)."""
     index = store.index()
@@ -177,7 +177,7 @@ def run(config_path: str, options: SweepOptions = SweepOptions()) -> SweepResult
     _check_output(root)
     _check_memory(plan, o.max_run_memory, 1 if o.in_process or address else o.num_cpus or os.cpu_count() or 1)
     store = Store(root, plan.sweep_id)
-    todo, damaged = _todo(store, plan, o.retry_failed)
+    todo, damaged = _runs_to_do(store, plan, o.retry_failed)
     result = SweepResult(OK, plan.sweep_id, root, len(plan.tasks), len(todo))
     if todo and address and not (o.in_process or o.dry_run):
         from .executor import probe

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from offline_opt.compare import judge
-from offline_opt.guard import TIMED_OUT, call_with_deadline
+from offline_opt.deadline import TIMED_OUT, call_with_deadline
 from offline_opt.profile import small_profile
 from offline_opt.solve import ceiling, default_wall_limit, solve
 from pdors.workload import generate
