@@ -149,7 +149,7 @@ def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
     numeric = bool(xs) and all(_number(v) is not None for v in xs)
     pos = {v: (_number(v) if numeric else k) for k, v in enumerate(xs)}
     order = list(dict.fromkeys(table["policy"]))  # the same legend order in every panel
-    for ax, panel in zip(axes.flat, panels, strict=True):
+    for ax, panel in zip(axes.flat, panels, strict=False):  # the grid may have cells left over (hidden below)
         part = table[table["panel"] == panel].sort_values("policy", key=lambda p: p.map(order.index), kind="stable")
         if part.empty:
             ax.text(
