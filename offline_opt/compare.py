@@ -14,10 +14,11 @@ OPT is exact only to its gap target (``OptResult.ceiling``): ALG above a proven 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pdors.model import Instance
 from pdors.policies import POLICIES
-from pdors.run import run
+from pdors.run import RunResult, run
 
 from .certified import Certified, certify
 from .milp import Strengthening
@@ -90,7 +91,22 @@ def judge(
     return value / utility, kind, "" if kind == "opt" else f"OPT not proven ({status}); bound / ALG"
 
 
-def _ratio(opt: OptResult, utility: float) -> tuple[float | None, str, str]:
+class OptFacts(Protocol):
+    """What a ratio reads of OPT: an :class:`OptResult`, or the same facts stored in a file."""
+
+    @property
+    def objective(self) -> float | None: ...
+    @property
+    def bound(self) -> float | None: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def proven_optimal(self) -> bool: ...
+    @property
+    def mip_gap(self) -> float: ...
+
+
+def _ratio(opt: OptFacts, utility: float) -> tuple[float | None, str, str]:
     return judge(utility, opt.objective, opt.bound, opt.proven_optimal, opt.mip_gap, opt.status)
 
 
@@ -117,9 +133,8 @@ def run_policies(
     return runs
 
 
-def rate(opt, runs: dict) -> list[PolicyRatio]:
-    """OPT / ALG of each run; ``opt`` needs ``objective``, ``bound``, ``status``, ``proven_optimal``,
-    ``mip_gap``."""
+def rate(opt: OptFacts, runs: dict[str, RunResult]) -> list[PolicyRatio]:
+    """OPT / ALG of each run."""
     out = []
     for name, r in runs.items():
         s = r.summary

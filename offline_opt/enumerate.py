@@ -17,6 +17,7 @@ plan summing to exactly V_i in floating point (docs/MODEL.md, completion).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,7 @@ class Enumerated:
     states: int  # Pareto states kept over the whole search
 
 
-def _splits(total: int, parts: int):
+def _splits(total: int, parts: int) -> Iterator[tuple[int, ...]]:
     """All ways to write ``total`` as an ordered sum of ``parts`` non-negative integers."""
     if parts == 1:
         yield (total,)
@@ -87,7 +88,9 @@ def _pareto(vectors: np.ndarray) -> np.ndarray:
     return v[~dominated]
 
 
-def _slot_vectors(instance: Instance, present: list[int], placements) -> np.ndarray:
+def _slot_vectors(
+    instance: Instance, present: list[int], placements: list[list[tuple[float, np.ndarray]]]
+) -> np.ndarray:
     """Pareto-maximal sample vectors (over all jobs) of the joint placements of ``present`` that fit."""
     cap = instance.cluster.capacity
     I = instance.num_jobs
@@ -146,8 +149,8 @@ def enumerate_opt(instance: Instance) -> Enumerated:
                     nxt[key] = (new_util, tuple(new_done))
         states = _prune(nxt)
         kept += len(states)
-    value, done = max(states.values(), key=lambda s: s[0])
-    return Enumerated(value, list(done), options, kept)
+    best, done = max(states.values(), key=lambda s: s[0])
+    return Enumerated(best, list(done), options, kept)
 
 
 def _prune(states: dict[tuple, tuple[float, tuple]]) -> dict[tuple, tuple[float, tuple]]:

@@ -30,7 +30,9 @@ formulation):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
@@ -64,150 +66,239 @@ class Built:
     strengthening: Strengthening
 
 
-def build(instance: Instance, st: Strengthening = Strengthening()) -> Built:
-    """The DMLRS MILP of ``instance`` under strengthening ``st``."""
-    jobs, cap, T = instance.jobs, instance.cluster.capacity, instance.slots
-    I, H, R = instance.num_jobs, instance.num_machines, len(instance.cluster.resources)
-    jb = job_bounds(instance)
-    comp = {i: list(b.completion) if st.tight_bounds else list(range(b.arrival, T)) for i, b in enumerate(jb)}
-    slots = {i: list(range(jb[i].arrival, max(comp[i]) + 1)) if comp[i] else [] for i in range(I)}
-    IT = [(i, t) for i in range(I) for t in slots[i]]
-    IHT = [(i, h, t) for i, t in IT for h in range(H)]
-    IK = [(i, k) for i in range(I) for k in comp[i]]
-    alpha, beta = jobs.worker_demand, jobs.ps_demand
-    gamma = {i: int(jobs.gamma[i]) for i in range(I)}
-    F = {i: int(jobs.batch[i]) for i in range(I)}
+@dataclass(frozen=True)
+class _Index:
+    """The model's index sets (the legend of every constraint below).
 
-    def ub(kind):
-        def bound(m, i, h, t):
+    ``I``, ``H``, ``T``, ``R``: numbers of jobs, machines, slots and resources (paper Section III);
+    ``comp[i]``: candidate completion slots k of job i; ``slots[i]``: the slots it may use, a_i up to its last
+    candidate completion; ``IT``: (i, t) with t in slots[i]; ``IHT``: (i, h, t) for every machine h;
+    ``IK``: (i, k) with k in comp[i]; ``by_slot[t]``: the jobs that may use slot t; ``THR``: (t, h, r) for
+    every slot some job may use; ``external``: whether the external mode exists (H >= 2).
+    """
+
+    I: int
+    H: int
+    T: int
+    R: int
+    comp: dict[int, list[int]]
+    slots: dict[int, list[int]]
+    IT: list[tuple[int, int]]
+    IHT: list[tuple[int, int, int]]
+    IK: list[tuple[int, int]]
+    by_slot: dict[int, list[int]]
+    THR: list[tuple[int, int, int]]
+    external: bool
+
+    @classmethod
+    def of(cls, instance: Instance, jb: list[JobBounds], st: Strengthening) -> _Index:
+        I, H, T = instance.num_jobs, instance.num_machines, instance.slots
+        comp = {i: list(b.completion) if st.tight_bounds else list(range(b.arrival, T)) for i, b in enumerate(jb)}
+        slots = {i: list(range(jb[i].arrival, max(comp[i]) + 1)) if comp[i] else [] for i in range(I)}
+        IT = [(i, t) for i in range(I) for t in slots[i]]
+        by_slot = {t: [i for i in range(I) if t in slots[i]] for t in range(T)}
+        R = len(instance.cluster.resources)
+        return cls(
+            I,
+            H,
+            T,
+            R,
+            comp,
+            slots,
+            IT,
+            [(i, h, t) for i, t in IT for h in range(H)],
+            [(i, k) for i in range(I) for k in comp[i]],
+            by_slot,
+            [(t, h, r) for t in range(T) if by_slot[t] for h in range(H) for r in range(R)],
+            H >= 2,
+        )
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """Linear expressions of the model per (job, slot) shared by several constraint families."""
+
+    m: pyo.ConcreteModel
+    ix: _Index
+    jb: list[JobBounds]
+    disaggregate: bool
+
+    def WI(self, i: int, t: int) -> Any:
+        """Internal workers of job i in slot t."""
+        return sum(self.m.wi[i, h, t] for h in range(self.ix.H))
+
+    def WE(self, i: int, t: int) -> Any:
+        """External workers."""
+        return sum(self.m.we[i, h, t] for h in range(self.ix.H)) if self.ix.external else 0
+
+    def SE(self, i: int, t: int) -> Any:
+        """External PSs."""
+        return sum(self.m.se[i, h, t] for h in range(self.ix.H)) if self.ix.external else 0
+
+    def mode(self, i: int, t: int) -> Any:
+        """1 if job i runs in slot t (internally on one machine or externally), else 0."""
+        return sum(self.m.z[i, h, t] for h in range(self.ix.H)) + (self.m.e[i, t] if self.ix.external else 0)
+
+    def samples(self, i: int, t: int) -> Any:
+        """Samples processed in slot t (eqs. 1-3)."""
+        return self.jb[i].rate_int * self.WI(i, t) + self.jb[i].rate_ext * self.WE(i, t)
+
+    def active(self, i: int, t: int) -> Any:
+        """1 while job i is admitted and not yet complete (the disaggregated activity bound)."""
+        if self.disaggregate:
+            return sum(self.m.c[i, k] for k in self.ix.comp[i] if k >= t)
+        return 1
+
+
+def build(instance: Instance, st: Strengthening = Strengthening()) -> Built:
+    """The DMLRS MILP of ``instance`` under strengthening ``st``, one constraint family after another."""
+    jb = job_bounds(instance)
+    ix = _Index.of(instance, jb, st)
+    m = pyo.ConcreteModel("dmlrs")
+    _add_variables(m, ix, jb, st)
+    terms = _Terms(m, ix, jb, st.disaggregate)
+    _add_admission(m, ix, terms)
+    _add_internal_mode(m, ix, instance, st)
+    if ix.external:
+        _add_external_mode(m, ix, jb, terms, st)
+    _add_capacity(m, ix, instance, terms)
+    _add_completion(m, ix, jb, terms, st)
+    if st.symmetry and identical_machines(instance) and ix.H >= 2:
+        _add_symmetry(m, ix)
+    utility = {(i, k): float(instance.jobs.utility_of(i, k - jb[i].arrival)) for i, k in ix.IK}
+    m.obj = pyo.Objective(expr=sum(utility[i, k] * m.c[i, k] for i, k in ix.IK), sense=pyo.maximize)
+    return Built(m, jb, ix.slots, ix.comp, st)
+
+
+def _add_variables(m: pyo.ConcreteModel, ix: _Index, jb: list[JobBounds], st: Strengthening) -> None:
+    """z, wi, si (internal), e, we, se (external, H >= 2), c (completion); counts bounded per machine by
+    capacity with ``tight_bounds``, else by F."""
+
+    def ub(kind: str) -> Callable[[pyo.ConcreteModel, int, int, int], tuple[int, int]]:
+        def bound(m: pyo.ConcreteModel, i: int, h: int, t: int) -> tuple[int, int]:
             b = jb[i]
             if not st.tight_bounds:
-                return (0, F[i])
-            return (
-                0,
-                {
-                    "wi": b.w_internal[h],
-                    "si": -(-b.w_internal[h] // gamma[i]),
-                    "we": b.w_machine[h],
-                    "se": b.s_machine[h],
-                }[kind],
-            )
+                return (0, b.batch)
+            per_machine = {
+                "wi": b.w_internal[h],
+                "si": -(-b.w_internal[h] // b.gamma),
+                "we": b.w_machine[h],
+                "se": b.s_machine[h],
+            }
+            return (0, per_machine[kind])
 
         return bound
 
-    m = pyo.ConcreteModel("dmlrs")
-    m.z = pyo.Var(IHT, domain=pyo.Binary)
-    m.wi = pyo.Var(IHT, domain=pyo.NonNegativeIntegers, bounds=ub("wi"))
-    m.si = pyo.Var(IHT, domain=pyo.NonNegativeIntegers, bounds=ub("si"))
-    external = H >= 2
-    if external:
-        m.e = pyo.Var(IT, domain=pyo.Binary)
-        m.we = pyo.Var(IHT, domain=pyo.NonNegativeIntegers, bounds=ub("we"))
-        m.se = pyo.Var(IHT, domain=pyo.NonNegativeIntegers, bounds=ub("se"))
-    m.c = pyo.Var(IK, domain=pyo.Binary)
+    m.z = pyo.Var(ix.IHT, domain=pyo.Binary)
+    m.wi = pyo.Var(ix.IHT, domain=pyo.NonNegativeIntegers, bounds=ub("wi"))
+    m.si = pyo.Var(ix.IHT, domain=pyo.NonNegativeIntegers, bounds=ub("si"))
+    if ix.external:
+        m.e = pyo.Var(ix.IT, domain=pyo.Binary)
+        m.we = pyo.Var(ix.IHT, domain=pyo.NonNegativeIntegers, bounds=ub("we"))
+        m.se = pyo.Var(ix.IHT, domain=pyo.NonNegativeIntegers, bounds=ub("se"))
+    m.c = pyo.Var(ix.IK, domain=pyo.Binary)
 
-    def WI(i, t):
-        return sum(m.wi[i, h, t] for h in range(H))
 
-    def WE(i, t):
-        return sum(m.we[i, h, t] for h in range(H)) if external else 0
-
-    def SE(i, t):
-        return sum(m.se[i, h, t] for h in range(H)) if external else 0
-
-    def mode(i, t):
-        return sum(m.z[i, h, t] for h in range(H)) + (m.e[i, t] if external else 0)
-
-    def samples(i, t):
-        return jb[i].rate_int * WI(i, t) + jb[i].rate_ext * WE(i, t)
-
-    def active(i, t):
-        """1 while job i is admitted and not yet complete (the disaggregated activity bound)."""
-        if st.disaggregate:
-            return sum(m.c[i, k] for k in comp[i] if k >= t)
-        return 1
-
+def _add_admission(m: pyo.ConcreteModel, ix: _Index, terms: _Terms) -> None:
+    """x_i = sum_k c[i,k] <= 1, and at most one mode per (i, t) while the job is active."""
     m.admit = pyo.Constraint(
-        range(I), rule=lambda m, i: sum(m.c[i, k] for k in comp[i]) <= 1 if comp[i] else pyo.Constraint.Skip
+        range(ix.I),
+        rule=lambda m, i: sum(m.c[i, k] for k in ix.comp[i]) <= 1 if ix.comp[i] else pyo.Constraint.Skip,
     )
-    m.one_mode = pyo.Constraint(IT, rule=lambda m, i, t: mode(i, t) <= active(i, t))
-    # Internal: 1 <= wi <= bound when z = 1, else 0; si = ceil(wi / gamma) (eq. 2).
-    m.int_lo = pyo.Constraint(IHT, rule=lambda m, i, h, t: m.wi[i, h, t] >= m.z[i, h, t])
-    m.int_hi = pyo.Constraint(IHT, rule=lambda m, i, h, t: m.wi[i, h, t] <= m.wi[i, h, t].ub * m.z[i, h, t])
-    m.int_ps_lo = pyo.Constraint(IHT, rule=lambda m, i, h, t: gamma[i] * m.si[i, h, t] >= m.wi[i, h, t])
+    m.one_mode = pyo.Constraint(ix.IT, rule=lambda m, i, t: terms.mode(i, t) <= terms.active(i, t))
+
+
+def _add_internal_mode(m: pyo.ConcreteModel, ix: _Index, instance: Instance, st: Strengthening) -> None:
+    """Internal: 1 <= wi <= bound when z = 1, else 0; si = ceil(wi / gamma) (eq. 2); with ``perspective`` the
+    job fits on its machine."""
+    jobs, cap = instance.jobs, instance.cluster.capacity
+    gamma = {i: int(jobs.gamma[i]) for i in range(ix.I)}
+    m.int_lo = pyo.Constraint(ix.IHT, rule=lambda m, i, h, t: m.wi[i, h, t] >= m.z[i, h, t])
+    m.int_hi = pyo.Constraint(ix.IHT, rule=lambda m, i, h, t: m.wi[i, h, t] <= m.wi[i, h, t].ub * m.z[i, h, t])
+    m.int_ps_lo = pyo.Constraint(ix.IHT, rule=lambda m, i, h, t: gamma[i] * m.si[i, h, t] >= m.wi[i, h, t])
     m.int_ps_hi = pyo.Constraint(
-        IHT, rule=lambda m, i, h, t: gamma[i] * m.si[i, h, t] <= m.wi[i, h, t] + (gamma[i] - 1) * m.z[i, h, t]
+        ix.IHT, rule=lambda m, i, h, t: gamma[i] * m.si[i, h, t] <= m.wi[i, h, t] + (gamma[i] - 1) * m.z[i, h, t]
     )
     if st.perspective:
-        IHTR = [(i, h, t, r) for i, h, t in IHT for r in range(R) if alpha[i, r] + beta[i, r] > 0]
+        alpha, beta = jobs.worker_demand, jobs.ps_demand
+        IHTR = [(i, h, t, r) for i, h, t in ix.IHT for r in range(ix.R) if alpha[i, r] + beta[i, r] > 0]
         m.int_fit = pyo.Constraint(
             IHTR,
             rule=lambda m, i, h, t, r: (
                 alpha[i, r] * m.wi[i, h, t] + beta[i, r] * m.si[i, h, t] <= cap[h, r] * m.z[i, h, t]
             ),
         )
-    if external:
-        w_ext = {i: (min(F[i], jb[i].w_external) if st.tight_bounds else F[i]) for i in range(I)}
-        m.ext_w = pyo.Constraint(IHT, rule=lambda m, i, h, t: m.we[i, h, t] <= m.we[i, h, t].ub * m.e[i, t])
-        m.ext_s = pyo.Constraint(IHT, rule=lambda m, i, h, t: m.se[i, h, t] <= m.se[i, h, t].ub * m.e[i, t])
-        m.ext_lo = pyo.Constraint(IT, rule=lambda m, i, t: WE(i, t) >= m.e[i, t])
-        m.ext_hi = pyo.Constraint(IT, rule=lambda m, i, t: WE(i, t) <= w_ext[i] * m.e[i, t])
-        m.ext_ps_lo = pyo.Constraint(IT, rule=lambda m, i, t: gamma[i] * SE(i, t) >= WE(i, t))
-        m.ext_ps_hi = pyo.Constraint(
-            IT, rule=lambda m, i, t: gamma[i] * SE(i, t) <= WE(i, t) + (gamma[i] - 1) * m.e[i, t]
-        )
-        # Fact 1: an external allocation has hosts on >= 2 machines.
-        m.ext_spread = pyo.Constraint(
-            IHT, rule=lambda m, i, h, t: m.we[i, h, t] + m.se[i, h, t] <= WE(i, t) + SE(i, t) - m.e[i, t]
-        )
-    m.cap = pyo.Constraint(IT, rule=lambda m, i, t: WI(i, t) + WE(i, t) <= F[i])  # eq. (4)
 
-    by_slot = {t: [i for i in range(I) if t in slots[i]] for t in range(T)}
-    THR = [(t, h, r) for t in range(T) if by_slot[t] for h in range(H) for r in range(R)]
 
-    def usage(i, h, t, r):
-        w = m.wi[i, h, t] + (m.we[i, h, t] if external else 0)
-        s = m.si[i, h, t] + (m.se[i, h, t] if external else 0)
+def _add_external_mode(m: pyo.ConcreteModel, ix: _Index, jb: list[JobBounds], terms: _Terms, st: Strengthening) -> None:
+    """External: counts only when e = 1, 1 <= WE <= bound, SE = ceil(WE / gamma) (eq. 2), on >= 2 machines
+    (Fact 1)."""
+    WE, SE = terms.WE, terms.SE
+    gamma = {i: jb[i].gamma for i in range(ix.I)}
+    w_ext = {i: (min(jb[i].batch, jb[i].w_external) if st.tight_bounds else jb[i].batch) for i in range(ix.I)}
+    m.ext_w = pyo.Constraint(ix.IHT, rule=lambda m, i, h, t: m.we[i, h, t] <= m.we[i, h, t].ub * m.e[i, t])
+    m.ext_s = pyo.Constraint(ix.IHT, rule=lambda m, i, h, t: m.se[i, h, t] <= m.se[i, h, t].ub * m.e[i, t])
+    m.ext_lo = pyo.Constraint(ix.IT, rule=lambda m, i, t: WE(i, t) >= m.e[i, t])
+    m.ext_hi = pyo.Constraint(ix.IT, rule=lambda m, i, t: WE(i, t) <= w_ext[i] * m.e[i, t])
+    m.ext_ps_lo = pyo.Constraint(ix.IT, rule=lambda m, i, t: gamma[i] * SE(i, t) >= WE(i, t))
+    m.ext_ps_hi = pyo.Constraint(
+        ix.IT, rule=lambda m, i, t: gamma[i] * SE(i, t) <= WE(i, t) + (gamma[i] - 1) * m.e[i, t]
+    )
+    # Fact 1: an external allocation has hosts on >= 2 machines.
+    m.ext_spread = pyo.Constraint(
+        ix.IHT, rule=lambda m, i, h, t: m.we[i, h, t] + m.se[i, h, t] <= WE(i, t) + SE(i, t) - m.e[i, t]
+    )
+
+
+def _add_capacity(m: pyo.ConcreteModel, ix: _Index, instance: Instance, terms: _Terms) -> None:
+    """The cap on concurrent workers, eq. (4), and every machine's capacity per slot, eq. (5)."""
+    jobs, cap = instance.jobs, instance.cluster.capacity
+    alpha, beta = jobs.worker_demand, jobs.ps_demand
+    m.cap = pyo.Constraint(ix.IT, rule=lambda m, i, t: terms.WI(i, t) + terms.WE(i, t) <= int(jobs.batch[i]))
+
+    def usage(i: int, h: int, t: int, r: int) -> Any:
+        w = m.wi[i, h, t] + (m.we[i, h, t] if ix.external else 0)
+        s = m.si[i, h, t] + (m.se[i, h, t] if ix.external else 0)
         return alpha[i, r] * w + beta[i, r] * s
 
     m.capacity = pyo.Constraint(
-        THR,
-        rule=lambda m, t, h, r: (  # eq. (5)
-            sum(usage(i, h, t, r) for i in by_slot[t]) <= cap[h, r]
-        ),
+        ix.THR, rule=lambda m, t, h, r: sum(usage(i, h, t, r) for i in ix.by_slot[t]) <= cap[h, r]
     )
 
+
+def _add_completion(m: pyo.ConcreteModel, ix: _Index, jb: list[JobBounds], terms: _Terms, st: Strengthening) -> None:
+    """c[i,k] = 1 only if job i's samples reach V_i by slot k: attributed per completion slot with
+    ``disaggregate`` (S[i,t,k]), else cumulatively."""
+    slots, comp, samples = ix.slots, ix.comp, terms.samples
     if st.disaggregate:
-        ITK = [(i, t, k) for i, k in IK for t in slots[i] if t <= k]
+        ITK = [(i, t, k) for i, k in ix.IK for t in slots[i] if t <= k]
         m.S = pyo.Var(ITK, domain=pyo.NonNegativeReals, bounds=lambda m, i, t, k: (0, jb[i].max_samples))
         m.attribute = pyo.Constraint(
-            IT, rule=lambda m, i, t: sum(m.S[i, t, k] for k in comp[i] if k >= t) == samples(i, t)
+            ix.IT, rule=lambda m, i, t: sum(m.S[i, t, k] for k in comp[i] if k >= t) == samples(i, t)
         )
         m.serve = pyo.Constraint(ITK, rule=lambda m, i, t, k: m.S[i, t, k] <= m.S[i, t, k].ub * m.c[i, k])
         m.done = pyo.Constraint(
-            IK, rule=lambda m, i, k: sum(m.S[i, t, k] for t in slots[i] if t <= k) >= jb[i].workload * m.c[i, k]
+            ix.IK, rule=lambda m, i, k: sum(m.S[i, t, k] for t in slots[i] if t <= k) >= jb[i].workload * m.c[i, k]
         )
     else:
         m.done = pyo.Constraint(
-            IT,
+            ix.IT,
             rule=lambda m, i, t: (
                 sum(samples(i, u) for u in slots[i] if u <= t)
                 >= jb[i].workload * sum(m.c[i, k] for k in comp[i] if k <= t)
             ),
         )
 
-    if st.symmetry and identical_machines(instance) and H >= 2:
-        IHT1 = [(i, h, t) for i, h, t in IHT if h >= 1]
-        m.sym = pyo.Constraint(
-            IHT1, rule=lambda m, i, h, t: m.z[i, h, t] <= sum(m.z[j, h - 1, t] for j in by_slot[t] if j < i)
-        )
 
-    utility = {(i, k): float(jobs.utility_of(i, k - jb[i].arrival)) for i, k in IK}
-    m.obj = pyo.Objective(expr=sum(utility[i, k] * m.c[i, k] for i, k in IK), sense=pyo.maximize)
-    return Built(m, jb, slots, comp, st)
+def _add_symmetry(m: pyo.ConcreteModel, ix: _Index) -> None:
+    """Identical machines, numbered per slot in order of first use by internal jobs."""
+    IHT1 = [(i, h, t) for i, h, t in ix.IHT if h >= 1]
+    m.sym = pyo.Constraint(
+        IHT1, rule=lambda m, i, h, t: m.z[i, h, t] <= sum(m.z[j, h - 1, t] for j in ix.by_slot[t] if j < i)
+    )
 
 
-def _value(var) -> int:
+def _value(var: Any) -> int:
     v = var.value
     return 0 if v is None else round(v)
 
@@ -245,7 +336,7 @@ def schedule_of(built: Built, instance: Instance) -> Schedule:
     return sched
 
 
-def _symmetric_order(built: Built, instance: Instance, workers: np.ndarray, servers: np.ndarray, t: int):
+def _symmetric_order(built: Built, instance: Instance, workers: np.ndarray, servers: np.ndarray, t: int) -> np.ndarray:
     """Machine order of slot t satisfying the symmetry breaking: first use by internal jobs, then the rest."""
     H = instance.num_machines
     if not built.strengthening.symmetry or H < 2 or not identical_machines(instance):

@@ -6,7 +6,7 @@ workload (``workload_scale``, applied to K_i) and keep every other Section V dis
 
 Criterion for ``small_profile`` (the paper's Fig. 10 size, H = 4, I = 10, T = 10): the offline optimum
 admits between 30% and 90% of the jobs on every seed, so capacity binds (OPT must reject jobs) yet most jobs
-can run. Measured on seeds 1-20 with ``python -m offline_opt.bench ratio`` (docs/COMPETITIVE_RATIO.md): at
+can run. Measured on seeds 1-20 with ``pdors study opt ratio`` (docs/COMPETITIVE_RATIO.md): at
 ``workload_scale = 0.02`` the best schedule HiGHS found admits 4-9 of the 10 jobs (40-90%) on every seed
 (15 of the 20 proven optimal within 300 s, 17 with limits up to 2700 s).
 
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from pdors.model import Instance
 from pdors.workload import WorkloadConfig
 
 
@@ -53,7 +54,7 @@ class InstanceProfile:
     slots: int
     workload: Callable[[], WorkloadConfig]
 
-    def draw(self, seed: int):
+    def draw(self, seed: int) -> Instance:
         from pdors.workload import generate
 
         return generate(self.workload(), self.machines, self.jobs, self.slots, seed)

@@ -9,7 +9,7 @@ than the MILP believed (it claimed a later completion slot than its samples allo
 to the solver's bound is <= ``mip_gap`` (+ float noise), the validator finds no violation, and the objectives
 are consistent. Anything else is reported with its status and gap, never as OPT.
 
-The solver runs in a child process (:mod:`.guard`) killed at ``wall_limit`` (default ``time_limit`` plus
+The solver runs in a child process (:mod:`.deadline`) killed at ``wall_limit`` (default ``time_limit`` plus
 ``GRACE`` plus twice the time this process took to build the model, which the child builds again and hands
 to the solver: at H = 100, I = 50, T = 20, `workload_scale` 0.1, building takes 28 s of CPU and minutes of wall
 time on a loaded machine, and a fixed slack killed every such solve before it could report its bound): HiGHS does not
@@ -35,7 +35,7 @@ from pdors.model import Instance
 from pdors.schedule import Schedule
 from pdors.validator import Validation, validate
 
-from .guard import TIMED_OUT, call_with_deadline
+from .deadline import TIMED_OUT, call_with_deadline
 from .milp import Strengthening, build, schedule_of, warm_start
 from .solvers import SolverRun, solve_model
 
@@ -120,7 +120,12 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
 
 
 def _solve_built(
-    instance: Instance, strengthening: Strengthening, solver: str, time_limit: float, mip_gap: float, incumbent
+    instance: Instance,
+    strengthening: Strengthening,
+    solver: str,
+    time_limit: float,
+    mip_gap: float,
+    incumbent: tuple[Schedule, np.ndarray] | None,
 ) -> tuple[SolverRun, bool, dict[str, float] | None]:
     """The child process's part: build, warm-start (CBC), solve; the run, whether the start was used, and
     every variable's value (None without a solution) for the caller's copy of the same model."""
@@ -203,10 +208,11 @@ def solve(
     result.objective = check.total_utility
     result.violations = [v.as_dict() for v in check.violations]
     result.gap = relative_gap(result.objective, run.bound)
-    tol = AGREE_TOL * max(1.0, abs(run.objective))
+    believed = run.objective if run.objective is not None else np.nan  # a solution has an objective
+    tol = AGREE_TOL * max(1.0, abs(believed))
     # An incumbent may claim completion later than its samples allow (a non-optimal choice of c); then the
     # validated utility is higher, which is fine up to the bound. Lower than the MILP believed is a bug.
-    consistent = run.objective - tol <= result.objective <= (run.bound if run.bound is not None else np.inf) + tol
+    consistent = believed - tol <= result.objective <= (run.bound if run.bound is not None else np.inf) + tol
     if check.violations or not consistent:
         result.status = "invalid"
     result.proven_optimal = result.status == "optimal" and result.gap is not None and result.gap <= mip_gap + 1e-9

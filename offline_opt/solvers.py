@@ -59,13 +59,13 @@ def solve_model(
     run = (
         _highs(model, time_limit, mip_gap)
         if solver == "highs"
-        else _legacy(model, solver, time_limit, mip_gap, warm_start)
+        else _glpk_or_cbc(model, solver, time_limit, mip_gap, warm_start)
     )
     run.wall_s = time.perf_counter() - start
     return run
 
 
-def _highs(model, time_limit, mip_gap) -> SolverRun:
+def _highs(model: pyo.ConcreteModel, time_limit: float, mip_gap: float) -> SolverRun:
     import highspy
     from pyomo.contrib.solver.common.results import SolutionStatus
     from pyomo.contrib.solver.common.results import TerminationCondition as TC
@@ -105,7 +105,9 @@ def _highs(model, time_limit, mip_gap) -> SolverRun:
     )
 
 
-def _legacy(model, solver, time_limit, mip_gap, warm_start) -> SolverRun:
+def _glpk_or_cbc(
+    model: pyo.ConcreteModel, solver: str, time_limit: float, mip_gap: float, warm_start: bool
+) -> SolverRun:
     opt = pyo.SolverFactory(solver)
     if solver == "cbc":
         opt.options.update({"seconds": time_limit, "ratioGap": mip_gap, "threads": 1})

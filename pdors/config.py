@@ -15,7 +15,9 @@ import reprlib
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+T = TypeVar("T")
 
 
 class ConfigError(ValueError):
@@ -143,7 +145,7 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
     if tp is Any:
         return value
     if dataclasses.is_dataclass(tp):
-        return build(tp, value, path)
+        return build(typing.cast(type, tp), value, path)
     convert = _BY_ORIGIN.get(get_origin(tp)) or _BY_TYPE.get(tp)
     if convert is None:
         raise TypeError(f"unsupported config annotation {tp!r} at {path}")
@@ -151,21 +153,21 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
 
 
 @functools.cache
-def _fields(cls: Any) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
+def _fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
     """A dataclass's resolved annotations and init fields; resolving them is most of what ``build`` costs
     (a sweep builds thousands of run specs), and they never change."""
     return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls) if f.init}
 
 
-def build(cls: Any, data: Any, path: str = "") -> Any:
+def build(cls: type[T], data: Any, path: str = "") -> T:
     """Construct dataclass ``cls`` from ``data`` (a mapping or an instance), checking everything."""
     if isinstance(data, cls):
-        data = dataclasses.asdict(data)
+        data = dataclasses.asdict(data)  # type: ignore[call-overload]  # cls is a dataclass
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(path, f"must be a mapping, got {type(data).__name__} {quote(data)}")
-    hints, known = _fields(cls)
+    hints, known = _fields(typing.cast(type, cls))
     unknown = sorted(set(map(str, data)) - set(known))
     if unknown:
         raise ConfigError(_join(path, shorten(unknown[0], 60)), f"unknown key (known: {', '.join(sorted(known))})")
@@ -196,7 +198,7 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
-def range_problem(name: str, bounds: tuple, lo: float = 0.0) -> list[str]:
+def range_problem(name: str, bounds: tuple[float, float], lo: float = 0.0) -> list[str]:
     """Check a ``[low, high]`` pair: ordered and not below ``lo``."""
     a, b = bounds
     if a > b:

@@ -8,24 +8,32 @@ refuses to run.
 
 from __future__ import annotations
 
+from typing import Any
+
 import highspy
 import numpy as np
 
 
-def new_highs() -> highspy._Highs:
+def new_highs() -> Any:
     """A HiGHS instance that prints nothing and runs on one thread.
 
     The bare solver (``highspy._Highs``, exported by highspy), not its ``Highs`` wrapper: the wrapper's constructor
     installs Python callbacks through a solver call, which prints HiGHS's banner to stdout before ``output_flag``
     can be set. The wrapper adds nothing used here (callbacks, the modelling API)."""
-    highs = highspy._Highs()
+    highs = highspy._Highs()  # type: ignore[attr-defined]  # exported, but not in highspy's stubs
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("threads", 1)
     return highs
 
 
 def highs_lp(
-    cost: np.ndarray, num_row: int, csc: tuple, row_lower, row_upper, col_upper=None, integer: bool = False
+    cost: np.ndarray,
+    num_row: int,
+    csc: tuple[np.ndarray, np.ndarray, np.ndarray],
+    row_lower: np.ndarray,
+    row_upper: np.ndarray,
+    col_upper: np.ndarray | None = None,
+    integer: bool = False,
 ) -> highspy.HighsLp:
     """min ``cost`` x over ``0 <= x <= col_upper`` (default unbounded) with ``row_lower <= A x <= row_upper``;
     ``csc`` = A column-wise as (start, index, value); ``integer``: every column integral."""

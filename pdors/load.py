@@ -22,12 +22,14 @@ LOAD_VARIANTS = ("compute", "internal", "external")
 def _per_worker(instance: Instance) -> np.ndarray:
     """alpha_i^r + beta_i^r / gamma_i: resources one worker-slot needs with its share of PSs (I x R)."""
     jobs = instance.jobs
-    return jobs.worker_demand + jobs.ps_demand / jobs.gamma[:, None]
+    out: np.ndarray = jobs.worker_demand + jobs.ps_demand / jobs.gamma[:, None]
+    return out
 
 
 def _demand(instance: Instance, time_per_sample: np.ndarray) -> np.ndarray:
     """Resource-slots each job needs at ``time_per_sample`` slots per sample (I x R)."""
-    return (instance.jobs.workload * time_per_sample)[:, None] * _per_worker(instance)
+    out: np.ndarray = (instance.jobs.workload * time_per_sample)[:, None] * _per_worker(instance)
+    return out
 
 
 def _shares(demand: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -67,19 +69,22 @@ def max_samples_per_slot(instance: Instance) -> np.ndarray:
     fit_ext = np.floor(_fit(cap.sum(axis=0), unit) * (1 + SLACK)) if instance.num_machines >= 2 else 0.0
     workers_int = np.minimum(jobs.batch, fit_int)
     workers_ext = np.minimum(jobs.batch, fit_ext)
-    return np.maximum(workers_int / jobs.time_per_sample(True), workers_ext / jobs.time_per_sample(False))
+    out: np.ndarray = np.maximum(workers_int / jobs.time_per_sample(True), workers_ext / jobs.time_per_sample(False))
+    return out
 
 
 def _fit(capacity: np.ndarray, unit: np.ndarray) -> np.ndarray:
     """min_r capacity^r / unit^r over the last axis (inf where the job needs none of any resource)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(unit > 0, capacity / unit, np.inf).min(axis=-1)
+        out: np.ndarray = np.where(unit > 0, capacity / unit, np.inf).min(axis=-1)
+        return out
 
 
 def alone_completable(instance: Instance) -> np.ndarray:
     """Jobs that could finish by slot T-1 on an otherwise empty cluster at ``max_samples_per_slot`` (bool, I)."""
     window = instance.slots - instance.jobs.arrival
-    return max_samples_per_slot(instance) * (1 + SLACK) * window >= instance.jobs.workload
+    out: np.ndarray = max_samples_per_slot(instance) * (1 + SLACK) * window >= instance.jobs.workload
+    return out
 
 
 def fluid_completable(instance: Instance) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from . import portable_math
 
@@ -22,7 +23,7 @@ RESOURCES: tuple[str, ...] = ("gpu", "cpu", "mem", "storage")
 INSENSITIVE, SENSITIVE, CRITICAL = 0, 1, 2
 
 
-def _frozen(array: np.ndarray, dtype) -> np.ndarray:
+def _frozen(array: ArrayLike, dtype: DTypeLike) -> np.ndarray:
     out = np.array(array, dtype=dtype, copy=True)
     out.flags.writeable = False
     return out
@@ -72,7 +73,8 @@ class Jobs:
     @property
     def workload(self) -> np.ndarray:
         """V_i = E_i * K_i, the total samples to process (Section IV-C)."""
-        return (self.epochs * self.samples).astype(np.float64)
+        out: np.ndarray = (self.epochs * self.samples).astype(np.float64)
+        return out
 
     def time_per_sample(self, internal: bool | np.ndarray) -> np.ndarray:
         """Slots one worker spends per sample: tau_i + 2 g_i gamma_i / (b F_i) (eqs. 1-2).
@@ -80,9 +82,10 @@ class Jobs:
         ``b`` is b_i^(i) where ``internal`` holds (Fact 1), else b_i^(e).
         """
         bw = np.where(internal, self.bw_internal, self.bw_external)
-        return self.tau + 2.0 * self.grad_mb * self.gamma / (bw * self.batch)
+        out: np.ndarray = self.tau + 2.0 * self.grad_mb * self.gamma / (bw * self.batch)
+        return out
 
-    def utility(self, duration: np.ndarray | float) -> np.ndarray:
+    def utility(self, duration: ArrayLike) -> np.ndarray:
         """Sigmoid utility u_i(d) = theta1 / (1 + exp(theta2 (d - theta3))) of Section V, or theta1 / (1 + d)
         where ``utility_form`` is 1 (the thesis's).
 
@@ -93,7 +96,7 @@ class Jobs:
         out: np.ndarray = np.where(self.utility_form == 1, self.theta1 / (1.0 + np.maximum(d, 0.0)), sigmoid)
         return out
 
-    def utility_of(self, job: int, duration: np.ndarray | float) -> np.ndarray:
+    def utility_of(self, job: int, duration: ArrayLike) -> np.ndarray:
         """u_i(d) for one job, vectorised over ``duration``."""
         d = np.asarray(duration, float)
         out: np.ndarray
@@ -103,7 +106,7 @@ class Jobs:
             out = self.theta1[job] / (1.0 + portable_math.exp(self.theta2[job] * (d - self.theta3[job])))
         return out
 
-    def subset(self, index) -> Jobs:
+    def subset(self, index: ArrayLike) -> Jobs:
         return Jobs(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
 

@@ -15,7 +15,10 @@ whatever the CPU and SIMD kernel; so do its reductions, whose order depends only
 
 from __future__ import annotations
 
+from typing import Any, overload
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 _LN2_HI = 6.93147180369123816490e-01  # ln 2 split so that k * _LN2_HI is exact for |k| < 2^20
 _LN2_LO = 1.90821492927058770002e-10
@@ -39,7 +42,11 @@ _LOG_LG = (
 _SQRT_HALF = 0.70710678118654752440
 
 
-def exp(x):
+@overload
+def exp(x: float) -> float: ...
+@overload
+def exp(x: np.ndarray) -> np.ndarray: ...
+def exp(x: ArrayLike) -> Any:
     """e^x, elementwise (fdlibm's e_exp.c); inf above ~709.78, 0 below ~-745.13. Scalars give a float."""
     x = np.asarray(x, dtype=np.float64)
     xc = np.clip(x, -746.0, 710.0)  # beyond: 0 or inf either way; keeps k a small integer
@@ -56,7 +63,11 @@ def exp(x):
     return float(out) if out.ndim == 0 else out
 
 
-def log(x):
+@overload
+def log(x: float) -> float: ...
+@overload
+def log(x: np.ndarray) -> np.ndarray: ...
+def log(x: ArrayLike) -> Any:
     """Natural logarithm, elementwise (fdlibm's e_log.c): -inf at 0, nan below. Scalars give a float."""
     x = np.asarray(x, dtype=np.float64)
     m, e = np.frexp(np.where(np.isfinite(x) & (x > 0), x, 1.0))  # exact: x = m 2^e, m in [0.5, 1)
@@ -76,7 +87,7 @@ def log(x):
     return float(out) if out.ndim == 0 else out
 
 
-def power(x, p: float):
+def power(x: ArrayLike, p: float) -> Any:
     """x ** p for x >= 0 (0 ** p = inf for p < 0, 0 for p > 0): exp(p log x), or the one correctly rounded
     operation it is for p in {-1, 1, 2, 0.5}."""
     x = np.asarray(x, dtype=np.float64)
@@ -85,13 +96,12 @@ def power(x, p: float):
         return exact() if exact is not None else exp(p * log(x))
 
 
-def dot(a, b) -> np.ndarray:
+def dot(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """``a @ b`` for ``a`` [..., K] and ``b`` [K] or [K, N], multiplied elementwise and summed over K in
     numpy's fixed order (pairwise along a contiguous K, sequential otherwise), never by BLAS."""
     a, b = np.asarray(a), np.asarray(b)
-    if b.ndim == 1:
-        return (a * b).sum(axis=-1)
-    return (a[..., :, None] * b).sum(axis=-2)
+    out: np.ndarray = (a * b).sum(axis=-1) if b.ndim == 1 else (a[..., :, None] * b).sum(axis=-2)
+    return out
 
 
 def _scale(y: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -99,7 +109,8 @@ def _scale(y: np.ndarray, k: np.ndarray) -> np.ndarray:
     from their bits, each factor a normal number, the first product normal too."""
     k1 = k // 2
     with np.errstate(over="ignore"):
-        return y * _two_to(k1) * _two_to(k - k1)
+        out: np.ndarray = y * _two_to(k1) * _two_to(k - k1)
+    return out
 
 
 def _two_to(k: np.ndarray) -> np.ndarray:

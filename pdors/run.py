@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
 from .config import build, to_dict
 from .load import fluid_completable, offered_load
 from .model import Instance
@@ -19,6 +18,7 @@ from .run_summary import JobOutcome, Latency, RunSummary
 from .simulator import SimulationResult, simulate
 from .solo import fastest_completion, utility_ceiling
 from .validator import Validation, validate
+from .version import __version__
 from .workload import WorkloadConfig, generate
 
 

@@ -51,7 +51,7 @@ class Schedule:
         h = hashlib.blake2b(digest_size=16)
         for a in (self.workers, self.servers, self.admitted[None]):
             for part in a:  # slot by slot: the same bytes as the whole array as int64, without a copy of it
-                h.update(np.ascontiguousarray(part, dtype="<i8"))
+                h.update(np.ascontiguousarray(part, dtype="<i8").data)
         return h.hexdigest()
 
     def to_sparse(self) -> dict:

@@ -35,21 +35,46 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return v
 
 
+@dataclass
+class _State:
+    """What the simulator carries from slot to slot; the arrays are updated in place."""
+
+    instance: Instance
+    sched: Schedule
+    reserved: np.ndarray  # [T, H, R] resources committed per slot
+    remaining: np.ndarray  # [I] samples still to process
+    completed: np.ndarray  # [I] completion slot or -1
+    ran: np.ndarray  # [I] had workers in some earlier slot
+
+    @classmethod
+    def start(cls, instance: Instance, restart_loss: float) -> _State:
+        return cls(
+            instance,
+            Schedule.empty(instance, restart_loss),
+            np.zeros((instance.slots, instance.num_machines, len(instance.cluster.resources))),
+            instance.jobs.workload.copy(),
+            np.full(instance.num_jobs, -1, dtype=np.int64),
+            np.zeros(instance.num_jobs, dtype=bool),
+        )
+
+    def view(self, t: int) -> SlotView:
+        return SlotView(
+            t,
+            self.instance,
+            _read_only(self.reserved),
+            _read_only(self.remaining),
+            _read_only(self.sched.admitted),
+            _read_only(self.completed),
+        )
+
+
 def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationResult:
     start = time.perf_counter()
     jobs, T = instance.jobs, instance.slots
-    sched = Schedule.empty(instance, policy.restart_loss)
-    reserved = np.zeros((T, instance.num_machines, len(instance.cluster.resources)))
-    remaining = jobs.workload.copy()
-    completed = np.full(instance.num_jobs, -1, dtype=np.int64)
-    ran = np.zeros(instance.num_jobs, dtype=bool)  # had workers in some earlier slot
+    state = _State.start(instance, policy.restart_loss)
+    sched, reserved, completed, view = state.sched, state.reserved, state.completed, state.view
     latencies: list[float] = []
     policy.reset(instance, seed)
-
-    def view(t: int) -> SlotView:
-        return SlotView(
-            t, instance, _read_only(reserved), _read_only(remaining), _read_only(sched.admitted), _read_only(completed)
-        )
 
     for t in range(T):
         if isinstance(policy, PlanningPolicy):
@@ -62,7 +87,7 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
                     busy = np.flatnonzero(plan.workers.any(axis=1) | plan.servers.any(axis=1))
                     sched.workers[busy, i, :] = plan.workers[busy]
                     sched.servers[busy, i, :] = plan.servers[busy]
-                    _reserve(reserved, instance, i, plan.workers, plan.servers, slice(None))
+                    _reserve(reserved, instance, int(i), plan.workers, plan.servers, slice(None))
         elif isinstance(policy, SlotPolicy):
             tick = time.perf_counter()
             alloc: SlotAllocation = policy.allocate(view(t))
@@ -76,7 +101,7 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
             reserved[t] += _slot_usage(instance, rows, w, s)
         else:
             raise TypeError(f"{type(policy).__name__} is neither a PlanningPolicy nor a SlotPolicy")
-        _run_slot(instance, sched, reserved, remaining, completed, ran, t)
+        _run_slot(state, t)
 
     sched.claimed_completion[:] = completed
     return SimulationResult(sched, np.array(latencies), time.perf_counter() - start, policy.summary())
@@ -104,10 +129,20 @@ def _slot_usage(instance: Instance, rows: np.ndarray, w: np.ndarray, s: np.ndarr
     """Resources [H, R] used by one slot's allocation ``w, s`` [I', H] of the jobs ``rows``. The jobs given
     nothing are left out: their terms are exactly 0.0 in a sum taken in job order, so no bit changes."""
     jobs = instance.jobs
-    return dot(w.T, jobs.worker_demand[rows]) + dot(s.T, jobs.ps_demand[rows])
+    usage: np.ndarray = dot(w.T, jobs.worker_demand[rows]) + dot(s.T, jobs.ps_demand[rows])
+    return usage
 
 
-def _run_slot(instance, sched, reserved, remaining, completed, ran, t) -> None:
+def _run_slot(state: _State, t: int) -> None:
+    """Run slot t: progress, restarts and completions of ``state``, and release what finished jobs held."""
+    instance, sched, reserved, remaining, completed, ran = (
+        state.instance,
+        state.sched,
+        state.reserved,
+        state.remaining,
+        state.completed,
+        state.ran,
+    )
     jobs = instance.jobs
     # Every per-job quantity below matters only for jobs with workers in slot t: computed for those rows.
     rows = np.flatnonzero(sched.workers[t].any(axis=1))
@@ -133,7 +168,7 @@ def _run_slot(instance, sched, reserved, remaining, completed, ran, t) -> None:
         if t + 1 < instance.slots:  # release the rest of a plan that finished early
             later = slice(t + 1, None)
             w, s = sched.workers[later, i], sched.servers[later, i]
-            _reserve(reserved, instance, i, w, s, later, -1.0)
+            _reserve(reserved, instance, int(i), w, s, later, -1.0)
             # Only the slots it holds are cleared: writing zeros over the rest would touch (and so allocate)
             # pages of the [T, I, H] arrays that are still the kernel's untouched zero pages.
             busy = t + 1 + np.flatnonzero(w.any(axis=1) | s.any(axis=1))

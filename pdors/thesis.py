@@ -17,6 +17,7 @@ PS bandwidth B_i is :attr:`pdors.model.Instance.ps_bandwidth`; where it is set, 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .model import RESOURCES, Instance
 
@@ -37,17 +38,27 @@ PS_BANDWIDTH_GBPS = (4.0, 20.0)
 DEMAND = np.array([(0, 4), (0, 0), (2, 30), (4, 8)], dtype=np.int64)
 
 
-def minibatch_seconds(tau_s, grad_mb, bw_mbps):
+def minibatch_seconds(tau_s: ArrayLike, grad_mb: ArrayLike, bw_mbps: ArrayLike) -> np.ndarray:
     """Seconds one worker spends on one mini-batch: tau_i + 2 g_i / b (eq. 3.1), b in Mbps."""
-    return np.asarray(tau_s) + 2.0 * np.asarray(grad_mb) / (np.asarray(bw_mbps) / 8.0)
+    out: np.ndarray = np.asarray(tau_s) + 2.0 * np.asarray(grad_mb) / (np.asarray(bw_mbps) / 8.0)
+    return out
 
 
-def minibatches_per_slot(workers, tau_s, grad_mb, bw_mbps):
+def minibatches_per_slot(workers: ArrayLike, tau_s: ArrayLike, grad_mb: ArrayLike, bw_mbps: ArrayLike) -> np.ndarray:
     """Mini-batches ``workers`` Async-SGD workers train in one slot: w / (tau + 2 g / b) (eq. 3.1)."""
-    return np.asarray(workers) * SLOT_SECONDS / minibatch_seconds(tau_s, grad_mb, bw_mbps)
+    out: np.ndarray = np.asarray(workers) * SLOT_SECONDS / minibatch_seconds(tau_s, grad_mb, bw_mbps)
+    return out
 
 
-def job_arrays(epochs, minibatches, chunks, grad_mb, tau_s, bw_external_mbps, bandwidth_ratio: float) -> dict:
+def job_arrays(
+    epochs: ArrayLike,
+    minibatches: ArrayLike,
+    chunks: ArrayLike,
+    grad_mb: ArrayLike,
+    tau_s: ArrayLike,
+    bw_external_mbps: ArrayLike,
+    bandwidth_ratio: float,
+) -> dict[str, ArrayLike]:
     """Thesis jobs (E_i, M_i, K_i, g_i MB, tau_i s, b_i^(e) Mbps) as :class:`~pdors.model.Jobs` arrays other
     than arrival, demands, utility and class: a sample is a mini-batch, F_i = gamma_i = K_i (module doc),
     rates in MB per slot, b^(i) = ``bandwidth_ratio`` x b^(e)."""
@@ -68,10 +79,10 @@ def draw_jobs(rng: np.random.Generator, jobs: int, bandwidth_ratio: float) -> tu
     """Section 4.1's job parameters as :class:`~pdors.model.Jobs` arrays (all but arrival, utility and
     class), and B_i in MB per slot."""
 
-    def ints(bounds):
+    def ints(bounds: tuple[int, int]) -> np.ndarray:
         return rng.integers(bounds[0], bounds[1] + 1, size=jobs)
 
-    def reals(bounds):
+    def reals(bounds: tuple[float, float]) -> np.ndarray:
         return rng.uniform(bounds[0], bounds[1], size=jobs)
 
     epochs, minibatches, chunks = ints(EPOCHS), ints(MINIBATCHES_PER_CHUNK), ints(CHUNKS)
@@ -83,13 +94,15 @@ def draw_jobs(rng: np.random.Generator, jobs: int, bandwidth_ratio: float) -> tu
     return {**arrays, "worker_demand": worker, "ps_demand": ps}, ps_bandwidth
 
 
-def gbps_to_mb_per_slot(gbps):
-    return np.asarray(gbps, dtype=np.float64) * 1000.0 * MBPS_TO_MB_PER_SLOT
+def gbps_to_mb_per_slot(gbps: ArrayLike) -> np.ndarray:
+    out: np.ndarray = np.asarray(gbps, dtype=np.float64) * 1000.0 * MBPS_TO_MB_PER_SLOT
+    return out
 
 
 def capacity(capacity_factor: float) -> np.ndarray:
     """C^r = ``capacity_factor`` x the midpoint of the thesis's worker demand (it gives no capacities)."""
-    return capacity_factor * DEMAND.mean(axis=1)
+    out: np.ndarray = capacity_factor * DEMAND.mean(axis=1)
+    return out
 
 
 def ps_ratio(instance: Instance, internal: bool) -> np.ndarray:
@@ -99,4 +112,5 @@ def ps_ratio(instance: Instance, internal: bool) -> np.ndarray:
     if instance.ps_bandwidth is None:
         return jobs.gamma.astype(np.float64)
     bw = jobs.bw_internal if internal else jobs.bw_external
-    return np.minimum(jobs.gamma, instance.ps_bandwidth / bw)
+    out: np.ndarray = np.minimum(jobs.gamma, instance.ps_bandwidth / bw)
+    return out

@@ -56,6 +56,14 @@ class TraceError(ValueError):
     """A trace file is missing or is not valid in its format."""
 
 
+# Where a missing trace can be had (the message of a trace path that does not exist).
+HOW_TO_GET = {
+    "google": "the public Google 2011 trace (clusterdata-2011-2, its job_events files) is at "
+    "https://github.com/google/cluster-data; the repository ships an excerpt in traces/google-2011/job_events",
+    "philly": "the Philly trace (cluster_job_log) is at https://github.com/msr-fiddle/philly-traces",
+}
+
+
 @dataclass(frozen=True, eq=False)
 class Trace:
     """Job submissions in time order: ``submit_s`` seconds (trace clock), ``sensitivity`` the paper's class
@@ -83,7 +91,7 @@ class Snippet:
     sensitivity: np.ndarray
 
 
-def _open_text(path: Path):
+def _open_text(path: Path) -> io.TextIOWrapper:
     raw = path.open("rb")
     head = raw.read(2)
     raw.seek(0)
@@ -190,7 +198,8 @@ def load(path: str | Path, format: str) -> Trace:
         raise TraceError(f"format: must be one of {', '.join(FORMATS)}, got {format!r}")
     p = Path(path).expanduser()
     if not p.exists():
-        raise TraceError(f"{path}: no such file or directory (relative paths are from {Path.cwd()})")
+        get = f"; {HOW_TO_GET[format]}" if format in HOW_TO_GET else ""
+        raise TraceError(f"{path}: no such file or directory (relative paths are from {Path.cwd()}){get}")
     stamp = max(f.stat().st_mtime_ns for f in ([p] if p.is_file() else [p, *p.iterdir()]))
     return _load_cached(str(p.resolve()), format, stamp)
 

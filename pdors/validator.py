@@ -14,9 +14,11 @@ PSs carry their workers' traffic, w b <= B_i s with b the rate of the placement 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .model import Instance
 from .portable_math import dot
@@ -60,7 +62,7 @@ class Validation:
         return not self.violations
 
 
-def _cells(mask: np.ndarray):
+def _cells(mask: ArrayLike) -> list[tuple[int, ...]]:
     return [tuple(int(x) for x in idx) for idx in np.argwhere(mask)]
 
 
@@ -70,7 +72,7 @@ def _usage(w: np.ndarray, s: np.ndarray, alpha: np.ndarray, beta: np.ndarray) ->
     exactly 0.0 there, so they are left out."""
     T, _, H = w.shape
     usage = np.zeros((T, H, alpha.shape[1]))
-    busy = w.any(axis=2) | s.any(axis=2)
+    busy = np.asarray(w.any(axis=2) | s.any(axis=2))
     for t in range(T):
         rows = np.flatnonzero(busy[t])
         usage[t] = dot(w[t, rows].T, alpha[rows]) + dot(s[t, rows].T, beta[rows])
@@ -89,7 +91,7 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         raise ValueError(f"schedule.restart_loss: must lie in [0, 1), got {loss}")
     out: list[Violation] = []
 
-    def report(kind, mask, describe):
+    def report(kind: str, mask: ArrayLike, describe: Callable[..., Violation]) -> None:
         for idx in _cells(mask)[:limit]:
             out.append(describe(kind, *idx))
 
@@ -145,15 +147,16 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     hosts[run_t, run_i] = ((w[run_t, run_i] > 0) | (s[run_t, run_i] > 0)).sum(axis=1)
     internal = (hosts == 1) & (wsum > 0)
     bw = link_rate(instance, internal)
-    if instance.ps_bandwidth is not None:
-        traffic, carried = wsum * bw, ssum * instance.ps_bandwidth[None, :]
+    ps_bandwidth = instance.ps_bandwidth
+    if ps_bandwidth is not None:
+        traffic, carried = wsum * bw, ssum * ps_bandwidth[None, :]
         report(
             "ps_bandwidth",
             traffic > carried * (1.0 + PS_BANDWIDTH_RTOL),
             lambda k, t, i: Violation(
                 k,
                 f"{wsum[t, i]} workers at rate {bw[t, i]:.6g} exceed what {ssum[t, i]} PSs carry at "
-                f"B_i = {instance.ps_bandwidth[i]:.6g} (3.4)",
+                f"B_i = {ps_bandwidth[i]:.6g} (3.4)",
                 t,
                 i,
             ),
@@ -225,7 +228,8 @@ def slot_samples(
     (docs/MODEL.md, "Three readings" (b)); :mod:`pdors.retime` passes the actual ``sum w / sum s``."""
     jobs = instance.jobs
     per_sample = jobs.tau[None, :] + 2.0 * jobs.grad_mb[None, :] * ratio / (rate * jobs.batch[None, :])
-    return np.where(restarts, 1.0 - loss, 1.0) * wsum / per_sample
+    out: np.ndarray = np.where(restarts, 1.0 - loss, 1.0) * wsum / per_sample
+    return out
 
 
 def outcome(instance: Instance, samples: np.ndarray, admitted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -165,7 +165,8 @@ class WorkloadConfig:
 
     def capacity(self) -> np.ndarray:
         """C^r = capacity_factor x the midpoint of the worker demand range [choice: "roughly 18 times"]."""
-        return self.capacity_factor * self.worker_demand.bounds().mean(axis=1)
+        out: np.ndarray = self.capacity_factor * self.worker_demand.bounds().mean(axis=1)
+        return out
 
 
 def arrival_weights(slots: int, pattern: str) -> np.ndarray:
@@ -176,7 +177,8 @@ def arrival_weights(slots: int, pattern: str) -> np.ndarray:
     alternating arrivals, so every other parameter equals the synthetic instance of the same seed.
     """
     w = np.ones(slots) if pattern == "uniform" else np.where(np.arange(slots) % 2 == 0, 1.0 / 3.0, 2.0 / 3.0)
-    return w / w.sum()
+    out: np.ndarray = w / w.sum()
+    return out
 
 
 def generate(
@@ -206,10 +208,10 @@ def generate(
     rng = np.random.Generator(np.random.PCG64(seed))
     c = config
 
-    def ints(bounds):
+    def ints(bounds: tuple[int, int]) -> np.ndarray:
         return rng.integers(bounds[0], bounds[1] + 1, size=jobs)
 
-    def reals(bounds):
+    def reals(bounds: tuple[float, float]) -> np.ndarray:
         return rng.uniform(bounds[0], bounds[1], size=jobs)
 
     synthetic = rng.choice(slots, size=jobs, p=arrival_weights(slots, c.arrivals))

@@ -11,15 +11,18 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from pdors.config import ConfigError, parse_seeds
+from pdors.markdown import number
+from pdors.markdown import table as markdown_table
 
 from .run_spec import add_memory_arg
 
 
-def run_all(args, policies: list[str], seeds: list[int]) -> list[dict]:
+def run_all(args: argparse.Namespace, policies: list[str], seeds: list[int]) -> list[dict]:
     """One row per (seed, policy): the validator's totals and the run's timings and policy statistics (with
     ``args.retime``, also the schedule re-timed with the actual worker:PS ratio, under ``retime``)."""
     from dataclasses import asdict
@@ -82,19 +85,17 @@ def aggregate(rows: list[dict], policies: list[str]) -> list[dict]:
     return out
 
 
-def markdown(table: list[dict]) -> str:
-    lines = [
-        "| policy | seeds | total utility mean | std | min | max | admitted (mean) | completed (mean) "
-        "| violations | wall s (mean) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+MEANS = ("mean", "std", "min", "max", "admitted", "completed")
+
+
+def markdown(table: list[dict[str, Any]]) -> str:
+    head = ["policy", "seeds", "total utility mean", "std", "min", "max", "admitted (mean)", "completed (mean)"]
+    head += ["violations", "wall s (mean)"]
+    rows = [
+        [t["policy"], t["seeds"], *(number(t[k], ".1f") for k in MEANS), t["violations"], number(t["wall_s"], ".2f")]
+        for t in table
     ]
-    for t in table:
-        lines.append(
-            f"| {t['policy']} | {t['seeds']} | {t['mean']:.1f} | {t['std']:.1f} | {t['min']:.1f} "
-            f"| {t['max']:.1f} | {t['admitted']:.1f} | {t['completed']:.1f} | {t['violations']} "
-            f"| {t['wall_s']:.2f} |"
-        )
-    return "\n".join(lines)
+    return markdown_table(head, rows, ["---"] + ["---:"] * (len(head) - 1))
 
 
 def retime_markdown(rows: list[dict], policies: list[str]) -> str:
@@ -121,7 +122,7 @@ def retime_markdown(rows: list[dict], policies: list[str]) -> str:
     return "\n".join(lines)
 
 
-def cmd_compare(args) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     from pdors.policies import POLICIES
 
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
@@ -142,7 +143,7 @@ def cmd_compare(args) -> int:
     return 1 if any(t["violations"] for t in table) else 0
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "compare", help="run several policies over seeds on the same instances; print a Markdown table of total utility"
     )

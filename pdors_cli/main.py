@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
-import offline_opt.cli
-import pipeline.cli
-import pipeline.nightly
-import pipeline.show
 from pdors.config import ConfigError
 from pipeline.storage import RecordDamaged
 
-from . import bench, compare, simulate
+from . import bench, compare, nightly, opt, show, simulate, study, sweep
 
 # Each module adds its subcommands with ``register(subparsers)``; handlers are ``func(args) -> int``.
-SUBCOMMANDS = (simulate, compare, pipeline.cli, offline_opt.cli, pipeline.nightly, bench, pipeline.show)
+SUBCOMMANDS = (simulate, compare, sweep, opt, nightly, bench, show, study)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -26,7 +23,7 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def parse(argv=None) -> argparse.Namespace:
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The arguments; ``KEY=VALUE`` overrides are taken after options too (``sweep run CONFIG --in-process
     seeds.count=5``): argparse's plain parsing stops collecting a positional list at the first option."""
     ap = parser()
@@ -38,10 +35,11 @@ def parse(argv=None) -> argparse.Namespace:
     return args
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     try:
-        return args.func(args)
+        status: int = args.func(args)
+        return status
     except RecordDamaged as e:  # the record is intact elsewhere: say which file and how to repair it
         print(f"pdors {args.command}: error: {e}", file=sys.stderr)
         return 1

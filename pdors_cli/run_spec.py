@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+from typing import Any
 
 from pdors import safe_yaml
 from pdors.config import ConfigError
@@ -24,7 +26,7 @@ def _load_yaml(path: str) -> dict:
     return data
 
 
-def run_spec_from_args(args) -> dict:
+def run_spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """A run spec dict: the config file's ``workload`` and ``policies.<name>`` plus command-line sizes."""
     file = _load_yaml(args.config) if args.config else {}
     unknown = sorted(set(file) - {"workload", "policies"})
@@ -47,7 +49,7 @@ def run_spec_from_args(args) -> dict:
     }
 
 
-def add_run_args(p, policy_default="pdors") -> None:
+def add_run_args(p: argparse.ArgumentParser, policy_default: str = "pdors") -> None:
     p.add_argument("--policy", default=policy_default, choices=POLICIES)
     p.add_argument("--machines", type=int, default=30, help="H, machines")
     p.add_argument("--jobs", type=int, default=50, help="I, jobs")
@@ -57,7 +59,7 @@ def add_run_args(p, policy_default="pdors") -> None:
     add_memory_arg(p)
 
 
-def add_memory_arg(p) -> None:
+def add_memory_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-run-memory",
         type=float,

@@ -44,7 +44,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 1 if s.violations else 0
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("simulate", help="simulate one policy on one instance and validate the schedule")
     add_run_args(p)
     p.add_argument("--instance", help="instance JSON to use instead of generating one")

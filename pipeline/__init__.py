@@ -1,0 +1,43 @@
+"""Sweeps: a YAML grid -> Ray tasks -> a Parquet record -> summaries, figures, MLflow (docs/PIPELINE.md).
+
+The public API: :func:`run_sweep` (``pdors sweep run`` as a function, returning a :class:`~pipeline.sweep.SweepResult`),
+and the record of an output root as pandas DataFrames: :func:`load_runs` (one row per recorded run, each once:
+the runs ``pdors sweep status`` counts) and :func:`load_jobs` (one row per job of each of those runs).
+Imports happen on call, so that ``import pipeline`` stays cheap for the modules below it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .sweep import SweepOptions, SweepResult
+
+__all__ = ["load_jobs", "load_runs", "run_sweep"]
+
+
+def run_sweep(config_path: str | Path, options: SweepOptions | None = None) -> SweepResult:
+    """Run the sweep config at ``config_path`` (``pdors sweep run``); ``options``: its command-line options."""
+    from .sweep import SweepOptions, run
+
+    return run(str(config_path), options or SweepOptions())
+
+
+def load_runs(root: str | Path) -> pd.DataFrame:
+    """Every run recorded under the output root ``root``, once each (the last record of a run recomputed),
+    with every column of the runs table (docs/PIPELINE.md, "The record")."""
+    from .storage import read
+
+    runs: pd.DataFrame = read(root, "runs").to_pandas()
+    return runs
+
+
+def load_jobs(root: str | Path) -> pd.DataFrame:
+    """The per-job rows of every run recorded under ``root`` (``run_id`` joins them to :func:`load_runs`)."""
+    from .storage import read
+
+    jobs: pd.DataFrame = read(root, "jobs").to_pandas()
+    return jobs

@@ -17,7 +17,7 @@ from .tasks import Plan, Task
 
 
 def _cells(spec: dict) -> int:
-    return spec["machines"] * spec["jobs"] * spec["slots"]
+    return int(spec["machines"] * spec["jobs"] * spec["slots"])
 
 
 def _seconds_per_cell(root: Path, todo: list[Task]) -> tuple[dict[str, float], list[str]]:
@@ -60,7 +60,8 @@ def describe(
         return "\n".join([*lines, "estimate: nothing to run"])
     rates, how = _seconds_per_cell(root, todo)
     cpu_seconds = sum(rates[t.policy] * _cells(t.spec) for t in sims)
-    opt_limit = len(opts) * config.opt_settings().time_limit if opts else 0.0
+    settings = config.opt_settings()
+    opt_limit = len(opts) * settings.time_limit if opts and settings is not None else 0.0
     cpus = 1 if single else min(num_cpus or os.cpu_count() or 1, max_parallel or 10**9)
     lines.append(
         f"estimate: {cpu_seconds:.0f} CPU-s for {len(sims)} simulations ({'; '.join(how)})"

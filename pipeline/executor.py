@@ -12,6 +12,7 @@ only a run that kills its worker comes back as ``lost`` (which ``--resume`` runs
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import socket
 import time
@@ -19,6 +20,7 @@ import traceback
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from .tasks import Outcome, Task
 
@@ -98,7 +100,7 @@ def probe(address: str, timeout: float = 5.0) -> None:
 # the outward interface's unless its single-machine mode is on, which this variable (read when ray is first
 # imported, whatever its name says) switches on for Linux too; the metrics exporter (plain HTTP) is off.
 LOCAL_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
-LOCAL_RAY_INIT = {
+LOCAL_RAY_INIT: dict[str, Any] = {
     "address": "local",
     "_node_ip_address": "127.0.0.1",
     "include_dashboard": False,
@@ -116,9 +118,9 @@ def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
 
     if address:
         probe(address)
-        ray.init(address=address, logging_level="WARNING")
+        ray.init(address=address, logging_level=logging.WARNING)
     else:  # address="local": never a stale `ray start`
-        ray.init(num_cpus=num_cpus, logging_level="WARNING", **LOCAL_RAY_INIT)
+        ray.init(num_cpus=num_cpus, logging_level=logging.WARNING, **LOCAL_RAY_INIT)
     alive = [n for n in ray.nodes() if n.get("Alive")]
     return Cluster(address or "local", int(ray.cluster_resources().get("CPU", 1)), len(alive))
 
@@ -141,9 +143,9 @@ def fan_out(
     from ray.exceptions import RayError
 
     try:
-        remote = ray.remote(max_retries=RETRIES)(execute_chunk)
+        remote: Any = ray.remote(max_retries=RETRIES)(execute_chunk)  # Ray's stubs type it by arity, wrongly
         limit = max_parallel or 2 * cluster.cpus
-        pending, alone = deque(tasks), deque()  # alone: runs of a lost chunk, one per task
+        pending, alone = deque(tasks), deque[Task]()  # alone: runs of a lost chunk, one per task
         in_flight: dict = {}
         timed = [0.0, 0]  # seconds and count of runs that finished
 

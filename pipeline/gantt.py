@@ -4,7 +4,9 @@ hatched where the job ran at the external rate that slot (its workers and PSs on
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, cast
 
 import matplotlib
 
@@ -28,9 +30,11 @@ def draw(cells: pd.DataFrame, machines: int, slots: int, title: str, path: Path)
 def _draw(cells: pd.DataFrame, machines: int, slots: int, title: str, path: Path) -> Path:
     colours = plt.get_cmap("tab20")
     fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * slots + 2), max(3.0, 0.4 * machines + 1.5)))
-    for (machine, slot), cell in cells.sort_values("job").groupby(["machine", "slot"]):
+    for key, cell in cells.sort_values("job").groupby(["machine", "slot"]):
+        machine, slot = cast(tuple[int, int], key)
         share = 0.9 / len(cell)
-        for k, row in enumerate(cell.itertuples()):
+        rows: Iterable[Any] = cell.itertuples()  # pandas types a row's fields as any cell value
+        for k, row in enumerate(rows):
             bottom = machine - 0.45 + k * share
             ax.bar(
                 slot,

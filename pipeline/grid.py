@@ -12,7 +12,7 @@ import gc
 import hashlib
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -84,7 +84,7 @@ def _config_error(err: ConfigError, policy: str, point: list[_Coord]) -> ConfigE
     return ConfigError(path, err.reason + (f" (at grid point {where})" if where else ""))
 
 
-def _coords(config: SweepConfig, keys: list[str], to_spec) -> list[list[_Coord]]:
+def _coords(config: SweepConfig, keys: list[str], to_spec: Callable[[str], str]) -> list[list[_Coord]]:
     """All points of the sub-grid spanned by the grid ``keys`` (config order; the last key varies fastest); the
     axes of a paired key take their values together."""
     grid = config.grid
@@ -102,7 +102,7 @@ def _coords(config: SweepConfig, keys: list[str], to_spec) -> list[list[_Coord]]
 
 
 def _resolved(spec: RunSpec) -> dict:
-    out = to_dict(spec)
+    out: dict = to_dict(spec)
     out["params"] = to_dict(policy_config(spec.policy, spec.params))
     return out
 
@@ -229,7 +229,9 @@ def _sim_tasks(spec: dict, seeds: list[int], axes: dict, instance_ids: list[str]
 
 def _opt_tasks(config: SweepConfig, inst_axes: list[str], sims: list[Task]) -> list[Task]:
     """One offline optimum per distinct instance (OPT does not depend on the policy)."""
-    opt = asdict(config.opt_settings())
+    settings = config.opt_settings()
+    assert settings is not None  # OPT tasks only where the config has an opt section
+    opt = asdict(settings)
     if opt["method"] == "milp":  # the default stays out of the spec, so recorded OPT runs keep their run ids
         del opt["method"]
     out: dict[str, Task] = {}

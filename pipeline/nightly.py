@@ -30,10 +30,16 @@ import sys
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pdors.markdown import number
+
 from . import nightly_paper, nightly_record
+
+if TYPE_CHECKING:  # offline_opt imports Pyomo: only where the check runs
+    from offline_opt.compare import Comparison, PolicyRatio
 
 EXPERIMENT = "nightly-competitive-ratio"
 BAND = (1.0, 1.4)  # the paper's Fig. 10: OPT / PD-ORS between 1.0 and 1.4
@@ -101,18 +107,18 @@ class Settings:
 
 
 @dataclass
-class Fresh:
+class FreshInstance:
     """One fresh instance: its seed, the comparison (``offline_opt.Comparison``), what failed, PD-ORS's
     ratio interval (equal ends when OPT is proven; None: unknown) and where the instance was saved."""
 
     seed: int
-    comparison: object
+    comparison: Comparison
     offences: list[str]
     interval: tuple[float, float] | None
     saved: Path | None = None
 
     @property
-    def pdors(self):
+    def pdors(self) -> PolicyRatio:
         return next(p for p in self.comparison.policies if p.policy == "pdors")
 
     @property
@@ -128,7 +134,7 @@ class Report:
     code: dict  # pdors version, git commit, package versions
     record: dict
     pinned: list = field(default_factory=list)  # nightly_record.Pinned
-    fresh: list[Fresh] = field(default_factory=list)
+    fresh: list[FreshInstance] = field(default_factory=list)
     paper: list[nightly_paper.PaperScale] = field(default_factory=list)
 
     @property
@@ -156,7 +162,7 @@ class Report:
         return [p.policy for p in self.fresh[0].comparison.policies] if self.fresh else []
 
 
-def interval(comparison) -> tuple[float, float] | None:
+def interval(comparison: Comparison) -> tuple[float, float] | None:
     """PD-ORS's OPT / ALG: [r, r] with OPT proven, [max(1, best found / ALG), bound / ALG] without;
     infinite when PD-ORS earns nothing while OPT does; None when nothing is known (or both are 0)."""
     opt = comparison.opt
@@ -170,7 +176,7 @@ def interval(comparison) -> tuple[float, float] | None:
     return None
 
 
-def offences(comparison) -> list[str]:
+def offences(comparison: Comparison) -> list[str]:
     """The hard violations on a fresh instance (empty: it passes). Pure: reads ``comparison`` only."""
     opt, out = comparison.opt, []
     if opt.violations:
@@ -200,7 +206,7 @@ def stats(values: list[float]) -> dict[str, float | None]:
     return {"max": float(a.max()), "median": float(np.median(a)), "p90": float(np.percentile(a, 90))}
 
 
-def replay_command(fresh: Fresh, settings: Settings) -> str:
+def replay_command(fresh: FreshInstance, settings: Settings) -> str:
     return (
         f"pdors opt --instance {fresh.saved} --seed {fresh.seed} --solver {settings.solver} "
         f"--time-limit {settings.time_limit:g} --mip-gap {settings.mip_gap:g}"
@@ -255,7 +261,7 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
             seed=seed,
             workload=to_dict(profile.workload()),
         )
-        f = Fresh(seed, c, offences(c), interval(c))
+        f = FreshInstance(seed, c, offences(c), interval(c))
         if f.offences or f.outside_band:
             f.saved = report.directory / ("offenders" if f.offences else "outside_band") / f"seed-{seed}.json"
             f.saved.parent.mkdir(parents=True, exist_ok=True)
@@ -266,10 +272,6 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
     report.paper = [nightly_paper.check_one(seed) for seed in settings.paper_seeds(today)]
     _write(report)
     return report
-
-
-def _fmt(x, spec: str = ".4f") -> str:
-    return "n/a" if x is None else format(x, spec)
 
 
 def _span(span: tuple[float, float] | None) -> str:
@@ -299,8 +301,8 @@ def tables(report: Report) -> str:
         now = p.utilities.get("pdors")
         ratio = p.opt / now if now else None
         lines.append(
-            f"| {p.seed} | {p.opt:.4f} | {_fmt(p.recorded.get('pdors'))} | {_fmt(now)} | "
-            f"{_fmt(ratio, '.3f')} | {'; '.join(p.changes) or '-'} | "
+            f"| {p.seed} | {p.opt:.4f} | {number(p.recorded.get('pdors'))} | {number(now)} | "
+            f"{number(ratio, '.3f')} | {'; '.join(p.changes) or '-'} | "
             f"{'FAIL: ' + '; '.join(p.problems) if p.problems else 'pass'} |"
         )
     policies = report.policies()
@@ -329,7 +331,7 @@ def tables(report: Report) -> str:
     for f in report.fresh:
         o = f.comparison.opt
         ratios = [
-            (_fmt(p.ratio, ".3f") + (" (upper)" if p.ratio_kind == "upper" else ""))
+            (number(p.ratio, ".3f") + (" (upper)" if p.ratio_kind == "upper" else ""))
             if p.ratio is not None
             else f"n/a ({p.ratio_note})"
             for p in f.comparison.policies
@@ -345,12 +347,12 @@ def tables(report: Report) -> str:
                 [
                     str(f.seed),
                     o.status,
-                    _fmt(o.objective),
-                    _fmt(o.gap, ".1e"),
+                    number(o.objective),
+                    number(o.gap, ".1e"),
                     f"{o.wall_s:.1f}",
                     *ratios,
                     _span(f.interval),
-                    _fmt(f.pdors.competitive_bound, ".1f"),
+                    number(f.pdors.competitive_bound, ".1f"),
                     band,
                     "FAIL" if f.offences else "pass",
                 ]
@@ -362,7 +364,7 @@ def tables(report: Report) -> str:
     lines += [
         "",
         f"PD-ORS OPT / ALG on the {proven} fresh instance(s) with OPT proven: median "
-        f"{_fmt(pd_stats['median'])}, p90 {_fmt(pd_stats['p90'])}, max {_fmt(pd_stats['max'])}; "
+        f"{number(pd_stats['median'])}, p90 {number(pd_stats['p90'])}, max {number(pd_stats['max'])}; "
         f"{sum(f.outside_band for f in report.fresh)} of {len(report.fresh)} (possibly) outside "
         f"{BAND[0]}-{BAND[1]}, saved under outside_band/ (a report, not a failure).",
         *nightly_paper.markdown(report.paper),
@@ -549,7 +551,7 @@ def log_run(report: Report) -> str:
     client.log_batch(run_id, params=tracking.params(run_params(report)), tags=tags)
     client.log_artifacts(run_id, str(report.directory))
     client.set_terminated(run_id, "FINISHED" if report.passed else "FAILED")
-    return run_id
+    return str(run_id)
 
 
 def run(settings: Settings, track: bool = True, progress: bool = True, today: date | None = None) -> int:
@@ -593,79 +595,3 @@ def rerecord(settings: Settings, progress: bool = True) -> int:
     if rec["skipped"]:
         print("skipped (OPT not proven): " + ", ".join(f"{s['seed']} ({s['status']})" for s in rec["skipped"]))
     return 0
-
-
-def register(subparsers) -> None:
-    from offline_opt.solvers import SOLVERS
-
-    d = Settings()
-    p = subparsers.add_parser(
-        "nightly",
-        help="regression check: PD-ORS on a pinned set against its record, and "
-        "hard violations on fresh instances against OPT",
-    )
-    p.add_argument(
-        "--record", action="store_true", help="re-write the pinned set (--record-file) by its rule instead of checking"
-    )
-    p.add_argument("--profile", default=d.profile, help="instance profile (offline_opt/profile.py)")
-    p.add_argument("--fresh", type=int, default=d.fresh, help="M fresh instances: seeds S .. S+M-1")
-    p.add_argument(
-        "--paper",
-        type=int,
-        default=d.paper,
-        help="fresh instances at the paper's size (H = 100, I = 100, T = 80; seeds S+50 ..), judged against the "
-        "certified dual bound",
-    )
-    p.add_argument("--pinned", type=int, default=d.pinned, help="with --record: N instances to pin")
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=d.seed,
-        help="S, the first fresh seed (default: YYYYMMDD * 100 of today, UTC); with --record the "
-        "first seed scanned (default 1)",
-    )
-    p.add_argument("--solver", choices=SOLVERS, default=d.solver)
-    p.add_argument("--time-limit", type=float, default=d.time_limit, help="seconds per OPT solve (> 0)")
-    p.add_argument("--mip-gap", type=float, default=d.mip_gap, help="relative gap target of OPT, in [0, 1)")
-    p.add_argument(
-        "--tolerance",
-        type=float,
-        default=d.tolerance,
-        help="relative drop of PD-ORS's utility below its record that fails the night",
-    )
-    p.add_argument("--record-file", default=d.record_file, help="the pinned set's record (JSON)")
-    p.add_argument("--out", default=d.out, help="output root; each run writes <out>/nightly-<UTC time>-...")
-    p.add_argument("--no-mlflow", action="store_true", help="write the files only")
-    p.set_defaults(func=cmd_nightly)
-
-
-def cmd_nightly(args) -> int:
-    from pdors.config import build
-
-    settings = build(
-        Settings,
-        {
-            k: getattr(args, k)
-            for k in (
-                "profile",
-                "fresh",
-                "paper",
-                "pinned",
-                "seed",
-                "solver",
-                "time_limit",
-                "mip_gap",
-                "tolerance",
-                "record_file",
-                "out",
-            )
-        },
-    )
-    if args.record:
-        try:
-            return rerecord(settings)
-        except nightly_record.RecordError as e:  # too few proven seeds, or a hard violation: a verdict
-            print(f"pdors nightly --record: {e}", file=sys.stderr)
-            return 1
-    nightly_record.load(settings.record_file, settings.profile)  # bad input: before anything runs
-    return run(settings, track=not args.no_mlflow)

@@ -15,6 +15,23 @@ import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
+
+
+class RecordSettings(Protocol):
+    """What recording reads of :class:`pipeline.nightly.Settings` (a protocol: nightly imports this module)."""
+
+    @property
+    def profile(self) -> str: ...
+    @property
+    def pinned(self) -> int: ...
+    @property
+    def solver(self) -> str: ...
+    @property
+    def time_limit(self) -> float: ...
+    @property
+    def mip_gap(self) -> float: ...
+
 
 FORMAT = "pdors-nightly-record/1"
 # The record committed with the code (a checkout, or an editable install of one), wherever the command runs from.
@@ -34,7 +51,7 @@ def rule(profile: str, count: int, first_seed: int, solver: str, time_limit: flo
     )
 
 
-def record(settings, first_seed: int, code: dict, progress: bool = True) -> dict:
+def record(settings: RecordSettings, first_seed: int, code: dict, progress: bool = True) -> dict:
     """Scan seeds from ``first_seed`` and pin the first ``settings.pinned`` whose OPT is proven. Raises
     :class:`RecordError` (nothing written) when ``N * SCAN_FACTOR`` seeds give fewer."""
     from tqdm import tqdm

@@ -17,6 +17,8 @@ import zlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from pdors import atomic
 
@@ -101,12 +103,12 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _label_counts(ax, xs, ys, ns, color) -> None:
+def _label_counts(ax: Axes, xs: pd.Series, ys: pd.Series, ns: pd.Series, color: str) -> None:
     for x, y, n in zip(xs, ys, ns, strict=False):
         ax.annotate(f"{int(n)}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6, color=color)
 
 
-def _bars(ax, table: pd.DataFrame) -> None:
+def _bars(ax: Axes, table: pd.DataFrame) -> None:
     low = (table["mean"] - table["ci_low"]).fillna(0).clip(lower=0)
     high = (table["ci_high"] - table["mean"]).fillna(0).clip(lower=0)
     colors = [policy_style(p)[0] for p in table["policy"]]
@@ -117,8 +119,9 @@ def _bars(ax, table: pd.DataFrame) -> None:
     ax.tick_params(axis="x", labelsize=8)
 
 
-def _lines(ax, table: pd.DataFrame, xs: list[str], pos: dict) -> None:
-    for policy, g in table.groupby("policy", sort=False):
+def _lines(ax: Axes, table: pd.DataFrame, xs: list[str], pos: dict[str, float | int | None]) -> None:
+    for key, g in table.groupby("policy", sort=False):
+        policy = str(key)
         color, marker = policy_style(policy)
         if (g["x"] == "-").all():  # the axis is another policy's parameter: this policy is flat
             ax.axhline(g["mean"].mean(), color=color, linestyle="--", linewidth=1.2, label=policy_name(policy))
@@ -141,7 +144,7 @@ def _panel_title(panel: str, part: pd.DataFrame) -> str:
     return f"{panel}{'; ' if panel else ''}offered load {span}"
 
 
-def figure(table: pd.DataFrame, fig: FigureConfig):
+def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
     """The matplotlib Figure for one figure's table (columns ``summary.FIGURE_COLUMNS``): one panel per
     value of ``panel``."""
     panels = list(dict.fromkeys(table["panel"])) or [""]
@@ -153,7 +156,7 @@ def figure(table: pd.DataFrame, fig: FigureConfig):
     numeric = bool(xs) and all(_number(v) is not None for v in xs)
     pos = {v: (_number(v) if numeric else k) for k, v in enumerate(xs)}
     order = list(dict.fromkeys(table["policy"]))  # the same legend order in every panel
-    for ax, panel in zip(axes.flat, panels, strict=False):
+    for ax, panel in zip(axes.flat, panels, strict=False):  # the grid may have cells left over (hidden below)
         part = table[table["panel"] == panel].sort_values("policy", key=lambda p: p.map(order.index), kind="stable")
         if part.empty:
             ax.text(

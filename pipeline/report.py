@@ -158,7 +158,7 @@ def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
     return [*paths, index, page]
 
 
-def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path], root: Path) -> str:
+def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path], root: Path) -> str | None:
     from . import tracking
 
     parent = tracking.attach(manifest, paths, "report", root)
@@ -177,7 +177,7 @@ def report_sweeps(target: str | None, out: str | None = None, track: bool = True
     for store in stores:
         manifest = manifest_of(store)
         counts, runs = runs_of(store, manifest)
-        dest = store.meta / "report" if out is None else Path(out) / (store.sweep_id if len(stores) > 1 else "")
+        dest = store.meta / "report" if out is None else Path(out) / (str(store.sweep_id) if len(stores) > 1 else "")
         paths = draw_all(runs, manifest, dest)
         print(
             f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {dest}: "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -295,13 +296,13 @@ def _figure_problem(fig: FigureConfig, config: SweepConfig) -> list[str]:
     return out
 
 
-def load(path: str | Path, overrides: list[str] = ()) -> SweepConfig:
+def load(path: str | Path, overrides: Sequence[str] = ()) -> SweepConfig:
     """Read and structurally validate a sweep config; ``name`` defaults to the file's stem. ``overrides``:
     ``KEY=VALUE`` (:func:`apply_overrides`)."""
     return parse(raw(path, overrides))
 
 
-def raw(path: str | Path, overrides: list[str] = ()) -> dict:
+def raw(path: str | Path, overrides: Sequence[str] = ()) -> dict:
     """The config file's data with ``overrides`` applied, before validation (what ``config.yaml`` records)."""
     path = Path(path)
     try:
@@ -320,7 +321,7 @@ def raw(path: str | Path, overrides: list[str] = ()) -> dict:
     return apply_overrides(data, overrides)
 
 
-def apply_overrides(data: dict, overrides: list[str]) -> dict:
+def apply_overrides(data: dict, overrides: Sequence[str]) -> dict:
     """Hydra-style ``KEY=VALUE`` overrides: ``KEY`` a dotted path into the config (``seeds.count``,
     ``policies.pdors.rounding.gain``); under ``grid.`` the rest is one axis name (``grid.workload.mix``,
     ``grid.jobs,slots``). ``VALUE`` is YAML (``20``, ``0.8``, ``[10,20]``, ``range(10,50,10)``). The result is

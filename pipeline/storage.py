@@ -34,11 +34,12 @@ import os
 import shlex
 import time
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -86,12 +87,12 @@ class Counts:
 
 
 TABLES = ("runs", "jobs", "schedules")
-PARTNERS = ("jobs", "schedules")  # per-run rows kept in the file named as the runs file
+PER_RUN_TABLES = ("jobs", "schedules")  # per-run rows kept in the file named as the runs file
 DAMAGED_PREFIX = ".damaged-"  # a damaged batch set aside: never read, kept for inspection
 BATCH_PREFIX = "p"  # batch names sort after the run ids (hex) of the one-file-per-run layout
 
 
-def _columns(cls, prefix: str) -> list[tuple[str, pa.DataType]]:
+def _columns(cls: Any, prefix: str) -> list[tuple[str, pa.DataType]]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -131,7 +132,7 @@ def runs_schema() -> pa.Schema:
 
 
 def flatten(tree: dict, prefix: str = "") -> dict:
-    out = {}
+    out: dict = {}
     for k, v in tree.items():
         key = f"{prefix}.{k}" if prefix else str(k)
         out.update(flatten(v, key) if isinstance(v, dict) and v else {key: v})
@@ -304,7 +305,7 @@ def _partner_problem(root: Path, batch: str, runs: pa.Table) -> str | None:
         for k, s, j in zip(runs["kind"].to_pylist(), runs["status"].to_pylist(), runs["jobs"].to_pylist(), strict=False)
         if k == "sim" and s == "ok"
     ]
-    for table in PARTNERS:
+    for table in PER_RUN_TABLES:
         partner = root / table / f"{batch}.parquet"
         if partner.exists() and (why := verify(partner)):
             return f"{table} file {why}"
@@ -331,7 +332,7 @@ class Index:
     def status(self) -> dict[str, str]:
         return {run_id: status for run_id, (_, status) in self.chosen.items()}
 
-    def held(self, run_ids=None) -> dict[str, list[str]]:
+    def batches_of(self, run_ids: Iterable[str] | None = None) -> dict[str, list[str]]:
         """Batch -> the runs read from it (of ``run_ids``, default all), batches in name order."""
         wanted = None if run_ids is None else set(run_ids)
         out: dict[str, list[str]] = {b: [] for b in self.rows}
@@ -372,7 +373,8 @@ def _scan(
     """The rows of ``table`` of the runs ``held`` (batch -> run ids), streamed: batches whose every row is
     wanted are scanned whole (``MERGE_BATCHES`` files per scan), the others filtered by run id."""
     schema = schema_of(table)
-    whole, partial = [], []
+    whole: list[tuple[Path, list[str]]] = []
+    partial: list[tuple[Path, list[str]]] = []
     for batch, ids in held.items():
         path = root / table / f"{batch}.parquet"
         if path.exists():
@@ -411,7 +413,7 @@ def read(
                 + ")"
             )
     schema = schema_of(table) if columns is None else pa.schema([schema_of(table).field(c) for c in columns])
-    return pa.Table.from_batches(list(_scan(root, table, idx.held(run_ids), idx.rows, columns)), schema=schema)
+    return pa.Table.from_batches(list(_scan(root, table, idx.batches_of(run_ids), idx.rows, columns)), schema=schema)
 
 
 class Store:
@@ -491,18 +493,18 @@ class Store:
         the old batches alone, or both with every run held twice (readers take the later, merged row), or
         jobs/schedules files without a runs file (never read; removed here). Call it under :meth:`lock`."""
         idx = self.index()
-        merged, held = list(idx.rows), idx.held()
+        merged, held = list(idx.rows), idx.batches_of()
         if len(merged) > 1 or (merged and idx.rows[merged[0]] > len(held.get(merged[0], []))):
             name = f"{self._name()}.parquet"
-            for table in (*PARTNERS, "runs"):
+            for table in (*PER_RUN_TABLES, "runs"):
                 _merge(_scan(self.root, table, held, idx.rows, None), schema_of(table), self.root / table / name)
-            for table in ("runs", *PARTNERS):
+            for table in ("runs", *PER_RUN_TABLES):
                 for batch in merged:
                     _remove(self.root / table / f"{batch}.parquet")
         else:
             merged = []
         runs = {p.stem for p in _files(self.root, "runs")}
-        for table in PARTNERS:  # left by a crash between writing a batch's files, or in compaction
+        for table in PER_RUN_TABLES:  # left by a crash between writing a batch's files, or in compaction
             for orphan in (p for p in _files(self.root, table) if p.stem not in runs):
                 _remove(orphan)
         for table in TABLES:  # digests whose file was never moved in (a crash between the two)
@@ -522,8 +524,10 @@ class Store:
 
 def schedule_table(task: Task, outcome: Outcome) -> pa.Table:
     ident = {"run_id": task.run_id, "policy": task.policy, "seed": task.seed, "point_id": task.point_id}
-    cells = len(outcome.schedule["job"])
-    return pa.table({**{k: [v] * cells for k, v in ident.items()}, **outcome.schedule}, schema=SCHEDULES_SCHEMA)
+    schedule = outcome.schedule
+    assert schedule is not None  # written only for outcomes that carry one
+    cells = len(schedule["job"])
+    return pa.table({**{k: [v] * cells for k, v in ident.items()}, **schedule}, schema=SCHEDULES_SCHEMA)
 
 
 def _merge(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> None:

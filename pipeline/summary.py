@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -76,7 +78,7 @@ class FigureDataError(ValueError):
     """A figure cannot be computed from the runs as configured."""
 
 
-def axis_label(value) -> str:
+def axis_label(value: Any) -> str:
     """Axis values as text: lists (e.g. a mix) are not hashable, and display better compact."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
@@ -85,7 +87,7 @@ def axis_label(value) -> str:
     return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
 
 
-def _upper_bound(row) -> float:
+def _upper_bound(row: pd.Series) -> float:
     """An upper bound on OPT from an OPT row: OPT itself when proven, else the least of the solver's bound and the
     certified dual bound (or NaN)."""
     if pd.notna(row["total_utility"]):
@@ -102,7 +104,7 @@ def _incumbent(row: pd.Series) -> float:
     return float(result["objective"]) if ok else math.nan
 
 
-def _ceiling(row) -> float:
+def _ceiling(row: pd.Series) -> float:
     result = json.loads(row["opt.result"]) if isinstance(row.get("opt.result"), str) else {}
     top = ceiling(result)
     return math.nan if top is None else top
@@ -233,7 +235,7 @@ def _normalised(ok: pd.DataFrame, values: pd.Series, policy: str) -> pd.Series:
     return values / denominator.where(denominator != 0)
 
 
-def _matches(column: pd.Series, value) -> pd.Series:
+def _matches(column: pd.Series, value: Any) -> pd.Series:
     """Rows whose axis value is ``value``; numbers compare as numbers (a float column holds the YAML's 40 as
     40.0), anything else by its label."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -256,7 +258,9 @@ def domain(fig: FigureConfig) -> tuple[float, float]:
     return (0.0, math.inf) if fig.metric in NONNEGATIVE_METRICS else (-math.inf, math.inf)
 
 
-def confidence_interval(mean: pd.Series, std: pd.Series, n: pd.Series, bounds: tuple[float, float]):
+def confidence_interval(
+    mean: pd.Series, std: pd.Series, n: pd.Series, bounds: tuple[float, float]
+) -> tuple[pd.Series, pd.Series]:
     """Student-t ``CONFIDENCE`` interval on the mean of n values, clipped to ``bounds``; NaN where n < 2."""
     from scipy import stats
 
@@ -285,7 +289,7 @@ def _panels(ok: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     return ok.drop(columns="_value", errors="ignore")
 
 
-def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: list[str] = (), reference: str = "") -> pd.DataFrame:
+def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: Sequence[str] = (), reference: str = "") -> pd.DataFrame:
     """Per (panel, policy, x): n runs, mean, std, the ``CONFIDENCE`` Student-t interval on the mean (clipped to
     the metric's :func:`domain`), min and max of ``fig.metric``. A panel is one value of every grid axis in
     ``axes`` that the figure neither plots, fixes nor averages (:func:`panel_axes`): by default a point is
@@ -373,7 +377,8 @@ def figure_markdown(table: pd.DataFrame, x_label: str, reference: str = "") -> s
     has_paired = f"{PAIRED_PREFIX}n" in table
     head += paired_head(reference) if has_paired else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for k, r in enumerate(table.itertuples()):
+    rows: Iterable[Any] = table.itertuples()  # pandas types a row's fields as any cell value
+    for k, r in enumerate(rows):
         load = "-" if math.isnan(r.offered_load) else f"{r.offered_load:.3g}"
         cells = [
             r.panel or "-",

@@ -14,9 +14,13 @@ import shlex
 import signal
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -29,6 +33,9 @@ from .locate import locate, sweeps_under
 from .provenance import git_commit, packages
 from .storage import Damage, Index, Store, SweepError, count, manifest_of, resume_command
 from .tasks import Plan, Task
+
+if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
+    from .executor import Cluster
 
 # Exit status of ``pdors sweep run`` (docs/PIPELINE.md).
 OK, RUNS_FAILED, BAD_INPUT, MLFLOW_FAILED, DISK_FULL, INTERRUPTED, TERMINATED = 0, 1, 2, 3, 4, 130, 143
@@ -43,11 +50,54 @@ def _stage(name: str, seconds: float) -> None:
     _stages[name] = _stages.get(name, 0.0) + seconds
 
 
+@dataclass(frozen=True)
+class SweepOptions:
+    """How :func:`run` runs a sweep config: the options of ``pdors sweep run`` (docs/PIPELINE.md).
+
+    ``overrides``: ``KEY=VALUE`` (:func:`pipeline.schema.apply_overrides`). ``dry_run``: print the plan and
+    write nothing. ``in_process``: run the tasks one after another in this process, without Ray. ``num_cpus``:
+    CPUs of the local Ray (default: all); a cluster's CPUs are its nodes'. ``max_run_memory``: GB a run may
+    be estimated to need. ``max_tasks``: refuse a larger plan before expanding it."""
+
+    out: str | None = None
+    resume: bool = False
+    max_parallel: int | None = None
+    ray_address: str | None = None
+    in_process: bool = False
+    num_cpus: int | None = None
+    overrides: Sequence[str] = ()
+    dry_run: bool = False
+    retry_failed: bool = False
+    max_run_memory: float | None = None
+    max_tasks: int = schema.DEFAULT_MAX_TASKS  # a larger plan is refused before it is expanded
+
+
+@dataclass
+class SweepResult:
+    """What :func:`run` did: its exit status, the tasks and what became of those it ran, and the seconds
+    of each stage of ``STAGES``."""
+
+    status: int
+    sweep_id: str
+    root: Path
+    tasks: int
+    to_run: int
+    ran: int = 0
+    failed: int = 0
+    lost: int = 0
+    run_seconds: float = 0.0  # running the tasks, after start-up
+    stages: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def runs_per_s(self) -> float | None:
+        return self.ran / self.run_seconds if self.run_seconds > 0 else None
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C."""
 
 
-def _manifest(plan: Plan, config_path: str, overrides: list[str], out: Path, commit: str) -> dict:
+def _manifest(plan: Plan, config_path: str, overrides: Sequence[str], out: Path, commit: str) -> dict:
     c = plan.config
     return {
         "sweep_id": plan.sweep_id,
@@ -92,7 +142,7 @@ def _check_memory(plan: Plan, limit_gb: float | None, parallel: int) -> None:
             raise SweepError(f"too large: {why}")
 
 
-def _todo(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task], list[Damage]]:
+def _runs_to_do(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task], list[Damage]]:
     """The plan's tasks no sweep under the root has recorded intact (lost ones, and failed ones with
     ``retry_failed``, again), and the damaged batches under the root (their runs count as not recorded)."""
     index = store.index()
@@ -102,10 +152,10 @@ def _todo(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task], lis
 
 
 @contextmanager
-def _sigterm_as_interrupt():
+def _sigterm_as_interrupt() -> Iterator[None]:
     previous = signal.getsignal(signal.SIGTERM)
 
-    def terminate(signum, frame):
+    def terminate(signum: int, frame: FrameType | None) -> None:
         raise Terminated()
 
     signal.signal(signal.SIGTERM, terminate)
@@ -115,47 +165,32 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(
-    config_path: str,
-    out: str | None = None,
-    resume: bool = False,
-    max_parallel: int | None = None,
-    ray_address: str | None = None,
-    in_process: bool = False,
-    num_cpus: int | None = None,
-    overrides: list[str] = (),
-    dry_run: bool = False,
-    retry_failed: bool = False,
-    max_run_memory: float | None = None,
-    max_tasks: int = schema.DEFAULT_MAX_TASKS,
-) -> int:
-    """``pdors sweep run``; returns the exit status (module constants): 0 all ok, 1 some runs failed or were
-    lost (or a policy earned more than its instance's OPT allows beyond the gap),
+def run(config_path: str, options: SweepOptions = SweepOptions()) -> SweepResult:
+    """``pdors sweep run``; its result's ``status`` is the exit status (module constants): 0 all ok, 1 some runs
+    failed or were lost (or a policy earned more than its instance's OPT allows beyond the gap),
     3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 4 the disk is full, 130
     interrupted (Ctrl-C), 143 terminated (SIGTERM). Everything the user gave is checked before anything is
-    written. ``overrides``: ``KEY=VALUE`` (:func:`pipeline.schema.apply_overrides`). ``dry_run``: print the
-    plan and write nothing. ``max_tasks``: refuse a larger plan before expanding it. ``in_process``: run the
-    tasks one after another in this process, without Ray. ``num_cpus``: CPUs of the local Ray (default: all);
-    a cluster's CPUs are its nodes'."""
-    address = ray_address or os.environ.get("RAY_ADDRESS") or None
-    if num_cpus is not None and address:
+    written (a ``SweepError`` or ``ConfigError`` otherwise)."""
+    o, overrides = options, list(options.overrides)
+    address = o.ray_address or os.environ.get("RAY_ADDRESS") or None
+    if o.num_cpus is not None and address:
         raise SweepError("--num-cpus: applies to a local Ray only; a cluster's CPUs are set where its nodes start")
     data = schema.raw(config_path, overrides)
-    plan = grid.expand(schema.parse(data, max_tasks))  # every spec validated: nothing is written before this
-    config = plan.config
-    root = Path(out or config.output)
+    plan = grid.expand(schema.parse(data, o.max_tasks))  # every spec validated: nothing is written before this
+    root = Path(o.out or plan.config.output)
     _check_output(root)
-    _check_memory(plan, max_run_memory, 1 if in_process or address else num_cpus or os.cpu_count() or 1)
+    _check_memory(plan, o.max_run_memory, 1 if o.in_process or address else o.num_cpus or os.cpu_count() or 1)
     store = Store(root, plan.sweep_id)
-    todo, damaged = _todo(store, plan, retry_failed)
-    if todo and address and not (in_process or dry_run):
+    todo, damaged = _runs_to_do(store, plan, o.retry_failed)
+    result = SweepResult(OK, plan.sweep_id, root, len(plan.tasks), len(todo))
+    if todo and address and not (o.in_process or o.dry_run):
         from .executor import probe
 
         probe(address)  # one line, before anything is printed or written
     how = [
-        *(["--in-process"] if in_process else []),
-        *(["--max-tasks", str(max_tasks)] if max_tasks != schema.DEFAULT_MAX_TASKS else []),
-        *(["--max-run-memory", str(max_run_memory)] if max_run_memory is not None else []),
+        *(["--in-process"] if o.in_process else []),
+        *(["--max-tasks", str(o.max_tasks)] if o.max_tasks != schema.DEFAULT_MAX_TASKS else []),
+        *(["--max-run-memory", str(o.max_run_memory)] if o.max_run_memory is not None else []),
     ]
     again = shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume", *how])
     sims = sum(t.kind == "sim" for t in plan.tasks)
@@ -164,59 +199,71 @@ def run(
         f"{', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already recorded, "
         f"{len(todo)} to run" + (f" ({len(damaged)} damaged batches set aside)" if damaged else "")
     )
-    if dry_run:
+    if o.dry_run:
         from .estimate import describe
 
-        _say(describe(plan, todo, root, max_parallel, num_cpus, in_process or address is not None))
-        return OK
-    if (store.meta / "manifest.json").exists() and not resume:
+        _say(describe(plan, todo, root, o.max_parallel, o.num_cpus, o.in_process or address is not None))
+        return result
+    if (store.meta / "manifest.json").exists() and not o.resume:
         raise SweepError(
             f"sweep {plan.sweep_id} already has results under {root}; pass --resume to continue "
             "it, or choose another --out"
         )
     manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()))
-    cluster = None
     _stages.clear()
     _footer.clear()
-    if todo and not in_process:
-        from . import executor
-
-        _say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
-        started = time.perf_counter()
-        cluster = executor.connect(address, num_cpus)  # an unreachable cluster fails here, before any write
-        _stage("ray_start", time.perf_counter() - started)
-        _say(
-            f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); started in "
-            f"{time.perf_counter() - started:.1f} s"
-        )
+    cluster = _start_ray(address, o.num_cpus) if todo and not o.in_process else None
     try:
         with _sigterm_as_interrupt():
-            code = _record_and_publish(
-                store, plan, manifest, data, config_path, overrides, todo, damaged, cluster, max_parallel
+            result.status = _record_and_publish(
+                store, plan, manifest, data, config_path, overrides, todo, damaged, cluster, o.max_parallel, result
             )
-        _say("stages (s): " + ", ".join(f"{k} {_stages.get(k, 0.0):.2f}" for k in STAGES))
+        result.stages = {k: _stages.get(k, 0.0) for k in STAGES}
+        _say("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.stages.items()))
         for line in _footer:
             _say(line)
-        return code
-    except KeyboardInterrupt as e:
-        _say(
-            f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'}: finished runs are recorded; "
-            f"continue with `{again}`"
-        )
-        return TERMINATED if isinstance(e, Terminated) else INTERRUPTED
-    except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # no space, quota, file size limit
-            raise
-        _say(
-            f"disk full writing under {root} ({e.strerror or one_line(e)}): what was written before is kept "
-            f"intact; free space and continue with `{again}`"
-        )
-        return DISK_FULL
+    except (KeyboardInterrupt, OSError) as e:
+        result.status = _stopped(e, again, root)
     finally:
         if cluster is not None:
             from . import executor
 
             executor.disconnect()
+    return result
+
+
+def _start_ray(address: str | None, num_cpus: int | None) -> Cluster:
+    """Connect to the cluster at ``address`` or start a local Ray; an unreachable cluster fails here, before any
+    write."""
+    from . import executor
+
+    _say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
+    started = time.perf_counter()
+    cluster = executor.connect(address, num_cpus)
+    _stage("ray_start", time.perf_counter() - started)
+    _say(
+        f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); started in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    return cluster
+
+
+def _stopped(e: KeyboardInterrupt | OSError, again: str, root: Path) -> int:
+    """The exit status of a sweep stopped by Ctrl-C, SIGTERM or a full disk (what finished is recorded);
+    any other error is raised again."""
+    if isinstance(e, KeyboardInterrupt):
+        _say(
+            f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'}: finished runs are recorded; "
+            f"continue with `{again}`"
+        )
+        return TERMINATED if isinstance(e, Terminated) else INTERRUPTED
+    if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # no space, quota, file size limit
+        raise e
+    _say(
+        f"disk full writing under {root} ({e.strerror or one_line(e)}): what was written before is kept "
+        f"intact; free space and continue with `{again}`"
+    )
+    return DISK_FULL
 
 
 def _resumed_manifest(store: Store, fresh: dict) -> dict:
@@ -260,8 +307,9 @@ def _record_and_publish(
     overrides: list[str],
     todo: list[Task],
     damaged: list[Damage],
-    cluster,
+    cluster: Cluster | None,
     max_parallel: int | None,
+    result: SweepResult,
 ) -> int:
     commit = git_commit()
     with store.lock():
@@ -270,7 +318,7 @@ def _record_and_publish(
         atomic.write(store.meta / "config.yaml", header + yaml.safe_dump(data, sort_keys=False))
         atomic.write(manifest_path, json.dumps(manifest, indent=1))  # last: a sweep is resumable once it exists
         store.set_aside(damaged)
-        _execute(store, todo, cluster, max_parallel, commit, plan.config.schedules)
+        _execute(store, todo, cluster, max_parallel, commit, result, plan.config.schedules)
         tick = time.perf_counter()
         merged = store.compact()
         _stage("record", time.perf_counter() - tick)
@@ -279,9 +327,17 @@ def _record_and_publish(
     return publish(store, manifest)
 
 
-def _execute(store: Store, todo: list, cluster, max_parallel: int | None, commit: str, schedules: bool = False) -> None:
-    """Run ``todo`` on the connected ``cluster`` (None: in this process, one by one) and record each outcome;
-    ``schedules``: also each simulation's allocations."""
+def _execute(
+    store: Store,
+    todo: list[Task],
+    cluster: Cluster | None,
+    max_parallel: int | None,
+    commit: str,
+    result: SweepResult,
+    schedules: bool = False,
+) -> None:
+    """Run ``todo`` on the connected ``cluster`` (None: in this process, one by one) and record each outcome,
+    counted in ``result``; ``schedules``: also each simulation's allocations."""
     if not todo:
         return
     from tqdm import tqdm
@@ -325,6 +381,7 @@ def _execute(store: Store, todo: list, cluster, max_parallel: int | None, commit
         store.write(pending, commit)  # also on Ctrl-C and SIGTERM: what finished is recorded
         writing += time.perf_counter() - tick
     done, seconds = sum(tally.values()), time.perf_counter() - started
+    result.ran, result.failed, result.lost, result.run_seconds = done, tally["failed"], tally["lost"], seconds
     _stage("runs", seconds - writing)
     _stage("record", writing)
     _say(

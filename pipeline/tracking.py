@@ -36,10 +36,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from .credentials import redact, split_auth
+
+if TYPE_CHECKING:  # mlflow is imported where it is used: its import costs seconds
+    from mlflow.entities import Metric, Param, Run
+    from mlflow.tracking import MlflowClient
 
 SWEEP_TAG, POINT_TAG, PARENT_TAG = "pdors.sweep_id", "pdors.point_id", "mlflow.parentRunId"
 KEY_TAG, CONTENT_TAG = "pdors.parent_key", "pdors.content"
@@ -96,7 +101,7 @@ def shown_uri() -> str:
     return redact(tracking_uri())
 
 
-def client():
+def client() -> MlflowClient:
     """An MlflowClient that does not print run URLs (they would carry the URI's credentials)."""
     from mlflow.tracking import MlflowClient
 
@@ -117,14 +122,14 @@ def check_reachable(uri: str) -> None:
         raise ConnectionError(f"MLflow tracking server {redact(uri)} is unreachable: {redact(str(e))}") from None
 
 
-def experiment_id(mlflow_client, name: str) -> str:
+def experiment_id(mlflow_client: MlflowClient, name: str) -> str:
     """The experiment's id, creating it (as a runs-first experiment) if needed."""
     from mlflow.exceptions import MlflowException
 
     experiment = mlflow_client.get_experiment_by_name(name)
     if experiment is None:
         try:
-            return mlflow_client.create_experiment(name, tags=EXPERIMENT_TAGS)
+            return str(mlflow_client.create_experiment(name, tags=EXPERIMENT_TAGS))
         except MlflowException:  # created meanwhile by a concurrent logger
             experiment = mlflow_client.get_experiment_by_name(name)
             if experiment is None:
@@ -132,10 +137,10 @@ def experiment_id(mlflow_client, name: str) -> str:
     if any(experiment.tags.get(k) != v for k, v in EXPERIMENT_TAGS.items()):
         for k, v in EXPERIMENT_TAGS.items():
             mlflow_client.set_experiment_tag(experiment.experiment_id, k, v)
-    return experiment.experiment_id
+    return str(experiment.experiment_id)
 
 
-def _find(mlflow_client, exp_id: str, filter_string: str) -> list:
+def _find(mlflow_client: MlflowClient, exp_id: str, filter_string: str) -> list[Run]:
     runs, token = [], None
     while True:
         page = mlflow_client.search_runs([exp_id], filter_string, max_results=1000, page_token=token)
@@ -157,7 +162,7 @@ def metrics(values: dict, timestamp: int | None = None, step: int = 0) -> list:
     ]
 
 
-def _value(v) -> str:
+def _value(v: Any) -> str:
     return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
 
 
@@ -171,7 +176,7 @@ def parent_key(sweep_id: str, root: Path) -> str:
     return hashlib.sha256(f"{sweep_id}\0{Path(root).resolve()}".encode()).hexdigest()[:20]
 
 
-def _parent(mlflow_client, exp_id: str, key: str) -> str | None:
+def _parent(mlflow_client: MlflowClient, exp_id: str, key: str) -> str | None:
     found = _find(mlflow_client, exp_id, f"tags.`{KEY_TAG}` = '{key}'")
     return min(found, key=lambda r: (r.info.start_time, r.info.run_id)).info.run_id if found else None
 
@@ -269,7 +274,7 @@ def point_params(spec_json: str, policy: str) -> dict:
     return {"policy": policy, **flatten(spec), **flatten(policy_params, policy)}
 
 
-def _ms(value) -> int:
+def _ms(value: Any) -> int:
     return int(pd.Timestamp(value).timestamp() * 1000)
 
 
@@ -285,7 +290,7 @@ def seed_table(point_runs: pd.DataFrame) -> pd.DataFrame:
     return point_runs[cols].sort_values("seed").reset_index(drop=True)
 
 
-def _child_content(row: pd.Series, point_runs: pd.DataFrame) -> tuple[list, list]:
+def _child_content(row: pd.Series, point_runs: pd.DataFrame) -> tuple[list[Param], list[Metric]]:
     """A child's params and metrics, all determined by the record (timestamps are the runs' finish times)."""
     seeds = ",".join(str(s) for s in sorted(point_runs["seed"]))
     logged = params({**point_params(point_runs["spec"].iloc[0], row["policy"]), "seeds": seeds})
@@ -298,7 +303,7 @@ def _child_content(row: pd.Series, point_runs: pd.DataFrame) -> tuple[list, list
     return logged, values
 
 
-def log_batches(c, run_id: str, logged: list, values: list) -> None:
+def log_batches(c: MlflowClient, run_id: str, logged: list[Param], values: list[Metric]) -> None:
     """Params and metrics in as few ``log_batch`` calls as MLflow's limits allow."""
     for k in range(0, len(logged), PARAMS_PER_BATCH):
         c.log_batch(run_id, params=logged[k : k + PARAMS_PER_BATCH])
@@ -307,14 +312,14 @@ def log_batches(c, run_id: str, logged: list, values: list) -> None:
 
 
 def _log_child(
-    c,
+    c: MlflowClient,
     exp_id: str,
     parent: str,
     sweep_id: str,
     label: str,
     row: pd.Series,
     point_runs: pd.DataFrame,
-    existing,
+    existing: Run | None,
 ) -> str:
     logged, values = _child_content(row, point_runs)
     if existing is not None and existing.data.tags.get(LAYOUT_TAG) != LAYOUT:
@@ -326,7 +331,7 @@ def _log_child(
         ).encode()
     ).hexdigest()[:20]
     if existing is not None and existing.data.tags.get(CONTENT_TAG) == content:
-        return existing.info.run_id
+        return str(existing.info.run_id)
     child = (
         existing.info.run_id
         if existing is not None
@@ -340,7 +345,7 @@ def _log_child(
     c.log_text(child, seed_table(point_runs).to_csv(index=False), "seeds.csv")
     c.set_tag(child, CONTENT_TAG, content)
     c.set_terminated(child)
-    return child
+    return str(child)
 
 
 def headline(runs: pd.DataFrame) -> dict:
@@ -420,7 +425,7 @@ def log_sweep(
         for path in artifacts:
             c.log_artifact(parent, str(path), "plots" if path.suffix in (".png", ".pdf", ".svg") else None)
 
-        children = {}
+        children: dict[str | None, Run] = {}
         for r in _find(c, exp_id, f"tags.`{PARENT_TAG}` = '{parent}'"):  # the oldest if ever duplicated
             point = r.data.tags.get(POINT_TAG)
             if point not in children or (r.info.start_time, r.info.run_id) < (

@@ -6,7 +6,7 @@ import pytest
 from realstack import in_netns_python
 
 from pdors_cli import main as cli
-from pdors_cli.bench import FULL, QUICK, _peak_rss_mib, _sweep_tasks, bench_scale, report
+from studies.speed import FULL, QUICK, _peak_rss_mib, _sweep_tasks, bench_scale, report
 
 
 def test_peak_memory_is_the_child_s_own_not_the_parent_s():
@@ -54,7 +54,7 @@ def test_ray_throughput_section_on_loopback(netns, env):
         (
             "import json\n"
             "from dataclasses import replace\n"
-            "from pdors_cli.bench import QUICK, bench_ray\n"
+            "from studies.speed import QUICK, bench_ray\n"
             "print(json.dumps(bench_ray(replace(QUICK, ray_machines=(10,), ray_seeds=1))))\n"
         ),
         timeout=400,
@@ -77,7 +77,7 @@ def test_pipeline_section_on_a_tiny_sweep(netns, env):
         (
             "import json\n"
             "from dataclasses import replace\n"
-            "from pdors_cli.bench import QUICK, bench_pipeline\n"
+            "from studies.speed import QUICK, bench_pipeline\n"
             "print(json.dumps(bench_pipeline(replace(QUICK, pipeline_seeds=3, pipeline_ratio_seeds=2, "
             "pipeline_repeats=1))))\n"
         ),

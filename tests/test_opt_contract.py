@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 from offline_opt.compare import judge
-from offline_opt.guard import TIMED_OUT, call_with_deadline
+from offline_opt.deadline import TIMED_OUT, call_with_deadline
 from offline_opt.profile import small_profile
 from offline_opt.solve import ceiling, default_wall_limit, solve
 from pdors.workload import generate
 from pdors_cli.main import main
-from pipeline import ratio_study
 from pipeline.summary import above_opt, with_ratio
+from studies import ratio_vs_load as ratio_study
 
 
 def test_a_policy_within_the_gap_equals_opt_and_above_it_is_an_error():

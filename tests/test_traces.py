@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from pdors.config import ConfigError, build
 from pdors.model import CRITICAL, INSENSITIVE, SENSITIVE
@@ -233,3 +234,31 @@ def test_shared_google_sample():
     assert counts.tolist() == [1855, 1609 + 1406, 38]  # classes 0 / 1-2 / 3
     cut = snippet(trace, jobs=100, slots=80, start=100)
     assert cut.arrival[0] == 0 and cut.arrival[-1] == 79 and (np.diff(cut.arrival) >= 0).all()
+
+
+EXCERPT = Path(__file__).resolve().parents[1] / "traces" / "google-2011" / "job_events"
+
+
+def test_the_shipped_excerpt_feeds_figs_12_and_13():
+    """traces/README.md's rule: part-00001's SUBMIT rows only; enough submissions for every seed of Figs. 12-13
+    (offset + seed * I + I <= 5 * 100 + 100), small, and the figure configs read it by a repository path."""
+    files = list(EXCERPT.iterdir())
+    assert sum(f.stat().st_size for f in files) < 300 * 1024
+    with gzip.open(files[0], "rt") as f:
+        assert {line.split(",")[3] for line in f} == {"0"}
+    trace = load_google(EXCERPT)
+    assert len(trace.submit_s) == 1053 >= 5 * 100 + 100
+    for name in ("fig12", "fig13"):
+        config = yaml.safe_load((EXCERPT.parents[2] / "configs" / f"{name}.yaml").read_text())
+        assert config["instance"]["workload"]["trace"]["path"] == "traces/google-2011/job_events"
+
+
+def test_a_missing_trace_says_where_to_get_the_public_one(tmp_path, capsys):
+    from pdors_cli.main import main
+
+    config = EXCERPT.parents[2] / "configs" / "fig12.yaml"
+    args = ["sweep", "run", str(config), f"instance.workload.trace.path={tmp_path / 'none'}", "--dry-run"]
+    assert main([*args, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "https://github.com/google/cluster-data" in err[0], err
+    assert not (tmp_path / "out").exists()

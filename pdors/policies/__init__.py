@@ -4,8 +4,11 @@ and a factory ``make(config, spec) -> Policy``; adding one means adding its name
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
+from typing import Any
 
 from ..config import build
+from .base import Policy, RunShape
 
 POLICIES: tuple[str, ...] = ("pdors", "fifo", "drf", "dorm", "oasis", "pollux", "preemptive")
 # The policies that keep the thesis's PS rules (3.4)-(3.5) under ``workload: {profile: thesis}``; the others
@@ -13,16 +16,17 @@ POLICIES: tuple[str, ...] = ("pdors", "fifo", "drf", "dorm", "oasis", "pollux", 
 THESIS_POLICIES: tuple[str, ...] = ("pdors", "oasis")
 
 
-def policy_module(name: str):
+def policy_module(name: str) -> ModuleType:
     if name not in POLICIES:
         raise ValueError(f"policy: unknown policy {name!r} (known: {', '.join(POLICIES)})")
     return importlib.import_module(f"{__name__}.{name}")
 
 
-def policy_config(name: str, params: dict | None, path: str = "params"):
+def policy_config(name: str, params: dict[str, Any] | None, path: str = "params") -> Any:
     """The validated config of policy ``name``; raises ``ConfigError`` naming the bad field."""
     return build(policy_module(name).Config, params or {}, path)
 
 
-def make_policy(name: str, params: dict | None, spec):
-    return policy_module(name).make(policy_config(name, params), spec)
+def make_policy(name: str, params: dict[str, Any] | None, spec: RunShape) -> Policy:
+    policy: Policy = policy_module(name).make(policy_config(name, params), spec)
+    return policy

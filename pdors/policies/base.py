@@ -13,10 +13,28 @@ Policies never see the validator; the simulator executes what they return and th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from ..model import Instance
+from ..workload import WorkloadConfig
+
+
+class RunShape(Protocol):
+    """What a policy's ``make(config, spec)`` may read of the run it serves: :class:`pdors.run.RunSpec`'s size,
+    seed and workload (a protocol, so that the policies need not import the run module that imports them)."""
+
+    @property
+    def machines(self) -> int: ...
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def slots(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def workload(self) -> WorkloadConfig: ...
 
 
 @dataclass(frozen=True)
@@ -42,7 +60,8 @@ class SlotView:
     def free(self, slots: int | slice = slice(None)) -> np.ndarray:
         """Residual capacity C_h^r - rho_h^r[t] per (machine, resource) of slot ``slots`` (an index), or per
         (slot, machine, resource) of a slice of slots: computed for those slots only."""
-        return self.instance.cluster.capacity - self.reserved[slots]
+        free: np.ndarray = self.instance.cluster.capacity - self.reserved[slots]
+        return free
 
 
 @dataclass

@@ -27,12 +27,13 @@ from dataclasses import dataclass
 
 import highspy
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import sparse
 
 from ..highs_lp import highs_lp, new_highs
-from ..model import Instance
+from ..model import Instance, Jobs
 from ..portable_math import dot
-from .base import SlotAllocation, SlotPolicy, SlotView
+from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
 from .placement import Placement, keep_unchanged, place_largest, slot_allocation
 
 
@@ -84,7 +85,9 @@ class Dorm(SlotPolicy):
         inst, jobs = view.instance, view.instance.jobs
         active = np.flatnonzero(view.pending)
         previous = {i: p for i, p in self.previous.items() if view.pending[i]}
-        prev_workers = np.array([previous[i].workers.sum() if i in previous else 0 for i in active], dtype=np.int64)
+        prev_workers = np.array(
+            [previous[i].workers.sum() if i in previous else 0 for i in active.tolist()], dtype=np.int64
+        )
         free = view.free(view.t)
         target = self._solve(jobs, active, prev_workers, free.sum(axis=0))
         placements, changed = keep_unchanged(free, jobs, previous, active, target)
@@ -103,7 +106,7 @@ class Dorm(SlotPolicy):
         self.previous = placements
         return slot_allocation(inst.num_jobs, inst.num_machines, placements)
 
-    def _solve(self, jobs, active: np.ndarray, prev: np.ndarray, free_total: np.ndarray) -> np.ndarray:
+    def _solve(self, jobs: Jobs, active: np.ndarray, prev: np.ndarray, free_total: np.ndarray) -> np.ndarray:
         """Worker counts for ``active`` from the per-slot MILP over [w (n), s (n), z (one per job that ran)]."""
         n = len(active)
         if n == 0:
@@ -116,9 +119,11 @@ class Dorm(SlotPolicy):
         m = len(ran)
         z_of = np.full(n, -1)
         z_of[ran] = 2 * n + np.arange(m)
-        rows, lower, upper = [], [], []
+        rows: list[sparse.csr_matrix] = []
+        lower: list[float] = []
+        upper: list[float] = []
 
-        def add(block, lo, hi):
+        def add(block: np.ndarray, lo: ArrayLike, hi: ArrayLike) -> None:
             rows.append(sparse.csr_matrix(block))
             lower.extend(np.broadcast_to(lo, block.shape[0]))
             upper.extend(np.broadcast_to(hi, block.shape[0]))
@@ -172,11 +177,12 @@ class Dorm(SlotPolicy):
         if not has_solution:
             self.stats["no_incumbent"] += 1
             return prev
-        return np.rint(np.asarray(self.highs.getSolution().col_value)[:n]).astype(np.int64)
+        out: np.ndarray = np.rint(np.asarray(self.highs.getSolution().col_value)[:n]).astype(np.int64)
+        return out
 
     def summary(self) -> dict:
         return dict(self.stats)
 
 
-def make(config: Config, spec) -> Dorm:
+def make(config: Config, spec: RunShape) -> Dorm:
     return Dorm(config)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import Instance
-from .base import SlotAllocation, SlotPolicy, SlotView
+from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
 from .placement import Placement, next_machine, slot_allocation
 
 
@@ -88,5 +88,5 @@ class DRF(SlotPolicy):
         return {"increments": self.increments}
 
 
-def make(config: Config, spec) -> DRF:
+def make(config: Config, spec: RunShape) -> DRF:
     return DRF()

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..config import range_problem
 from ..model import Instance
-from .base import SlotAllocation, SlotPolicy, SlotView
+from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
 from .placement import Placement, place_job, ps_count, reserve, slot_allocation
 
 SEED_STREAM = 0xF1F0  # keeps FIFO's draws independent of the workload generator's stream for the same seed
@@ -73,5 +73,5 @@ class FIFO(SlotPolicy):
         }
 
 
-def make(config: Config, spec) -> FIFO:
+def make(config: Config, spec: RunShape) -> FIFO:
     return FIFO(config)

@@ -31,7 +31,7 @@ from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import plan_levels
 from ..primal_dual.prices import PriceBounds, SlotPrices, price_bounds
 from ..thesis import ps_ratio
-from .base import JobPlan, PlanningPolicy, SlotView
+from .base import JobPlan, PlanningPolicy, RunShape, SlotView
 from .placement import ps_count, room
 
 
@@ -155,5 +155,5 @@ class OASiS(PlanningPolicy):
         }
 
 
-def make(config: Config, spec) -> OASiS:
+def make(config: Config, spec: RunShape) -> OASiS:
     return OASiS(config)

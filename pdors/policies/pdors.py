@@ -32,7 +32,7 @@ from ..primal_dual.slot_cost import (
 )
 from ..solo import fastest_slots
 from ..thesis import ps_ratio
-from .base import JobPlan, PlanningPolicy, SlotView
+from .base import JobPlan, PlanningPolicy, RunShape, SlotView
 
 HISTORY_SEED_OFFSET = 1_000_003
 
@@ -103,7 +103,7 @@ class PDORS(PlanningPolicy):
         )
 
     def reset(self, instance: Instance, seed: int) -> None:
-        source = self.history if self.config.price_bounds == "history" else instance
+        source = self.history if self.history is not None and self.config.price_bounds == "history" else instance
         self.bounds: PriceBounds = instance_price_bounds(source, self.config.utility_floor)
         self.seed = seed
         self.gamma_internal, self.gamma_external = ps_ratio(instance, True), ps_ratio(instance, False)
@@ -233,7 +233,7 @@ class PDORS(PlanningPolicy):
         }
 
 
-def make(config: Config, spec) -> PDORS:
+def make(config: Config, spec: RunShape) -> PDORS:
     """Build PD-ORS for a run; ``history`` bounds come from an independent draw of the same generator."""
     history = None
     if config.price_bounds == "history":

@@ -50,7 +50,7 @@ from ..primal_dual.slot_cost import (
 )
 from ..solo import COVER_RTOL, workers_for
 from .base import JobPlan, SlotView
-from .pdors import PDORS
+from .pdors import PDORS, Config
 
 
 def machine_classes(price: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, list[int], np.ndarray]:
@@ -87,7 +87,9 @@ def internal_case(job: JobShape, v: float, price: np.ndarray, free: np.ndarray) 
     return best
 
 
-def external_lp(job: JobShape, demand: float, price: np.ndarray, free: np.ndarray):
+def external_lp(
+    job: JobShape, demand: float, price: np.ndarray, free: np.ndarray
+) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """The LP relaxation of (23)-(26) plus gamma sum s >= sum w, over machine classes, solved cold.
 
     Variables: W_c, S_c (workers and PSs of class c in total). Rows: for each class and each resource the job
@@ -128,7 +130,9 @@ def external_lp(job: JobShape, demand: float, price: np.ndarray, free: np.ndarra
     return (x[:n].clip(min=0), x[n:].clip(min=0)), (member_class, counts), (p_w, p_s)
 
 
-def disaggregate(job: JobShape, lp_sol, member_class: np.ndarray, counts: np.ndarray, free: np.ndarray):
+def disaggregate(
+    job: JobShape, lp_sol: tuple[np.ndarray, np.ndarray], member_class: np.ndarray, counts: np.ndarray, free: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The class optimum spread over machines, class by class and machine by machine: each member, lowest
     index first, takes ``stretch`` times the class's mean point, the largest multiple (between 1 and the
     class size) that leaves room to round every entry up; the next one takes what is left."""
@@ -146,8 +150,8 @@ def disaggregate(job: JobShape, lp_sol, member_class: np.ndarray, counts: np.nda
         stretch = max(1.0, min(stretch, float(counts[c])))
         full = int(np.floor(counts[c] / stretch + 1e-12))  # members taking a whole stretch
         rest = counts[c] - full * stretch
-        shares = [stretch] * full + ([rest] if rest > 1e-9 else [])  # the members beyond them get nothing
-        for h, share in zip(members, shares, strict=False):
+        # the members beyond the shares take nothing: zip stops at the shorter list
+        for h, share in zip(members, [stretch] * full + ([rest] if rest > 1e-9 else []), strict=False):
             machines.append(h)
             ws.append(per_w * share)
             ss.append(per_s * share)
@@ -256,7 +260,7 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
         """Theta over slots a_i .. a_i + j for k levels, and the levels per slot (eq. 21)."""
         if j < 0:
             return (0.0, ()) if k == 0 else (math.inf, ())
-        best, levels = math.inf, ()
+        best, levels = math.inf, tuple[int, ...]()
         for v in range(k + 1):
             cost_v = slot_theta(j, v)[0]
             rest, rest_levels = big_theta(j - 1, k - v)
@@ -282,6 +286,7 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
     for j, k in enumerate(levels):
         if k:
             opt = slot_theta(j, k)[1]
+            assert opt is not None  # checked above: no level of the plan failed to round
             workers[a + j, opt.machines] = opt.workers
             servers[a + j, opt.machines] = opt.servers
     return JobPlan(workers, servers, a + done, lam)
@@ -290,7 +295,7 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
 class ReferencePDORS(PDORS):
     """PD-ORS with :func:`plan_job` in place of the fast path (same config, bounds and seed)."""
 
-    def __init__(self, config, history: Instance | None = None):
+    def __init__(self, config: Config, history: Instance | None = None):
         super().__init__(config, history, name="pdors-reference")
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:

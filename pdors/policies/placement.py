@@ -10,15 +10,18 @@ form instead of task by task.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from ..model import Jobs
 from .base import SlotAllocation
 
 FIT_ATOL = 1e-9
 
 
-def ps_count(workers, gamma):
+def ps_count(workers: ArrayLike, gamma: ArrayLike) -> Any:
     """Fewest PSs for ``workers`` at ratio ``gamma``: ceil(w / gamma), hence 0 iff w = 0
     (eq. 2 as docs/MODEL.md reads it)."""
     return -(-np.asarray(workers) // np.asarray(gamma))
@@ -27,7 +30,8 @@ def ps_count(workers, gamma):
 def dominant_share(usage: np.ndarray, total: np.ndarray) -> np.ndarray:
     """DRF's dominant share max_r usage^r / total^r over resources the cluster has (usage [..., R])."""
     has = total > 0
-    return (usage[..., has] / total[has]).max(axis=-1, initial=0.0)
+    out: np.ndarray = (usage[..., has] / total[has]).max(axis=-1, initial=0.0)
+    return out
 
 
 def room(free: np.ndarray, demand: np.ndarray, limit: int) -> np.ndarray:
@@ -36,7 +40,8 @@ def room(free: np.ndarray, demand: np.ndarray, limit: int) -> np.ndarray:
     if not need.any():
         return np.full(free.shape[0], limit, dtype=np.int64)
     fit = np.floor((free[:, need] + FIT_ATOL) / demand[need]).min(axis=1)
-    return np.clip(fit, 0, limit).astype(np.int64)
+    out: np.ndarray = np.clip(fit, 0, limit).astype(np.int64)
+    return out
 
 
 def round_robin(free: np.ndarray, demand: np.ndarray, count: int, cursor: int) -> tuple[np.ndarray, int] | None:
@@ -104,14 +109,14 @@ class Placement:
         free[used] -= self.workers[used, None] * worker_demand + self.servers[used, None] * ps_demand
 
 
-def reserve(free: np.ndarray, jobs, placements: dict[int, Placement]) -> None:
+def reserve(free: np.ndarray, jobs: Jobs, placements: dict[int, Placement]) -> None:
     """Take the resources of ``placements`` (job -> placement) out of ``free`` [H, R], in place, in dict order."""
     for i, p in placements.items():
         p.take_from(free, jobs.worker_demand[i], jobs.ps_demand[i])
 
 
 def keep_unchanged(
-    free: np.ndarray, jobs, previous: dict[int, Placement], active, counts
+    free: np.ndarray, jobs: Jobs, previous: dict[int, Placement], active: np.ndarray, counts: np.ndarray
 ) -> tuple[dict[int, Placement], list[tuple[int, int]]]:
     """Jobs of ``active`` whose new worker count (``counts``) equals their previous placement's keep that
     placement (no restart), and its resources leave ``free`` (in place). Returns the kept placements and the

@@ -37,13 +37,14 @@ with fairness ``p`` (``fairness``; p = 1 is the mean speedup, p -> -inf the wors
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..model import Instance
 from ..portable_math import dot, power
-from .base import SlotAllocation, SlotPolicy, SlotView
+from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
 from .placement import FIT_ATOL, Placement, keep_unchanged, place_job, ps_count, room, slot_allocation
 
 SEED_STREAM = 0x9011  # keeps the GA's draws independent of the workload generator's stream for the same seed
@@ -106,7 +107,8 @@ def equal_share_workers(
     per_worker = alpha + beta / gamma[:, None]
     with np.errstate(divide="ignore"):
         fit = np.where(per_worker > 0, (total / n) / per_worker, np.inf).min(axis=1)
-    return np.minimum(fit, batch)
+    out: np.ndarray = np.minimum(fit, batch)
+    return out
 
 
 @dataclass
@@ -193,8 +195,10 @@ class Pollux(SlotPolicy):
             ran, np.clip((age - self.restarts[active] * delta) / (np.maximum(age, 1) + delta), 0, 1), 1.0
         )
 
-        def speedups(counts, internal, moved):
-            return counts * np.where(internal, per_int, per_ext) * np.where(ran & moved & (counts > 0), realloc, 1.0)
+        def speedups(counts: np.ndarray, internal: np.ndarray, moved: np.ndarray) -> np.ndarray:
+            rates = np.where(internal, per_int, per_ext)
+            out: np.ndarray = counts * rates * np.where(ran & moved & (counts > 0), realloc, 1.0)
+            return out
 
         def estimate(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             """Fitness of worker counts [P, n]: kept jobs keep their locality, changed ones are internal iff
@@ -226,7 +230,13 @@ class Pollux(SlotPolicy):
         self.stats[("chose_ga", "chose_current", "chose_equal")[k]] += 1
         return candidates[k]
 
-    def _evolve(self, seeds: np.ndarray, cap: np.ndarray, repair, estimate) -> np.ndarray:
+    def _evolve(
+        self,
+        seeds: np.ndarray,
+        cap: np.ndarray,
+        repair: _Repair,
+        estimate: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+    ) -> np.ndarray:
         """Pollux's genetic algorithm over worker counts; returns the best individual found."""
         cfg, rng = self.config, self.rng
         size, n = cfg.population, seeds.shape[1]
@@ -244,7 +254,8 @@ class Pollux(SlotPolicy):
             children = np.where(np.arange(n) < point, pop[parents], pop[mates])
             pop = np.concatenate([pop[order[:ELITE]], repair(_mutate(children, cap, rng))])
             served, value = estimate(pop)
-        return pop[best_index(served, value)]
+        out: np.ndarray = pop[best_index(served, value)]
+        return out
 
     def _decode(
         self, view: SlotView, active: np.ndarray, counts: np.ndarray, previous: dict[int, Placement]
@@ -292,11 +303,12 @@ class _Repair:
     """Clip worker counts [P, n] to [0, cap] and shrink each row proportionally until the workers and their
     ceil(w / gamma) PSs fit the cluster's aggregate free capacity."""
 
-    def __init__(self, alpha, beta, gamma, cap, total):
+    def __init__(self, alpha: np.ndarray, beta: np.ndarray, gamma: np.ndarray, cap: np.ndarray, total: np.ndarray):
         self.alpha, self.beta, self.gamma, self.cap, self.total = alpha, beta, gamma, cap, total
 
     def usage(self, counts: np.ndarray) -> np.ndarray:
-        return dot(counts, self.alpha) + dot(ps_count(counts, self.gamma), self.beta)
+        out: np.ndarray = dot(counts, self.alpha) + dot(ps_count(counts, self.gamma), self.beta)
+        return out
 
     def __call__(self, counts: np.ndarray) -> np.ndarray:
         counts = np.clip(counts, 0, self.cap).astype(np.int64)
@@ -327,7 +339,7 @@ def _grow(
     has one worker and one PS needs) that fit round-robin; fitting is monotone in x, so bisect below the
     number of workers that fit at all."""
 
-    def place(x: int):
+    def place(x: int) -> tuple[Placement, int] | None:
         return place_job(free, alpha, beta, x, int(ps_count(1 + x, gamma)) - 1, cursor)
 
     hi = min(upto, int(room(free, alpha, upto).sum()))
@@ -341,7 +353,9 @@ def _grow(
             hi = mid - 1
         else:
             lo = mid
-    return place(lo)
+    got = place(lo)
+    assert got is not None  # x = 0 adds nothing to the worker and PS the job has
+    return got
 
 
 def _water_fill(share: np.ndarray, cap: np.ndarray, repair: _Repair) -> np.ndarray:
@@ -349,7 +363,8 @@ def _water_fill(share: np.ndarray, cap: np.ndarray, repair: _Repair) -> np.ndarr
     external rate), found by bisection."""
 
     def counts(lam: float) -> np.ndarray:
-        return np.minimum(cap, np.floor(lam * share)).astype(np.int64)
+        out: np.ndarray = np.minimum(cap, np.floor(lam * share)).astype(np.int64)
+        return out
 
     lo, hi = 0.0, float(np.max(cap / np.maximum(share, 1e-12))) + 1.0
     for _ in range(24):  # precise enough for a starting point of the GA
@@ -382,5 +397,5 @@ def _counts_of(placements: dict[int, Placement], active: np.ndarray) -> np.ndarr
     return np.array([placements[i].workers.sum() if i in placements else 0 for i in active], dtype=np.int64)
 
 
-def make(config: Config, spec) -> Pollux:
+def make(config: Config, spec: RunShape) -> Pollux:
     return Pollux(config)

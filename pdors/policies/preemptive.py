@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Instance
-from .base import SlotAllocation, SlotPolicy, SlotView
+from ..model import Instance, Jobs
+from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
 from .placement import FIT_ATOL, Placement, ps_count, room, round_robin, slot_allocation
 
 # A chunk is done at <= this fraction of its size left: below the simulator's completion slack (1e-12 of V_i),
@@ -103,17 +103,17 @@ class Preemptive(SlotPolicy):
     def allocate(self, view: SlotView) -> SlotAllocation:
         inst, jobs, t = view.instance, view.instance.jobs, view.t
         self.chunks = {i: c for i, c in self.chunks.items() if view.completed[i] < 0}
-        for i in np.flatnonzero(jobs.arrival == t):
-            self._dispatch(int(i), inst)
+        for arriving in np.flatnonzero(jobs.arrival == t):
+            self._dispatch(int(arriving), inst)
         free = view.free(t)
         workers = {i: np.bincount(c.machine[c.running], minlength=inst.num_machines) for i, c in self.chunks.items()}
         for i, c in self.chunks.items():  # chunks in progress keep their workers; surplus PSs leave
             c.servers = _trim_servers(c.servers, workers[i], int(ps_count(workers[i].sum(), jobs.gamma[i])))
             free -= workers[i][:, None] * jobs.worker_demand[i] + c.servers[:, None] * jobs.ps_demand[i]
-        for i in self.order:
-            c = self.chunks.get(int(i))
-            if c is not None and c.pending.any():
-                free = self._start(int(i), c, workers, free, jobs, t)
+        for j in self.order:
+            chunk = self.chunks.get(int(j))
+            if chunk is not None and chunk.pending.any():
+                free = self._start(int(j), chunk, workers, free, jobs, t)
         placements = {
             i: Placement(workers[i], c.servers.copy()) for i, c in self.chunks.items() if workers[i].sum() > 0
         }
@@ -167,7 +167,9 @@ class Preemptive(SlotPolicy):
         count = np.bincount(key[later], minlength=jobs.size * H).reshape(jobs.size, H)
         return (np.cumsum(ahead, axis=0)[-1], np.cumsum(count / batch[jobs][:, None], axis=0)[-1], count.sum(axis=0))
 
-    def _start(self, i: int, c: Chunks, workers: dict, free: np.ndarray, jobs, t: int) -> np.ndarray:
+    def _start(
+        self, i: int, c: Chunks, workers: dict[int, np.ndarray], free: np.ndarray, jobs: Jobs, t: int
+    ) -> np.ndarray:
         """Start job i's pending chunks where a worker fits on their machine, as many as the PSs they add can be
         placed for (machines in index order); returns the free capacity left."""
         H = free.shape[0]
@@ -177,7 +179,7 @@ class Preemptive(SlotPolicy):
         running, held = int(workers[i].sum()), int(c.servers.sum())
         queued = np.bincount(c.machine, minlength=H)
 
-        def attempt(k: int):
+        def attempt(k: int) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, int] | None]:
             new = _first(fit, k)
             after = free - new[:, None] * alpha
             return (
@@ -196,6 +198,7 @@ class Preemptive(SlotPolicy):
                 mid = (lo + hi + 1) // 2
                 lo, hi = (mid, hi) if attempt(mid)[2] is not None else (lo, mid - 1)
             new, after, placed = attempt(lo)
+        assert placed is not None  # k = 0 adds no PS beyond those held
         servers, self.cursor = placed
         for h in np.flatnonzero(new):
             idle = np.flatnonzero(c.pending & (c.machine == h))[: new[h]]
@@ -203,7 +206,8 @@ class Preemptive(SlotPolicy):
         self.stats["chunks_started"] += int(new.sum())
         workers[i] = workers[i] + new
         c.servers = c.servers + servers
-        return after - servers[:, None] * beta
+        out: np.ndarray = after - servers[:, None] * beta
+        return out
 
     def _progress(self, i: int, p: Placement, t: int) -> None:
         """Every chunk in progress processes one worker's samples of this slot at the rate the placement earns."""
@@ -248,7 +252,9 @@ def _place_servers(
         left = count - int(placed.sum())
         k = min(left, int(room(free[stage], beta, max(left, 0)).sum()))
         if k > 0:
-            placed[stage] += round_robin(free[stage], beta, k, 0)[0]
+            spread = round_robin(free[stage], beta, k, 0)
+            assert spread is not None  # k tasks fit: room() counted them
+            placed[stage] += spread[0]
     left = count - int(placed.sum())
     if left <= 0:
         return placed, cursor
@@ -260,8 +266,9 @@ def _place_servers(
 
 def _first(counts: np.ndarray, k: int) -> np.ndarray:
     """The first ``k`` of ``counts`` tasks, taking machines in index order."""
-    return np.minimum(counts, np.maximum(k - (np.cumsum(counts) - counts), 0))
+    out: np.ndarray = np.minimum(counts, np.maximum(k - (np.cumsum(counts) - counts), 0))
+    return out
 
 
-def make(config: Config, spec) -> Preemptive:
+def make(config: Config, spec: RunShape) -> Preemptive:
     return Preemptive()

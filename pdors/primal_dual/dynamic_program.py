@@ -65,8 +65,8 @@ def plan_levels(
         result = dp.result()
         if refine is None or result.completion < 0 or not result.payoff > 0:
             return result
-        changed = [refine(j, int(k)) for j, k in enumerate(result.levels) if k]
-        changed = [j for j in changed if j is not None]
+        refined = [refine(j, int(k)) for j, k in enumerate(result.levels) if k]
+        changed = [j for j in refined if j is not None]
         if not changed:
             return result
         start = min(changed)
@@ -75,7 +75,7 @@ def plan_levels(
 class _ForwardPass:
     """The forward DP over slots, kept per slot so that it can be redone from any slot on."""
 
-    def __init__(self, theta, utility: np.ndarray, stop_early: bool):
+    def __init__(self, theta: Callable[[int], np.ndarray] | np.ndarray, utility: np.ndarray, stop_early: bool):
         self.row = theta if callable(theta) else theta.__getitem__
         self.utility = utility
         # max_{t >= j} u_i(t): no completion from slot j on can beat a best payoff at least this large

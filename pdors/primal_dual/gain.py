@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from ..portable_math import log
 
@@ -28,7 +29,7 @@ def gain_eq30(delta: float, w1: float) -> float:
     return 1.0 + y + math.sqrt(y * y + 2.0 * y)
 
 
-def competitive_bound(gain: float, delta: float, log_ratios) -> float:
+def competitive_bound(gain: float, delta: float, log_ratios: Iterable[float]) -> float:
     """Theorems 5-6: 6 G_delta / delta * max_r(1, ln(U^r / L))."""
     _check_delta(delta)
     return 6.0 * gain / delta * max([1.0, *map(float, log_ratios)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,8 @@ class PriceBounds:
 
 def shortest_duration(jobs: Jobs) -> np.ndarray:
     """d_i^min = ceil(V_i (tau_i + 2 g_i gamma_i / (b_i^(i) F_i)) / F_i): F_i co-located workers throughout."""
-    return np.ceil(jobs.workload * jobs.time_per_sample(True) / jobs.batch)
+    out: np.ndarray = np.ceil(jobs.workload * jobs.time_per_sample(True) / jobs.batch)
+    return out
 
 
 def price_bounds(jobs: Jobs, cluster_capacity: np.ndarray, slots: int, utility_floor: float) -> PriceBounds:
@@ -64,7 +66,8 @@ def prices(bounds: PriceBounds, used: np.ndarray, capacity: np.ndarray) -> np.nd
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         fill = np.where(capacity > 0, used / capacity, 1.0)
-    return bounds.lower * portable_math.exp(fill * bounds.log_ratio())
+    out: np.ndarray = bounds.lower * portable_math.exp(fill * bounds.log_ratio())
+    return out
 
 
 class SlotPrices:
@@ -72,12 +75,17 @@ class SlotPrices:
     so :meth:`update` recomputes them only for the (slot, machine) rows whose rho changed (elementwise
     operations: the same bits as computing every slot)."""
 
-    def __init__(self, bounds: PriceBounds, capacity: np.ndarray, price_of=prices):
+    def __init__(
+        self,
+        bounds: PriceBounds,
+        capacity: np.ndarray,
+        price_of: Callable[[PriceBounds, np.ndarray, np.ndarray], np.ndarray] = prices,
+    ):
         """``price_of(bounds, used, capacity)``: eq. (12), :func:`prices` (a policy may pass its own, elementwise
         in rows of ``used`` and ``capacity`` [..., R] alike)."""
         self.bounds, self.capacity, self.price_of = bounds, capacity, price_of
         self.rho: np.ndarray | None = None
-        self.price: np.ndarray | None = None
+        self.price: np.ndarray = np.empty((0, 0, 0))  # [T, H, R] from the first update on
 
     def update(self, used: np.ndarray, start: int) -> np.ndarray:
         """Bring slots ``start``.. up to date with ``used`` = rho [T, H, R]; returns the slots recomputed."""

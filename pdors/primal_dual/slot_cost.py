@@ -80,7 +80,7 @@ class JobShape:
         """m_p for a cover of ``workers`` (integer covers only)."""
         return float(math.ceil(workers / self.gamma - 1e-12))
 
-    def servers_allowed(self, workers, servers):
+    def servers_allowed(self, workers: np.ndarray, servers: np.ndarray) -> np.ndarray | bool:
         """(3.5) where it applies: no more PSs than workers."""
         return np.logical_or(not self.servers_at_most_workers, servers <= workers)
 
@@ -90,7 +90,7 @@ class Rounding:
     """How the external case rounds: a fixed ``gain`` or one computed per solve from ``delta``."""
 
     gain: float | None
-    delta: float | None
+    delta: float
     theorem: int = 29  # 29: G <= 1 from W_2 (Theorem 3); 30: G > 1 from W_1 (Theorem 4)
     feasible_solutions: int = 5
     max_attempts: int = 5000
@@ -167,7 +167,8 @@ class SlotCosts:
         self.external_solves: list[ExternalSolve] = []  # one per rounding
         self.lp_solves = 0
         self._candidates = candidates  # levels whose external case may beat the internal one
-        self._solutions: dict | None = None  # level -> (class LP solution, LP cost), once solved
+        # level -> (class LP solution, LP cost), once solved
+        self._solutions: dict[int, tuple[tuple[np.ndarray, np.ndarray], float]] | None = None
         self._state = state
 
     def refine(self, k: int) -> bool:
@@ -175,7 +176,7 @@ class SlotCosts:
         if self.exact[k]:
             return False
         if self._solutions is None:
-            self._solve_lps()
+            self._solutions = self._solve_lps()
             if self.exact[k]:
                 return True
         st, (lp_sol, lp_cost) = self._state, self._solutions.pop(k)
@@ -194,9 +195,10 @@ class SlotCosts:
         self._settle(k, best)
         return True
 
-    def _solve_lps(self) -> None:
+    def _solve_lps(self) -> dict[int, tuple[tuple[np.ndarray, np.ndarray], float]]:
+        """The class LP of every candidate level whose bound stays below the internal cost, by level."""
         st = self._state
-        self._solutions = {}
+        solutions = {}
         _load_external_lp(st.job, st.p_w, st.p_s, st.cls_free, st.counts, st.lp)
         for k in self._candidates:
             solved = _solve_external_lp(st.demand[k], st.job, len(st.counts), st.lp)
@@ -205,8 +207,9 @@ class SlotCosts:
                 self._settle(k, None)
                 continue
             lp_sol, bound = solved
-            self._solutions[k] = (lp_sol, float(dot(lp_sol[0], st.p_w) + dot(lp_sol[1], st.p_s)))
+            solutions[k] = (lp_sol, float(dot(lp_sol[0], st.p_w) + dot(lp_sol[1], st.p_s)))
             self.cost[k] = max(self.cost[k], bound)
+        return solutions
 
     def _internal(self, k: int) -> float:
         return self.options[k].cost if self.options[k] is not None else np.inf
@@ -227,7 +230,14 @@ class LinearProgram:
     def __init__(self) -> None:
         self.highs = new_highs()
 
-    def load(self, cost, csc: tuple, row_lower, row_upper, cover_row: int) -> None:
+    def load(
+        self,
+        cost: np.ndarray,
+        csc: tuple[np.ndarray, np.ndarray, np.ndarray],
+        row_lower: np.ndarray,
+        row_upper: np.ndarray,
+        cover_row: int,
+    ) -> None:
         """``csc``: the constraint matrix as (column starts, row indices, values), nonzeros only."""
         self.cover_row = cover_row
         scaled, self.scale = rescaled_costs(cost)
@@ -263,7 +273,8 @@ def unit_price(price: np.ndarray, demand: np.ndarray) -> np.ndarray:
     Multiplied elementwise and summed in numpy's fixed order, never by BLAS (docs/MODEL.md, "Bit-identical
     decisions"): every caller (and the reference implementation) gets the same bits on every machine, and
     exact ties stay exact."""
-    return (price * demand).sum(axis=-1)
+    out: np.ndarray = (price * demand).sum(axis=-1)
+    return out
 
 
 def rounded_cost(workers: np.ndarray, servers: np.ndarray, p_w: np.ndarray, p_s: np.ndarray) -> float:
@@ -372,7 +383,9 @@ def slot_costs(
     return out
 
 
-def _separable_bound(job, demand, p_w, p_s, cls_free, counts) -> np.ndarray:
+def _separable_bound(
+    job: JobShape, demand: np.ndarray, p_w: np.ndarray, p_s: np.ndarray, cls_free: np.ndarray, counts: np.ndarray
+) -> np.ndarray:
     """A lower bound on the LP of (23)-(26) + ratio for every cover ``demand``, and so on any external cost.
 
     Dropping the capacity (24) that workers and PSs share leaves two fractional knapsacks: D workers at the
@@ -394,7 +407,9 @@ def _separable_bound(job, demand, p_w, p_s, cls_free, counts) -> np.ndarray:
     return np.where(demand <= job.batch, total * (1.0 - LP_BOUND_RTOL), np.inf)
 
 
-def _load_external_lp(job, p_w, p_s, cls_free, counts, lp) -> None:
+def _load_external_lp(
+    job: JobShape, p_w: np.ndarray, p_s: np.ndarray, cls_free: np.ndarray, counts: np.ndarray, lp: LinearProgram
+) -> None:
     """LP relaxation of (23)-(26) + ratio over machine classes; the cover bound is set per level."""
     n = len(counts)
     used = (job.worker_demand > 0) | (job.ps_demand > 0)
@@ -407,7 +422,9 @@ def _load_external_lp(job, p_w, p_s, cls_free, counts, lp) -> None:
     lp.load(np.concatenate([p_w, p_s]), matrix, lower, upper, cover_row=n * r)
 
 
-def _external_lp_matrix(alpha: np.ndarray, beta: np.ndarray, gamma: float, n: int, ratio: bool = True) -> tuple:
+def _external_lp_matrix(
+    alpha: np.ndarray, beta: np.ndarray, gamma: float, n: int, ratio: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The LP's constraint matrix in CSC form (column starts, row indices, values; rows ascending per column),
     built directly instead of from a dense [n R' + 2, 2n] array. Rows i R'..(i + 1) R' - 1: eq. (24) of class i
     (alpha on its W_i, beta on its S_i); row n R': D <= sum W <= F, (25)-(26); row n R' + 1: gamma sum S - sum W
@@ -460,7 +477,9 @@ def integer_optimum(job: JobShape, demand: float, prices: np.ndarray, free: np.n
     return rounded_cost(x[:h], x[h:], p_w, p_s)
 
 
-def _solve_external_lp(demand, job, n, lp):
+def _solve_external_lp(
+    demand: float, job: JobShape, n: int, lp: LinearProgram
+) -> tuple[tuple[np.ndarray, np.ndarray], float] | None:
     """Per-class (W, S) of the LP optimum with cover bound ``demand`` and a lower bound on the optimum,
     or None if infeasible."""
     solved = lp.solve_with_cover(demand, job.batch, job.ps_cover(demand) if job.integer_covers else None)
@@ -470,7 +489,9 @@ def _solve_external_lp(demand, job, n, lp):
     return (sol[:n].clip(min=0), sol[n:].clip(min=0)), bound
 
 
-def _disaggregate(job, lp_sol, members, free):
+def _disaggregate(
+    job: JobShape, lp_sol: tuple[np.ndarray, np.ndarray], members: ClassMembers, free: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Spread each class's (W, S) over its machines (``members[c]``, ascending), lowest-indexed ones first.
 
     Each machine gets a multiple of the class's mean point, as large as leaves room to round every
@@ -513,7 +534,7 @@ class ClassMembers:
     def __len__(self) -> int:
         return len(self.ends)
 
-    def __getitem__(self, c: int) -> np.ndarray:
+    def __getitem__(self, c: int | np.integer) -> np.ndarray:
         return self.order[(self.ends[c - 1] if c > 0 else 0) : self.ends[c]]
 
 
@@ -532,7 +553,17 @@ def rounding_gain(rounding: Rounding, job: JobShape, demand: float, free: np.nda
     return gain_eq29(rounding.delta, min(ratios), free.shape[1], free.shape[0])  # W_2
 
 
-def _round(job, demand, machines, w_scaled, s_scaled, prices, free, rounding, rng):
+def _round(
+    job: JobShape,
+    demand: float,
+    machines: np.ndarray,
+    w_scaled: np.ndarray,
+    s_scaled: np.ndarray,
+    prices: np.ndarray,
+    free: np.ndarray,
+    rounding: Rounding,
+    rng: np.random.Generator,
+) -> tuple[int, int, Option | None]:
     """Randomised rounding (27)-(28) until S feasible solutions or the attempt cap; the cheapest wins.
 
     Each machine's four outcomes (worker count down/up x PS count down/up) are checked against its capacity
@@ -595,7 +626,7 @@ def _round(job, demand, machines, w_scaled, s_scaled, prices, free, rounding, rn
     return attempts, feasible, option
 
 
-def _count_bounds_allow(job, demand, base_w, base_s, possible) -> bool:
+def _count_bounds_allow(job: JobShape, demand: float, base_w: int, base_s: int, possible: np.ndarray) -> bool:
     """A necessary condition for :func:`_roundable`: every machine has an outcome, and the totals allowed by
     the per-machine bounds on the number rounded up (A workers, B PSs) meet cap (25), cover (26) and the
     ratio, ignoring which (A, B) pairs the machines can reach together."""
@@ -607,10 +638,10 @@ def _count_bounds_allow(job, demand, base_w, base_s, possible) -> bool:
     up = max(up_min, math.ceil(demand - base_w) - 1)
     while base_w + up < demand:  # the fewest meeting the cover, as checked
         up += 1
-    return up <= up_max and base_w + up <= job.batch and job.gamma * ssum_max >= base_w + up and ssum_max > 0
+    return bool(up <= up_max and base_w + up <= job.batch and job.gamma * ssum_max >= base_w + up and ssum_max > 0)
 
 
-def _roundable(job, demand, base_w, base_s, possible) -> bool:
+def _roundable(job: JobShape, demand: float, base_w: int, base_s: int, possible: np.ndarray) -> bool:
     """Whether some outcome of (27)-(28) with positive probability is a feasible integer solution.
 
     ``possible[i, dw + 2 ds]``: machine i can round its worker count up by dw and its PS count by ds (the

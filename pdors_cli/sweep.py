@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .schema import DEFAULT_MAX_TASKS
-from .sizing import DEFAULT_RUN_GB
+from pipeline.schema import DEFAULT_MAX_TASKS
+from pipeline.sizing import DEFAULT_RUN_GB
 
 
 def _positive(text: str) -> int:
@@ -24,12 +24,11 @@ def _gigabytes(text: str) -> float:
     return value
 
 
-def cmd_run(args) -> int:
-    from . import sweep
+def cmd_run(args: argparse.Namespace) -> int:
+    from pipeline import sweep
 
     try:
-        return sweep.run(
-            args.config,
+        options = sweep.SweepOptions(
             args.out,
             args.resume,
             args.max_parallel,
@@ -42,31 +41,32 @@ def cmd_run(args) -> int:
             args.max_run_memory,
             args.max_tasks,
         )
+        return sweep.run(args.config, options).status
     except (ConnectionError, RuntimeError) as e:  # Ray unreachable, output root locked by another process
         print(f"pdors sweep run: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
 
 
-def cmd_log(args) -> int:
-    from . import sweep
+def cmd_log(args: argparse.Namespace) -> int:
+    from pipeline import sweep
 
     return sweep.log(args.sweep, args.out)
 
 
-def cmd_status(args) -> int:
-    from . import sweep
+def cmd_status(args: argparse.Namespace) -> int:
+    from pipeline import sweep
 
     return sweep.status(args.sweep, args.out)
 
 
-def cmd_list(args) -> int:
-    from . import sweep
+def cmd_list(args: argparse.Namespace) -> int:
+    from pipeline import sweep
 
     return sweep.list_sweeps(args.out)
 
 
-def cmd_report(args) -> int:
-    from . import report
+def cmd_report(args: argparse.Namespace) -> int:
+    from pipeline import report
 
     return report.report_sweeps(args.sweep, args.out, track=not args.no_mlflow, root=getattr(args, "root", None))
 
@@ -77,12 +77,12 @@ TARGET_HELP = (
 )
 
 
-def _report_args(p) -> None:
+def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-mlflow", action="store_true", help="do not attach the files to MLflow")
     p.set_defaults(func=cmd_report)
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("sweep", help="parameter sweeps: YAML grid -> Ray -> Parquet -> MLflow")
     sub = p.add_subparsers(dest="sweep_command", required=True)
     r = sub.add_parser(

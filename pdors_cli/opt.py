@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .profile import SMALL_SIZE
+from offline_opt.profile import SMALL_SIZE
+from offline_opt.solvers import SOLVERS
+from pdors.markdown import number
+from pdors.workload import WorkloadConfig
 
 if TYPE_CHECKING:
+    from offline_opt.certified import Certified
     from pdors.model import Instance
-
-    from .certified import Certified
-from .solvers import SOLVERS
 
 PROFILES = ("small", "tiny", "paper")
 # T x I x H of an instance the offline optimum is attempted on: the time-indexed MILP has several variables per
@@ -28,7 +29,7 @@ def _size_problem(machines: int, jobs: int, slots: int) -> str | None:
     return f"H={machines} I={jobs} T={slots} is {cells:,} cells, over the {MAX_CELLS:,} the offline optimum is tried on"
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("opt", help="offline optimum (MILP) of one instance and each policy's ratio OPT/ALG")
     p.add_argument("--machines", type=int, default=SMALL_SIZE.machines, help="H, machines")
     p.add_argument("--jobs", type=int, default=SMALL_SIZE.jobs, help="I, jobs")
@@ -66,21 +67,18 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_opt)
 
 
-def _workload(profile: str):
-    from pdors.workload import WorkloadConfig
-
-    from .profile import small_profile, tiny_profile
+def _workload(profile: str) -> WorkloadConfig:
+    from offline_opt.profile import small_profile, tiny_profile
 
     return {"small": small_profile, "tiny": tiny_profile, "paper": WorkloadConfig}[profile]()
 
 
 def cmd_opt(args: argparse.Namespace) -> int:
+    from offline_opt.compare import compare
+    from offline_opt.solve import limit_problems
     from pdors.config import ConfigError, to_dict
     from pdors.instance_io import load
     from pdors.workload import generate
-
-    from .compare import compare
-    from .solve import limit_problems
 
     for problem in limit_problems(args.time_limit, args.mip_gap):  # before anything runs
         name, _, reason = problem.partition(": ")
@@ -106,8 +104,8 @@ def cmd_opt(args: argparse.Namespace) -> int:
     label = "OPT" if o.proven_optimal else "best found (NOT proven optimal)"
     print(
         f"offline optimum: H={instance.num_machines} I={instance.num_jobs} T={instance.slots} seed={args.seed}\n"
-        f"  {o.solver}: status {o.status}; {label} {_fmt(o.objective)}; bound {_fmt(o.bound)}; "
-        f"gap {_fmt(o.gap, '.2e')}; admitted {o.admitted}; {o.wall_s:.1f} s; "
+        f"  {o.solver}: status {o.status}; {label} {number(o.objective)}; bound {number(o.bound)}; "
+        f"gap {number(o.gap, '.2e')}; admitted {o.admitted}; {o.wall_s:.1f} s; "
         f"validator: {len(o.violations)} violation(s)"
     )
     for p in c.policies:
@@ -128,8 +126,8 @@ def cmd_opt(args: argparse.Namespace) -> int:
 
 
 def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> int:
-    from .certified import certify
-    from .compare import run_policies, valid_utilities
+    from offline_opt.certified import certify
+    from offline_opt.compare import run_policies, valid_utilities
 
     runs = run_policies(instance, args.seed, workload)
     c = certify(instance, valid_utilities(runs))

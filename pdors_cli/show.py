@@ -4,12 +4,17 @@ recorded with ``schedules: true`` together with ``--run`` (a run id from its ``r
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pdors.config import ConfigError
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def _from_file(path: Path):
+
+def _from_file(path: Path) -> tuple[pd.DataFrame, int, int, str, Path]:
     import json
 
     import pyarrow.parquet as pq
@@ -24,10 +29,10 @@ def _from_file(path: Path):
     return table.to_pandas(), shape["machines"], shape["slots"], path.stem, path.with_suffix(".png")
 
 
-def _from_sweep(root: Path, run_id: str):
-    from .storage import read
+def _from_sweep(root: Path, run_id: str) -> tuple[pd.DataFrame, int, int, str, Path]:
+    from pipeline.storage import read
 
-    def rows(table: str):
+    def rows(table: str) -> pd.DataFrame | None:
         found = read(root, table, [run_id])
         return found.to_pandas() if found.num_rows else None
 
@@ -46,8 +51,8 @@ def _from_sweep(root: Path, run_id: str):
     return cells, int(first["machines"]), int(first["slots"]), title, out
 
 
-def cmd_show(args) -> int:
-    from . import gantt
+def cmd_show(args: argparse.Namespace) -> int:
+    from pipeline import gantt
 
     path = Path(args.schedule)
     if path.is_file():
@@ -68,7 +73,7 @@ def cmd_show(args) -> int:
     return 0
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("show", help="draw one run's schedule: machines over slots (Gantt-style)")
     p.add_argument(
         "schedule",

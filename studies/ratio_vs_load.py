@@ -1,6 +1,6 @@
 """The competitive ratio against load, from a recorded sweep with OPT (``configs/ratio_vs_load.yaml``).
 
-    python -m pipeline.ratio_study RESULTS_DIR [--sweep ID] --out DIR
+    pdors study ratio-vs-load RESULTS_DIR [--sweep ID] --out DIR
 
 Per instance: its offered load (the run summaries' ``offered_load.internal``, docs/MODEL.md "Load"), OPT's status
 and solve time, and each policy's OPT / ALG as an interval: [OPT / ALG, OPT / ALG] where OPT is proven,
@@ -13,14 +13,17 @@ instance against load, bars where OPT is unproven; right: every policy's median 
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from pdors.markdown import number, table
 
 BAND = (1.0, 1.4)  # the paper's Fig. 10
 PROFILE = ["machines", "workload.workload_scale"]
@@ -32,7 +35,7 @@ LOAD_BINS = (0.0, 0.25, 0.5, 0.75, 1.0, math.inf)  # fixed before the study, eve
 
 def instance_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per simulation run with its instance's load, OPT facts and the ratio interval."""
-    from .summary import with_ratio
+    from pipeline.summary import with_ratio
 
     rated = with_ratio(runs)
     opt_rows = rated[(rated["kind"] == "opt") & (rated["status"] == "ok")]
@@ -86,7 +89,8 @@ def _worst(runs: pd.DataFrame) -> str:
     """The instance with the largest upper end: its ratio, or its interval where OPT is unproven."""
     if runs["ratio_high"].isna().all():
         return "-"
-    r = runs.loc[runs["ratio_high"].idxmax()]
+    worst: Any = runs["ratio_high"].idxmax()  # a row label
+    r = runs.loc[worst]
     return f"{r['ratio_high']:.3f}" if r["proven"] else f"[{r['ratio_low']:.3f}, {r['ratio_high']:.3f}]"
 
 
@@ -147,13 +151,14 @@ def load_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def markdown(profiles: pd.DataFrame) -> str:
-    def cell(v) -> str:
-        return f"{v:.3g}" if isinstance(v, float) and not math.isnan(v) else ("-" if isinstance(v, float) else str(v))
+    def cell(v: object) -> str:
+        return (
+            number(v, ".3g")
+            if isinstance(v, float) and not math.isnan(v)
+            else ("-" if isinstance(v, float) else str(v))
+        )
 
-    head = list(profiles.columns)
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in profiles.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
+    return table(list(profiles.columns), ([cell(v) for v in r] for r in profiles.itertuples(index=False))) + "\n"
 
 
 def plot(table: pd.DataFrame, path: Path) -> Path:
@@ -163,12 +168,12 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FormatStrFormatter
 
-    from .plots import DPI, FORMATS, policy_name, policy_style
+    from pipeline.plots import DPI, FORMATS, policy_name, policy_style
 
     pd_ = _pdors(table)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4), sharey=True)
     finite = table[["ratio_low", "ratio_high"]].replace(np.inf, np.nan).stack()
-    top = max(BAND[1], float(finite.max()) if len(finite) else BAND[1]) * 1.1
+    top = max(BAND[1], float(finite.to_numpy().max()) if len(finite) else BAND[1]) * 1.1
     for k, (h, g) in enumerate(pd_.groupby("machines")):
         color = f"C{k}"
         proven, open_ = g[g["proven"]], g[~g["proven"]]
@@ -181,14 +186,16 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
             alpha=0.8,
             label=f"H = {h}",
         )
-        for r in open_.itertuples():
+        rows: Iterable[Any] = open_.itertuples()  # pandas types a row's fields as any cell value
+        for r in rows:
             lo, hi = (min(v, top) if not math.isnan(v) else top for v in (r.ratio_low, r.ratio_high))
             left.plot([r.load, r.load], [lo, hi], "_-", color=color, linewidth=1.5, markersize=6)
     left.plot([], [], "_-", color="grey", label="OPT unproven: [best found, bound] / ALG")
     left.set_title(f"PD-ORS, every instance (Q = {Q_DEFAULT})", fontsize=10)
     per_profile = table[table["proven"] & ((table["policy"] != "pdors") | (table[Q_AXIS] == Q_DEFAULT))]
     medians = per_profile.groupby(["policy", *PROFILE]).agg(load=("load", "median"), ratio=("ratio_low", "median"))
-    for policy, g in medians.reset_index().groupby("policy"):
+    for key, g in medians.reset_index().groupby("policy"):
+        policy = str(key)
         color, marker = policy_style(policy)
         # markers only: profiles of equal load (H = 4 at 0.005, H = 8 at 0.01) make a line meaningless
         right.plot(
@@ -223,23 +230,15 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def main(argv=None) -> int:
-    from .storage import Store
-    from .sweep import manifest_of, recorded_runs
+def write(root: Path, sweep_id: str, out: Path) -> int:
+    """The study of sweep ``sweep_id`` under output root ``root``, written to ``out``; 1 if a policy earned more
+    than a proven OPT, else 0."""
+    from pipeline.storage import Store
+    from pipeline.sweep import manifest_of, recorded_runs
 
-    ap = argparse.ArgumentParser(prog="python -m pipeline.ratio_study", description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", help="the sweep's output root (its config's `output`)")
-    ap.add_argument("--sweep", help="sweep id (default: the only sweep under RESULTS)")
-    ap.add_argument("--out", required=True, help="directory for ratio_vs_load.{csv,md,png,pdf}")
-    args = ap.parse_args(argv)
-    root = Path(args.results)
-    ids = [args.sweep] if args.sweep else sorted(p.name for p in (root / "sweeps").glob("*") if p.is_dir())
-    if len(ids) != 1:
-        ap.error(f"--sweep: name one of {', '.join(ids) or 'none'} under {root}")
-    store = Store(root, ids[0])
+    store = Store(root, sweep_id)
     _, runs = recorded_runs(store, manifest_of(store))
     table = instance_table(runs)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "ratio_vs_load.csv", index=False)
     text = markdown(profile_table(table)) + "\n" + markdown(load_table(table))
@@ -248,7 +247,3 @@ def main(argv=None) -> int:
     print(text + f"written: {out}/ratio_vs_load.{{csv,md,png,pdf}}")
     above = table[table["above_opt"]]
     return 1 if len(above) else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,17 +1,17 @@
 """Measurements behind docs/OFFLINE_OPT.md, docs/PERFORMANCE.md and docs/COMPETITIVE_RATIO.md.
 
-``python -m offline_opt.bench ratio --solver highs --seeds 1-20 --time-limit 300 --out FILE``: per seed of the
+``pdors study opt ratio --solver highs --seeds 1-20 --time-limit 300 --out FILE``: per seed of the
 small profile (H = 4, I = 10, T = 10), ``compare()`` (OPT + every policy), one JSON line per seed.
-``python -m offline_opt.bench rerate FILE --out FILE2``: the same rows with every policy re-run against the stored
+``pdors study opt rerate FILE --out FILE2``: the same rows with every policy re-run against the stored
 OPT (after a policy change; OPT is a property of the instance).
-``python -m offline_opt.bench relax --seeds 13,7 --variants all,external,internal,totals``: the MILP with some
+``pdors study opt relax --seeds 13,7 --variants all,external,internal,totals``: the MILP with some
 count variables continuous (where the integrality gap is).
-``python -m offline_opt.bench ablation --seeds 1-5 --time-limit 60 --out FILE``: naive vs strong and each
+``pdors study opt ablation --seeds 1-5 --time-limit 60 --out FILE``: naive vs strong and each
 strengthening switched off, HiGHS, plus each variant's LP-relaxation bound.
-``python -m offline_opt.bench tightness --out FILE``: the dual bound / OPT over the ratio study's proven instances
+``pdors study opt tightness --out FILE``: the dual bound / OPT over the ratio study's proven instances
 (docs/figures/ratio_vs_load.csv), and where the worst gaps come from.
-``python -m offline_opt.bench summary FILE...``: the ratio / ablation tables of the docs from those files;
-``python -m offline_opt.bench solvers FILE...``: the per-seed solver table (one ``ratio`` file per solver).
+``pdors study opt summary FILE...``: the ratio / ablation tables of the docs from those files;
+``pdors study opt solvers FILE...``: the per-seed solver table (one ``ratio`` file per solver).
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
+from offline_opt.compare import compare, rate, run_policies
+from offline_opt.milp import Strengthening, build
+from offline_opt.profile import SMALL_SIZE, small_profile
+from offline_opt.solve import solve
 from pdors.config import parse_seeds, to_dict
+from pdors.markdown import table
+from pdors.model import Instance
 from pdors.workload import generate
-
-from .compare import compare, rate, run_policies
-from .milp import Strengthening, build
-from .profile import SMALL_SIZE, small_profile
-from .solve import solve
 
 VARIANTS: dict[str, Strengthening] = {
     "naive": Strengthening.naive(),
@@ -42,22 +42,33 @@ VARIANTS: dict[str, Strengthening] = {
 }
 
 
-def instance(seed: int):
+@dataclass(frozen=True)
+class StoredOpt:
+    """OPT's facts as a ratio file stores them (``offline_opt.compare.OptFacts``)."""
+
+    objective: float | None
+    bound: float | None
+    status: str
+    proven_optimal: bool
+    mip_gap: float
+
+
+def instance(seed: int) -> Instance:
     """The small profile's instance of ``seed``."""
     return generate(small_profile(), *SMALL_SIZE, seed)
 
 
-def lp_bound(inst, st: Strengthening) -> float | None:
+def lp_bound(inst: Instance, st: Strengthening) -> float | None:
     import pyomo.environ as pyo
 
-    from .solvers import solve_model
+    from offline_opt.solvers import solve_model
 
     built = build(inst, st)
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(built.model)
     return solve_model(built.model, "highs", 60.0, 0.0).objective
 
 
-def cmd_ratio(args) -> None:
+def cmd_ratio(args: argparse.Namespace) -> None:
     with open(args.out, "a") as out:
         for seed in parse_seeds(args.seeds):
             c = compare(instance(seed), args.solver, args.time_limit, seed=seed, workload=to_dict(small_profile()))
@@ -73,15 +84,13 @@ def cmd_ratio(args) -> None:
             )
 
 
-def cmd_rerate(args) -> None:
+def cmd_rerate(args: argparse.Namespace) -> None:
     """Re-run every policy of a ratio file's seeds against the OPT stored there (policy code changed, the
     instances and OPT did not), writing the same rows with new policy entries."""
     rows = [json.loads(line) for line in Path(args.file).read_text().splitlines() if line.strip()]
     with open(args.out, "w") as out:
         for row in rows:
-            opt = SimpleNamespace(
-                **{k: row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal", "mip_gap")}
-            )
+            opt = StoredOpt(*(row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal", "mip_gap")))
             runs = run_policies(instance(row["seed"]), row["seed"], to_dict(small_profile()))
             row["policies"] = [p.to_dict() for p in rate(opt, runs)]
             out.write(json.dumps(row) + "\n")
@@ -101,11 +110,11 @@ RELAXED = {
 }
 
 
-def cmd_relax(args) -> None:
+def cmd_relax(args: argparse.Namespace) -> None:
     """Where the integrality gap is: the MILP with some count variables continuous (docs/OFFLINE_OPT.md)."""
     import pyomo.environ as pyo
 
-    from .solvers import solve_model
+    from offline_opt.solvers import solve_model
 
     for seed in parse_seeds(args.seeds):
         for variant in args.variants.split(","):
@@ -141,10 +150,9 @@ def cmd_tightness(args: argparse.Namespace) -> None:
     import pandas as pd
     import pyomo.environ as pyo
 
+    from offline_opt.dual_bound import dual_bound
+    from offline_opt.solvers import solve_model
     from pdors.workload import WorkloadConfig
-
-    from .dual_bound import dual_bound
-    from .solvers import solve_model
 
     df = pd.read_csv(args.csv)
     df = df[df["proven"] & (df["total_utility"] > 0)]
@@ -191,7 +199,7 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4f}"
 
 
-def cmd_ablation(args) -> None:
+def cmd_ablation(args: argparse.Namespace) -> None:
     with open(args.out, "a") as out:
         for seed in parse_seeds(args.seeds):
             inst = instance(seed)
@@ -215,56 +223,62 @@ def cmd_ablation(args) -> None:
                 print(row, flush=True)
 
 
-def _median(xs):
+def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def cmd_summary(args) -> None:
+def cmd_summary(args: argparse.Namespace) -> None:
+    """The tables of the docs from ``ratio`` or ``ablation`` files."""
     for path in args.files:
         rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
         print(f"## {path}")
-        if rows and "variant" in rows[0]:
-            for name in dict.fromkeys(r["variant"] for r in rows):
-                rs = [r for r in rows if r["variant"] == name]
-                opt = {r["seed"]: r["objective"] for r in rows if r["variant"] == "strong" and r["proven"]}
-                lp_gap = [(r["lp_bound"] - opt[r["seed"]]) / opt[r["seed"]] for r in rs if r["seed"] in opt]
-                print(
-                    f"| {name} | {rs[0]['variables']}-{rs[-1]['variables']} | "
-                    f"{sum(r['proven'] for r in rs)}/{len(rs)} | {_median([r['wall_s'] for r in rs]):.1f} | "
-                    f"{max(r['wall_s'] for r in rs):.1f} | "
-                    f"{max((r['gap'] if r['gap'] is not None else float('inf')) for r in rs):.2e} | "
-                    f"{_median(lp_gap):.2%} |"
-                )
-            continue
-        names = [p["policy"] for p in rows[0]["policies"]]
-        print(
-            "| seed | status | OPT (validated) | bound | gap | wall s | OPT admits | "
-            + " | ".join(f"{n} ratio" for n in names)
-            + " | PD-ORS theoretical bound |"
-        )
-        for r in rows:
-            o = r["opt"]
-            ratios = {p["policy"]: p["ratio"] for p in r["policies"]}
-            pd = next(p for p in r["policies"] if p["policy"] == "pdors")
-            print(
-                f"| {r['seed']} | {o['status']} | {o['objective']:.4f} | {o['bound']:.4f} | {o['gap']:.1e} | "
-                f"{o['wall_s']:.1f} | {o['admitted']}/{r['size']['jobs']} | "
-                + " | ".join(
-                    (f"{ratios[k]:.3f}" + ("" if p["ratio_kind"] == "opt" else " (upper)"))
-                    if ratios[k] is not None
-                    else "n/a"
-                    for k, p in zip(ratios, r["policies"], strict=False)
-                )
-                + f" | {pd['competitive_bound']:.1f} |"
-            )
-        proven = [r for r in rows if r["opt"]["proven_optimal"]]
-        print(
-            f"proven {len(proven)}/{len(rows)}; median wall {_median([r['opt']['wall_s'] for r in rows]):.1f} s; "
-            f"max wall {max(r['opt']['wall_s'] for r in rows):.1f} s"
-        )
+        print(_ablation_table(rows) if rows and "variant" in rows[0] else _ratio_table(rows))
 
 
-def cmd_solvers(args) -> None:
+def _ablation_table(rows: list[dict[str, Any]]) -> str:
+    """Per variant: model size, proven share, wall times, worst gap and the LP bound's median gap to OPT."""
+    opt = {r["seed"]: r["objective"] for r in rows if r["variant"] == "strong" and r["proven"]}
+    lines = []
+    for name in dict.fromkeys(r["variant"] for r in rows):
+        rs = [r for r in rows if r["variant"] == name]
+        lp_gap = [(r["lp_bound"] - opt[r["seed"]]) / opt[r["seed"]] for r in rs if r["seed"] in opt]
+        worst = max((r["gap"] if r["gap"] is not None else float("inf")) for r in rs)
+        lines.append(
+            f"| {name} | {rs[0]['variables']}-{rs[-1]['variables']} | "
+            f"{sum(r['proven'] for r in rs)}/{len(rs)} | {_median([r['wall_s'] for r in rs]):.1f} | "
+            f"{max(r['wall_s'] for r in rs):.1f} | {worst:.2e} | {_median(lp_gap):.2%} |"
+        )
+    return "\n".join(lines)
+
+
+def _ratio_cell(ratio: float | None, kind: str) -> str:
+    return "n/a" if ratio is None else f"{ratio:.3f}" + ("" if kind == "opt" else " (upper)")
+
+
+def _ratio_table(rows: list[dict[str, Any]]) -> str:
+    """Per seed: OPT's status, value, bound, gap and time, each policy's ratio and PD-ORS's theoretical bound."""
+    names = [p["policy"] for p in rows[0]["policies"]]
+    head = ["seed", "status", "OPT (validated)", "bound", "gap", "wall s", "OPT admits"]
+    head += [*(f"{n} ratio" for n in names), "PD-ORS theoretical bound"]
+    body = []
+    for r in rows:
+        o = r["opt"]
+        pd_ = next(p for p in r["policies"] if p["policy"] == "pdors")
+        body.append(
+            [r["seed"], o["status"], f"{o['objective']:.4f}", f"{o['bound']:.4f}", f"{o['gap']:.1e}"]
+            + [f"{o['wall_s']:.1f}", f"{o['admitted']}/{r['size']['jobs']}"]
+            + [_ratio_cell(p["ratio"], p["ratio_kind"]) for p in r["policies"]]
+            + [f"{pd_['competitive_bound']:.1f}"]
+        )
+    proven = [r for r in rows if r["opt"]["proven_optimal"]]
+    return (
+        table(head, body)
+        + f"\nproven {len(proven)}/{len(rows)}; median wall {_median([r['opt']['wall_s'] for r in rows]):.1f} s; "
+        f"max wall {max(r['opt']['wall_s'] for r in rows):.1f} s"
+    )
+
+
+def cmd_solvers(args: argparse.Namespace) -> None:
     """Per-seed table of several ``ratio`` files (one per solver) for docs/PERFORMANCE.md."""
     runs = {}
     for path in args.files:
@@ -294,48 +308,3 @@ def cmd_solvers(args) -> None:
             f"{_median([o['wall_s'] for o in os_ if o['proven_optimal']]) or 0:.1f} s, no solution "
             f"{sum(o['objective'] is None for o in os_)}"
         )
-
-
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m offline_opt.bench", description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("ratio")
-    r.add_argument("--solver", default="highs")
-    r.add_argument("--seeds", default="1-20")
-    r.add_argument("--time-limit", type=float, default=300.0)
-    r.add_argument("--out", required=True)
-    r.set_defaults(func=cmd_ratio)
-    e = sub.add_parser("rerate")
-    e.add_argument("file")
-    e.add_argument("--out", required=True)
-    e.set_defaults(func=cmd_rerate)
-    x = sub.add_parser("relax")
-    x.add_argument("--seeds", default="13,7")
-    x.add_argument("--variants", default="all,external,internal,totals")
-    x.add_argument("--time-limit", type=float, default=120.0)
-    x.set_defaults(func=cmd_relax)
-    a = sub.add_parser("ablation")
-    a.add_argument("--seeds", default="1-5")
-    a.add_argument("--time-limit", type=float, default=60.0)
-    a.add_argument("--out", required=True)
-    a.set_defaults(func=cmd_ablation)
-    b = sub.add_parser("tightness")
-    b.add_argument("--csv", default="docs/figures/ratio_vs_load.csv")
-    b.add_argument("--diagnose", type=int, default=5)
-    b.add_argument("--leaves", type=int, default=64, help="branching budget (1: the root's bound alone)")
-    b.add_argument("--branch-time", type=float, default=0.5)
-    b.add_argument("--time-limit", type=float, default=120.0)
-    b.add_argument("--out", required=True)
-    b.set_defaults(func=cmd_tightness)
-    s = sub.add_parser("summary")
-    s.add_argument("files", nargs="+")
-    s.set_defaults(func=cmd_summary)
-    v = sub.add_parser("solvers")
-    v.add_argument("files", nargs="+")
-    v.set_defaults(func=cmd_solvers)
-    args = ap.parse_args(argv)
-    args.func(args)
-
-
-if __name__ == "__main__":
-    main()

@@ -13,12 +13,16 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
 
 TIMED_OUT = object()  # the result of a call the deadline cut off
 _PRELOAD = ["offline_opt.solve"]  # imported once in the fork server: pyomo, highspy, the model
 
 
-def _child(conn, fn, args) -> None:
+def _child(conn: Connection, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
     os.setpgrp()
     try:
         conn.send((True, fn(*args)))
@@ -28,7 +32,7 @@ def _child(conn, fn, args) -> None:
         conn.close()
 
 
-def call_with_deadline(fn, args: tuple, seconds: float):
+def call_with_deadline(fn: Callable[..., Any], args: tuple[Any, ...], seconds: float) -> Any:
     """``fn(*args)`` in a child process; :data:`TIMED_OUT` if it takes longer than ``seconds``."""
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(_PRELOAD)
@@ -52,8 +56,9 @@ def call_with_deadline(fn, args: tuple, seconds: float):
     return value
 
 
-def _kill_group(process) -> None:
+def _kill_group(process: BaseProcess) -> None:
     """SIGKILL the child's process group (the child and its solver subprocesses), then reap the child."""
+    assert process.pid is not None  # started
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):  # already gone (or not yet its own group: kill it alone)

@@ -1,0 +1,43 @@
+"""The public API of the three packages (README.md, "In a notebook"): what a user imports without knowing module
+paths, on a real sweep recorded in Parquet (in this process, no MLflow)."""
+
+from __future__ import annotations
+
+from sweep_fixtures import TINY, write_config
+
+import pdors
+import pipeline
+from offline_opt import compare, solve
+from pipeline.sweep import SweepOptions
+
+
+def test_pdors_runs_validates_and_lists_its_policies():
+    spec = pdors.RunSpec(policy="fifo", machines=4, jobs=5, slots=5, seed=3)
+    result = pdors.run(spec)
+    assert isinstance(result.summary, pdors.RunSummary) and "pdors" in pdors.POLICIES
+    again = pdors.validate(result.instance, result.simulation.schedule)
+    assert again.ok and again.total_utility == result.summary.total_utility
+    assert isinstance(pdors.generate(pdors.WorkloadConfig(), 4, 5, 5, 3), pdors.Instance)
+    assert callable(solve) and callable(compare)
+
+
+def test_load_runs_gives_the_rows_sweep_status_counts(tmp_path, capsys):
+    config = write_config(tmp_path / "tiny.yaml", {**TINY, "mlflow": {"enabled": False}})
+    root = tmp_path / "out"
+    result = pipeline.run_sweep(config, SweepOptions(out=str(root), in_process=True))
+    assert (
+        result.status == 0 and result.tasks == result.to_run == result.ran == 12
+    )  # pdors 2 H x 2 gains x 2 seeds, fifo 2 x 2
+    assert result.failed == result.lost == 0 and set(result.stages) >= {"runs", "record"}
+    runs = pipeline.load_runs(root)
+    assert len(runs) == 12 and runs["run_id"].is_unique and set(runs["status"]) == {"ok"}
+    # a second sweep under the same root recomputes nothing: the record holds each run once
+    again = pipeline.run_sweep(config, SweepOptions(out=str(root), in_process=True, resume=True))
+    assert again.status == 0 and again.to_run == 0 and len(pipeline.load_runs(root)) == 12
+    capsys.readouterr()
+    from pipeline.sweep import status
+
+    assert status(None, str(root)) == 0
+    assert "12 tasks, 12 ok, 0 failed, 0 lost" in capsys.readouterr().out
+    jobs = pipeline.load_jobs(root)
+    assert set(jobs["run_id"]) == set(runs["run_id"]) and len(jobs) == 12 * TINY["instance"]["jobs"]
