@@ -166,7 +166,3 @@ def _write_json(path: str | None, data: dict) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(data, indent=1))
         print(f"  JSON written to {path}")
-
-
-def _fmt(x, spec: str = ".4f") -> str:
-    return "n/a" if x is None else format(x, spec)

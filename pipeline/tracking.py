@@ -254,7 +254,7 @@ def ui_base(uri: str) -> str:
     return split_auth(uri)[0] if uri.startswith(("http://", "https://")) else LOCAL_UI
 
 
-def publish_view(mlflow_client, exp_id: str, parent: str, axes: list[str]) -> str:
+def publish_view(mlflow_client: MlflowClient, exp_id: str, parent: str, axes: list[str]) -> str:
     """Store the sweep's view on the experiment; its share key."""
     state = view_state(parent, axes)
     key = view_key(state)
