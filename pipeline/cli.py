@@ -48,13 +48,13 @@ def cmd_run(args) -> int:
 def cmd_log(args) -> int:
     from . import sweep
 
-    return sweep.log(args.sweep, args.out)
+    return sweep.log(args.sweep, args.out, args.overrides)
 
 
 def cmd_status(args) -> int:
     from . import sweep
 
-    return sweep.status(args.sweep, args.out)
+    return sweep.status(args.sweep, args.out, args.overrides)
 
 
 def cmd_list(args) -> int:
@@ -66,7 +66,9 @@ def cmd_list(args) -> int:
 def cmd_report(args) -> int:
     from . import report
 
-    return report.report_sweeps(args.sweep, args.out, track=not args.no_mlflow, root=getattr(args, "root", None))
+    return report.report_sweeps(
+        args.sweep, args.out, not args.no_mlflow, getattr(args, "root", None), getattr(args, "overrides", [])
+    )
 
 
 TARGET_HELP = (
@@ -117,6 +119,9 @@ def register(subparsers) -> None:
     ):
         s = sub.add_parser(name, help=help_)
         s.add_argument("sweep", nargs="?", metavar="CONFIG_OR_SWEEP", help=TARGET_HELP)
+        s.add_argument(
+            "overrides", nargs="*", metavar="KEY=VALUE", help="after a config: the overrides `sweep run` was given"
+        )
         s.add_argument(
             "--out",
             dest="root" if name == "report" else "out",
