@@ -190,7 +190,7 @@ def cmd_summary(args) -> None:
                     (f"{ratios[k]:.3f}" + ("" if p["ratio_kind"] == "opt" else " (upper)"))
                     if ratios[k] is not None
                     else "n/a"
-                    for k, p in zip(ratios, r["policies"], strict=True)
+                    for k, p in zip(ratios, r["policies"], strict=False)
                 )
                 + f" | {pd['competitive_bound']:.1f} |"
             )

@@ -58,7 +58,7 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         if origin is tuple and args and args[-1] is not Ellipsis:
             if len(value) != len(args):
                 raise ConfigError(path, f"must have {len(args)} entries, got {len(value)}")
-            return tuple(_convert(a, v, _join(path, k)) for k, (a, v) in enumerate(zip(args, value, strict=True)))
+            return tuple(_convert(a, v, _join(path, k)) for k, (a, v) in enumerate(zip(args, value, strict=False)))
         item = args[0] if args else Any
         out = [_convert(item, v, _join(path, k)) for k, v in enumerate(value)]
         return tuple(out) if origin is tuple else out

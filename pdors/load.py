@@ -49,7 +49,7 @@ def offered_load(instance: Instance) -> dict[str, float]:
     rates = (jobs.tau, jobs.time_per_sample(True), jobs.time_per_sample(False))
     return {
         name: float(_shares(_demand(instance, p), capacity).max(axis=1).sum())
-        for name, p in zip(LOAD_VARIANTS, rates, strict=True)
+        for name, p in zip(LOAD_VARIANTS, rates, strict=False)
     }
 
 

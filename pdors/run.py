@@ -98,7 +98,7 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         fluid_completable=fluid_completable(instance),
         utilisation={
             r: float(u / c) if c > 0 else 0.0
-            for r, u, c in zip(instance.cluster.resources, used, capacity, strict=True)
+            for r, u, c in zip(instance.cluster.resources, used, capacity, strict=False)
         },
         violations=[v.as_dict() for v in check.violations],
         decision_latency_ms=Latency(

@@ -60,7 +60,7 @@ class Schedule:
         return {
             "cells": [
                 [int(a), int(b), int(c), int(self.workers[a, b, c]), int(self.servers[a, b, c])]
-                for a, b, c in zip(t, i, h, strict=True)
+                for a, b, c in zip(t, i, h, strict=False)
             ],
             "admitted": self.admitted.astype(int).tolist(),
             "restart_loss": self.restart_loss,

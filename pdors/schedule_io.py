@@ -58,7 +58,7 @@ def to_table(schedule: Schedule) -> pa.Table:
         "restart_loss": float(schedule.restart_loss),
     }
     table = pa.table(
-        {name: pa.array(values, type) for (name, type), values in zip(COLUMNS, rows(schedule).values(), strict=True)},
+        {name: pa.array(values, type) for (name, type), values in zip(COLUMNS, rows(schedule).values(), strict=False)},
         schema=SCHEMA,
     )
     return table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})

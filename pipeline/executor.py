@@ -175,7 +175,7 @@ def fan_out(
             timed[0] += sum(o.finished_at - o.started_at for o in outcomes)
             timed[1] += len(outcomes)
             submit()
-            yield list(zip(chunk, outcomes, strict=True))
+            yield list(zip(chunk, outcomes, strict=False))
     finally:
         ray.shutdown()
 

@@ -93,7 +93,7 @@ def _coords(config: SweepConfig, keys: list[str], to_spec) -> list[list[_Coord]]
         return [_Coord(a, to_spec(a), k, grid[key][k][j], f"{key}[{k}][{j}]") for j, a in enumerate(axes)]
 
     return [
-        [c for key, k in zip(keys, idx, strict=True) for c in coords(key, k)]
+        [c for key, k in zip(keys, idx, strict=False) for c in coords(key, k)]
         for idx in itertools.product(*(range(len(grid[key])) for key in keys))
     ]
 

@@ -98,7 +98,7 @@ def _number(text: str) -> float | None:
 
 
 def _label_counts(ax, xs, ys, ns, color) -> None:
-    for x, y, n in zip(xs, ys, ns, strict=True):
+    for x, y, n in zip(xs, ys, ns, strict=False):
         ax.annotate(f"{int(n)}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6, color=color)
 
 
@@ -108,7 +108,7 @@ def _bars(ax, table: pd.DataFrame) -> None:
     colors = [policy_style(p)[0] for p in table["policy"]]
     names = [policy_name(p) for p in table["x"]]
     ax.bar(names, table["mean"], yerr=[low, high], capsize=4, color=colors)
-    for k, (y, n) in enumerate(zip(table["mean"], table["n"], strict=True)):
+    for k, (y, n) in enumerate(zip(table["mean"], table["n"], strict=False)):
         ax.annotate(f"n={int(n)}", (k, y), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=6)
     ax.tick_params(axis="x", labelsize=8)
 
@@ -146,7 +146,7 @@ def figure(table: pd.DataFrame, fig: FigureConfig):
     numeric = bool(xs) and all(_number(v) is not None for v in xs)
     pos = {v: (_number(v) if numeric else k) for k, v in enumerate(xs)}
     order = list(dict.fromkeys(table["policy"]))  # the same legend order in every panel
-    for ax, panel in zip(axes.flat, panels, strict=True):
+    for ax, panel in zip(axes.flat, panels, strict=False):
         part = table[table["panel"] == panel].sort_values("policy", key=lambda p: p.map(order.index), kind="stable")
         if part.empty:
             ax.text(

@@ -251,7 +251,7 @@ def _partner_problem(root: Path, batch: str, runs: pa.Table) -> str | None:
     """Whether the jobs file of a runs file holds as many rows as its ok simulations have jobs (footer only)."""
     sim_ok = [
         j
-        for k, s, j in zip(runs["kind"].to_pylist(), runs["status"].to_pylist(), runs["jobs"].to_pylist(), strict=True)
+        for k, s, j in zip(runs["kind"].to_pylist(), runs["status"].to_pylist(), runs["jobs"].to_pylist(), strict=False)
         if k == "sim" and s == "ok"
     ]
     path = root / "jobs" / f"{batch}.parquet"
@@ -499,4 +499,4 @@ def recorded_runs(store: Store, manifest: dict) -> tuple[Counts, pd.DataFrame]:
     if len(runs):  # plan order (grid, policy, seed), not file order, for tables and plots
         order = {run_id: k for k, run_id in enumerate(manifest["run_ids"])}
         runs = runs.sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
-    return count(manifest, dict(zip(runs["run_id"], runs["status"], strict=True))), runs
+    return count(manifest, dict(zip(runs["run_id"], runs["status"], strict=False))), runs

@@ -141,7 +141,7 @@ def test_rounding_rejects_is_a_count_metric_aggregated_and_tabled():
     rejects = frame["total_utility"].astype(int)  # pdors: 0, 0, 9 on machines = 4
     frame["policy_stats"] = [
         json.dumps({"rounding_rejects": int(r)}) if p == "pdors" else "{}"
-        for p, r in zip(frame["policy"], rejects, strict=True)
+        for p, r in zip(frame["policy"], rejects, strict=False)
     ]
     frame["point_id"] = frame["policy"] + "-" + frame["machines"].astype(str) + "-" + frame["workload.mix"].astype(str)
     frame = frame.reindex(columns=[*frame.columns, *(m for m, _ in METRICS if m not in frame)])

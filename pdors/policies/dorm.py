@@ -130,7 +130,7 @@ class Dorm(SlotPolicy):
         add(np.hstack([-eye, eye * gamma, np.zeros((n, m))]), 0.0, gamma - 1.0)
         # Fairness: usage^r <= cap^r = factor / n * C^r, relaxed by M (1 - z) for jobs that may stay unchanged.
         cap = cfg.fairness_factor / n * self.total[has]
-        for r, c in zip(np.flatnonzero(has), cap, strict=True):
+        for r, c in zip(np.flatnonzero(has), cap, strict=False):
             big = np.maximum(prev * alpha[:, r] + np.ceil(prev / gamma) * beta[:, r] - c, 0.0)
             z_cols = np.zeros((n, m))
             z_cols[ran, np.arange(m)] = big[ran]

@@ -79,7 +79,7 @@ class DRF(SlotPolicy):
             # dominant_share(w alpha + s beta, total), on Python floats
             share = max(
                 [0.0]
-                + [(w * a + s * b) / c for a, b, c in zip(alpha.tolist(), beta.tolist(), total, strict=True) if c > 0]
+                + [(w * a + s * b) / c for a, b, c in zip(alpha.tolist(), beta.tolist(), total, strict=False) if c > 0]
             )
             heapq.heappush(heap, (share, i))
         return slot_allocation(inst.num_jobs, H, placed)

@@ -145,7 +145,7 @@ def disaggregate(job: JobShape, lp_sol, member_class: np.ndarray, counts: np.nda
         stretch = max(1.0, min(stretch, float(counts[c])))
         full = int(np.floor(counts[c] / stretch + 1e-12))  # members taking a whole stretch
         rest = counts[c] - full * stretch
-        for h, share in zip(members, [stretch] * full + ([rest] if rest > 1e-9 else []), strict=True):
+        for h, share in zip(members, [stretch] * full + ([rest] if rest > 1e-9 else []), strict=False):
             machines.append(h)
             ws.append(per_w * share)
             ss.append(per_s * share)

@@ -82,7 +82,7 @@ def next_machine(free: np.ndarray, demand: np.ndarray, cursor: int) -> int | Non
     """The machine one task of ``demand`` goes to round-robin from ``cursor``: the first with room for it,
     cyclically (``None`` if none has)."""
     if all(
-        x + FIT_ATOL >= d for x, d in zip(free[cursor].tolist(), demand.tolist(), strict=True)
+        x + FIT_ATOL >= d for x, d in zip(free[cursor].tolist(), demand.tolist(), strict=False)
     ):  # fast path: the cursor's
         return cursor  # machine has room
     order = (cursor + np.arange(free.shape[0])) % free.shape[0]
@@ -118,7 +118,7 @@ def keep_unchanged(
     changed jobs as (job, count) in ``active`` order, stops (count 0 of a job that had a placement) included."""
     kept: dict[int, Placement] = {}
     changed: list[tuple[int, int]] = []
-    for i, w in zip(active, counts, strict=True):
+    for i, w in zip(active, counts, strict=False):
         i, w = int(i), int(w)
         old = previous.get(i)
         if old is not None and old.workers.sum() == w:

@@ -445,7 +445,7 @@ def _disaggregate(job, lp_sol, members, free):
     taken = full + partial  # machines used per class
     share = np.repeat(stretch, taken)
     share[np.cumsum(taken)[partial] - 1] = rest[partial]  # the last machine of a class takes the rest
-    machines = np.concatenate([members[c][:n] for c, n in zip(used, taken, strict=True)] or [np.zeros(0, np.int64)])
+    machines = np.concatenate([members[c][:n] for c, n in zip(used, taken, strict=False)] or [np.zeros(0, np.int64)])
     return machines.astype(np.int64), np.repeat(per_w, taken) * share, np.repeat(per_s, taken) * share
 
 
