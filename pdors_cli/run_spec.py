@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pdors.config import ConfigError
 from pdors.policies import POLICIES
-from pipeline.sizing import DEFAULT_RUN_GB, memory_problem
+from pipeline.sizing import MACHINE_SHARE, memory_problem
 
 
 def _load_yaml(path: str) -> dict:
@@ -63,5 +63,5 @@ def add_memory_arg(p) -> None:
         "--max-run-memory",
         type=float,
         metavar="GB",
-        help=f"refuse a run estimated to need more (default: {DEFAULT_RUN_GB:g} GB)",
+        help=f"refuse a run estimated to need more (default: {MACHINE_SHARE * 100:.0f}%% of the available memory)",
     )

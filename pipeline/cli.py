@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .sizing import DEFAULT_RUN_GB
+from .sizing import MACHINE_SHARE
 
 
 def _positive(text: str) -> int:
@@ -104,7 +104,8 @@ def register(subparsers) -> None:
         "--max-run-memory",
         type=_gigabytes,
         metavar="GB",
-        help=f"refuse runs estimated to need more (default: {DEFAULT_RUN_GB:g} GB)",
+        help=f"refuse runs estimated to need more (default: {MACHINE_SHARE * 100:.0f}%% of the available memory "
+        "over the runs at once)",
     )
     r.add_argument(
         "--in-process",

@@ -3,11 +3,16 @@ arguments named; CONFIG alone names the latest sweep of that config under the ro
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from pdors_cli.main import main
+from pipeline import storage
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = str(ROOT / "configs" / "quickstart.yaml")
@@ -53,3 +58,45 @@ def test_status_log_report_take_runs_overrides(
     assert "has not run under" in capsys.readouterr().err
     assert main(["sweep", "status", first, "seeds.count=3", "--out", out]) == 2
     assert "overrides (seeds.count=3) apply only after a sweep config" in capsys.readouterr().err
+
+
+def test_a_second_sweep_into_a_root_being_written_is_refused_before_it_writes(tmp_path: Path) -> None:
+    """Sweeps under one root share its run record, so one writes at a time: a second sweep started while the
+    first runs is refused with one line (exit 2) and writes nothing; started after it, it completes, and every
+    run of both is recorded once."""
+    out = tmp_path / "R"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
+    pdors = [str(Path(sys.executable).parent / "pdors"), "sweep", "run", QUICKSTART, *SMALL]
+    first = subprocess.Popen(
+        [*pdors, "seeds.count=40", "instance.jobs=40", "instance.slots=30", "--out", str(out), "--in-process"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while not list((out / "sweeps").glob("*/manifest.json")):  # the first holds the root
+            assert first.poll() is None and time.time() < deadline
+            time.sleep(0.1)
+        second = subprocess.run(
+            [*pdors, "seeds.count=3", "--out", str(out), "--in-process"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert first.poll() is None, "the first sweep ended before the second started: make it longer"
+    finally:
+        log, _ = first.communicate(timeout=300)
+    assert first.returncode == 0, log
+    assert second.returncode == 2 and second.stderr.strip() == (
+        f"pdors sweep run: error: {out} is being written by another sweep; wait for it to finish"
+    ), second.stderr
+    assert len(list((out / "sweeps").iterdir())) == 1  # the second wrote no manifest, no config, no runs
+    again = subprocess.run([*pdors, "seeds.count=3", "--out", str(out), "--in-process"], env=env, cwd=tmp_path)
+    assert again.returncode == 0
+    runs = storage.read(out, columns=["run_id", "seed"]).to_pandas()
+    assert len(runs) == runs["run_id"].nunique() == 2 * 40 + 2 * 3  # other instance sizes: runs of their own
+    assert len(list((out / "sweeps").iterdir())) == 2
