@@ -166,6 +166,7 @@ def run_row(task: Task, outcome: Outcome, git_commit: str) -> dict:
     if task.kind == "sim":
         row.update(flatten(spec["params"], task.policy))
         row.update(flatten({k: v for k, v in result.items() if k not in SUMMARY_IDENTITY + JSON_SOURCES}))
+        row["schedule_digest"] = result.get("schedule_digest")
         if result:
             row.update(
                 violations=len(result["violations"]),
