@@ -80,6 +80,11 @@ class Lab:
             found.append(f"{program.group(1) if program else '?'} {line.split()[3]}")
         return sorted(found)
 
+    def ipv4(self, name: str) -> set[str]:
+        """The IPv4 addresses of node ``name``'s namespace."""
+        out = subprocess.run(["ip", "-n", self.nodes[name], "-o", "-4", "addr"], capture_output=True, text=True).stdout
+        return {line.split()[3].split("/")[0] for line in out.splitlines()}
+
     def remove(self) -> None:
         for name in list(self.nodes):
             self.kill(name)
