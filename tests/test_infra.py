@@ -92,12 +92,12 @@ def test_builtin_kubernetes_objects_pass_the_openapi_schema():
     builtin = [d for d in all_docs() if not d["apiVersion"].startswith("ray.io/")]
     assert {d["kind"] for d in builtin} == {"Namespace", "PersistentVolumeClaim", "Deployment", "Service", "CronJob"}
     for d in builtin:
-        kv.validate(d, K8S_VERSION, strict=False)
+        kv.validate(d, K8S_VERSION, strict=True)
     cron = next(d for d in builtin if d["kind"] == "CronJob")
     typo = copy.deepcopy(cron)
     typo["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicyy"] = "Never"
     with pytest.raises(kv.ValidationError):
-        kv.validate(typo, K8S_VERSION, strict=False)
+        kv.validate(typo, K8S_VERSION, strict=True)
 
 
 def test_rayjob_runs_a_sweep_on_pods_that_pass_the_pod_template_schema():
