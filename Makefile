@@ -4,9 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup solvers browser run lint test bench reproduce clean
+.PHONY: setup solvers browser postgres run lint test bench reproduce clean
 
-setup: $(STAMP) solvers browser
+setup: $(STAMP) solvers browser postgres
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -26,6 +26,13 @@ browser:
 	@command -v chromium >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+# PostgreSQL (the team MLflow server's backend store, started by tests/test_mlflow_team_stack.py) from Debian,
+# installed only where missing; the Debian package's own cluster is not used.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql >/dev/null; }
 
 # The quickstart sweep (configs/quickstart.yaml), recomputed from scratch: Ray -> Parquet -> table, plots, MLflow.
 run: setup

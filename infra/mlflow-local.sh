@@ -2,10 +2,10 @@
 # An MLflow tracking server on loopback (127.0.0.1 only; reach it from elsewhere through an SSH tunnel).
 #   infra/mlflow-local.sh [PORT] [DIR]      (defaults: 5000, ./mlflow-server)
 # Stores, by default under DIR: backend sqlite:///DIR/mlflow.db, artifacts in DIR/artifacts. Override with
-#   MLFLOW_BACKEND_STORE_URI       e.g. postgresql://USER:PASSWORD@HOST:5432/mlflow   (needs psycopg2-binary)
+#   MLFLOW_BACKEND_STORE_URI       e.g. postgresql://USER:PASSWORD@HOST:5432/mlflow   (needs psycopg[binary])
 #   MLFLOW_BACKEND_STORE_URI_FILE  a file (mode 600) whose first line is that URI, to keep it out of the
 #                                  environment of the calling shell
-#   MLFLOW_ARTIFACTS_DESTINATION   e.g. s3://BUCKET/mlflow (needs boto3; S3-compatible storage such as MinIO:
+#   MLFLOW_ARTIFACTS_DESTINATION   e.g. s3://pdors-mlflow/artifacts (needs boto3; S3-compatible storage such as MinIO:
 #                                  also MLFLOW_S3_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)
 # The stores reach the server through its environment, never its command line (which `ps` shows to every
 # user); messages show them with credentials masked.
@@ -17,6 +17,10 @@ PORT="${1:-5000}"
 DIR="$(mkdir -p "${2:-mlflow-server}" && cd "${2:-mlflow-server}" && pwd)"
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 MLFLOW="${MLFLOW:-$HERE/.venv/bin/mlflow}"
+while IFS='=' read -r key value; do   # the team settings (infra/mlflow-team.env), unless set already
+  case "$key" in ''|\#*) continue ;; esac
+  [ -n "${!key:-}" ] || export "$key=$value"
+done < "$HERE/infra/mlflow-team.env"
 if [ -n "${MLFLOW_BACKEND_STORE_URI_FILE:-}" ]; then
   [ -r "$MLFLOW_BACKEND_STORE_URI_FILE" ] ||
     { echo "$0: MLFLOW_BACKEND_STORE_URI_FILE: cannot read $MLFLOW_BACKEND_STORE_URI_FILE" >&2; exit 2; }
@@ -31,6 +35,6 @@ needs() {   # needs PREFIX MODULE URI PACKAGE: fail now, with the fix, instead o
       { echo "$0: $(masked "$3") needs the Python package $4: $(dirname "$MLFLOW")/pip install $4" >&2; exit 2; } ;;
   esac
 }
-needs postgresql psycopg2 "$MLFLOW_BACKEND_STORE_URI" psycopg2-binary
+needs postgresql psycopg "$MLFLOW_BACKEND_STORE_URI" "psycopg[binary]"
 needs s3:// boto3 "$MLFLOW_ARTIFACTS_DESTINATION" boto3
-exec "$MLFLOW" server --host 127.0.0.1 --port "$PORT" --serve-artifacts --workers 1
+exec "$MLFLOW" server --host 127.0.0.1 --port "$PORT" --serve-artifacts --workers "$MLFLOW_SERVER_WORKERS"

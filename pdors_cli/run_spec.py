@@ -9,7 +9,7 @@ from typing import Any
 from pdors import safe_yaml
 from pdors.config import ConfigError
 from pdors.policies import POLICIES
-from pipeline.sizing import DEFAULT_RUN_GB, memory_problem
+from pipeline.sizing import MACHINE_SHARE, memory_problem
 
 
 def _load_yaml(path: str) -> dict:
@@ -64,5 +64,5 @@ def add_memory_arg(p: argparse.ArgumentParser) -> None:
         "--max-run-memory",
         type=float,
         metavar="GB",
-        help=f"refuse a run estimated to need more (default: {DEFAULT_RUN_GB:g} GB)",
+        help=f"refuse a run estimated to need more (default: {MACHINE_SHARE * 100:.0f}%% of the available memory)",
     )

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from pipeline.schema import DEFAULT_MAX_TASKS
-from pipeline.sizing import DEFAULT_RUN_GB
+from pipeline.sizing import MACHINE_SHARE
 
 
 def _positive(text: str) -> int:
@@ -50,13 +50,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_log(args: argparse.Namespace) -> int:
     from pipeline import sweep
 
-    return sweep.log(args.sweep, args.out)
+    return sweep.log(args.sweep, args.out, args.overrides)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     from pipeline import sweep
 
-    return sweep.status(args.sweep, args.out)
+    return sweep.status(args.sweep, args.out, args.overrides)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -68,7 +68,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from pipeline import report
 
-    return report.report_sweeps(args.sweep, args.out, track=not args.no_mlflow, root=getattr(args, "root", None))
+    return report.report_sweeps(
+        args.sweep, args.out, not args.no_mlflow, getattr(args, "root", None), getattr(args, "overrides", [])
+    )
 
 
 TARGET_HELP = (
@@ -104,7 +106,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--max-run-memory",
         type=_gigabytes,
         metavar="GB",
-        help=f"refuse runs estimated to need more (default: {DEFAULT_RUN_GB:g} GB)",
+        help=f"refuse runs estimated to need more (default: {MACHINE_SHARE * 100:.0f}%% of the available memory "
+        "over the runs at once)",
     )
     r.add_argument(
         "--max-tasks",
@@ -126,6 +129,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ):
         s = sub.add_parser(name, help=help_)
         s.add_argument("sweep", nargs="?", metavar="CONFIG_OR_SWEEP", help=TARGET_HELP)
+        s.add_argument(
+            "overrides", nargs="*", metavar="KEY=VALUE", help="after a config: the overrides `sweep run` was given"
+        )
         s.add_argument(
             "--out",
             dest="root" if name == "report" else "out",

@@ -106,6 +106,7 @@ PROVENANCE: list[tuple[str, pa.DataType]] = [
     ("started_at", _TS),
     ("finished_at", _TS),
     ("spec", pa.string()),
+    ("schedule_digest", pa.string()),  # a simulation's schedule hashed: equal runs on any machine, equal digests
 ]
 SCHEDULES_SCHEMA = pa.schema(
     [

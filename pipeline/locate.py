@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
 from .storage import Store, SweepError
@@ -38,32 +40,60 @@ def sweeps_under(out: str | None) -> list[Store]:
     return [_store(m) for m in sorted(found, key=lambda m: (created[m], str(m)))]
 
 
-def _from_config(path: Path, out: str | None) -> Store:
+def _is_config(path: Path) -> bool:
+    return path.is_file() and path.suffix in CONFIG_SUFFIXES
+
+
+def _from_config(path: Path, out: str | None, overrides: list[str]) -> Store:
+    """The sweep ``pdors sweep run PATH OVERRIDES`` names. Without overrides and when the config as written has
+    not run: the latest recorded sweep of the same config name under the root (any overrides), said so, with
+    the others listed."""
     from . import grid, schema
 
-    plan = grid.expand(schema.load(path))
+    plan = grid.expand(schema.load(path, overrides))
     root = Path(out or plan.config.output)
     store = Store(root, plan.sweep_id)
-    if not (store.meta / "manifest.json").is_file():
-        raise SweepError(
-            f"{path}: its sweep {plan.sweep_id} has not run under {root} (`pdors sweep run {path}`"
-            f"{'' if out is None else ' --out ' + out})"
-        )
-    return store
+    if (store.meta / "manifest.json").is_file():
+        return store
+    again = shlex.join(["pdors", "sweep", "run", str(path), *overrides, *(["--out", out] if out else [])])
+    same = [s for s in sweeps_under(str(root)) if manifest_name(s) == plan.config.name]
+    if overrides or not same:
+        raise SweepError(f"{path}: its sweep {plan.sweep_id} has not run under {root} (`{again}`)")
+    latest, others = same[-1], same[:-1]
+    print(
+        f"{path}: its sweep {plan.sweep_id} has not run under {root}; naming the latest sweep of config "
+        f"{plan.config.name!r}: {latest.sweep_id} ({_overrides_of(latest)})",
+        flush=True,
+    )
+    for s in others:
+        print(f"  also under {root}: {s.sweep_id} ({_overrides_of(s)})", flush=True)
+    return latest
 
 
-def locate(target: str | None, out: str | None = None) -> list[Store]:
-    """The sweeps ``target`` names: a sweep config (its sweep under ``out``, default the config's ``output``),
+def manifest_name(store: Store) -> str:
+    return str(json.loads((store.meta / "manifest.json").read_text()).get("name", ""))
+
+
+def _overrides_of(store: Store) -> str:
+    given = json.loads((store.meta / "manifest.json").read_text()).get("overrides", [])
+    return "with " + shlex.join(given) if given else "no overrides"
+
+
+def locate(target: str | None, out: str | None = None, overrides: Sequence[str] = ()) -> list[Store]:
+    """The sweeps ``target`` names: a sweep config with ``overrides`` (the sweep ``pdors sweep run`` with the same
+    arguments names, under ``out``, default the config's ``output``; see :func:`_from_config`),
     a sweep directory (``<root>/sweeps/<id>``), an output root (every sweep in it), a sweep id (under ``out``,
     else under ``results/``), or None: the latest sweep under ``out`` (else under ``results/``)."""
+    if overrides and not (target is not None and _is_config(Path(target))):
+        raise SweepError(f"KEY=VALUE: overrides ({shlex.join(overrides)}) apply only after a sweep config")
     if target is None:
         stores = sweeps_under(out)
         if not stores:
             raise SweepError(f"no sweeps under {out or str(SEARCH_ROOT) + '/'}")
         return stores[-1:]
     path = Path(target)
-    if path.is_file() and path.suffix in CONFIG_SUFFIXES:
-        return [_from_config(path, out)]
+    if _is_config(path):
+        return [_from_config(path, out, list(overrides))]
     if (path / "manifest.json").is_file():
         return [Store(path.parent.parent, path.name)]
     if (path / "sweeps").is_dir():

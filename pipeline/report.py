@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -168,11 +169,17 @@ def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path], root: Path) ->
     return parent
 
 
-def report_sweeps(target: str | None, out: str | None = None, track: bool = True, root: str | None = None) -> int:
+def report_sweeps(
+    target: str | None,
+    out: str | None = None,
+    track: bool = True,
+    root: str | None = None,
+    overrides: Sequence[str] = (),
+) -> int:
     """``pdors report`` and ``pdors sweep report``: ``target`` as :func:`pipeline.locate.locate` (``root``: the
     output root to look in); exit status 0, or 3 when the files are written but attaching them to MLflow
     failed."""
-    stores = locate(target, root)
+    stores = locate(target, root, overrides)
     status = 0
     for store in stores:
         manifest = manifest_of(store)

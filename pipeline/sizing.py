@@ -1,19 +1,71 @@
-"""Memory estimate of one run, checked before anything starts.
+"""Memory estimate of one run, checked before anything starts, and the limit it is checked against.
 
 A run holds its schedule (workers and servers per slot, job and machine, [T, I, H]) and the validator's work
-arrays of the same shape: measured peak RSS of ``pdors simulate`` (FIFO and PD-ORS, T from 400 to 1600, I from
-800 to 3200) grows by 28-30 bytes per cell T x I x H over a base of about 120 MB (docs/PIPELINE.md).
+arrays of the same shape, over a fixed base (the interpreter, NumPy, the model's imports), so its peak RSS is
+modelled as ``base + per_cell x H x I x T``, the same for every policy. The rule that fits the two coefficients
+to measured peak RSS (:func:`fit`), stated before measuring: *base is the largest peak at the smallest measured
+size; per_cell is the largest (peak - base) / cells over the other sizes*, so the estimate is never below a
+size it was fitted on. ``python -m pipeline.sizing`` measures real runs, each in a fresh process, and fits;
+the figures behind the constants are in docs/PIPELINE.md.
+
+The default limit per run is derived from the machine: half of its available memory (the rest for the
+driver, Ray and everything else running), shared by the runs that execute at once.
 """
 
 from __future__ import annotations
 
-BYTES_PER_CELL = 32
-BASE_BYTES = 150 * 2**20
-DEFAULT_RUN_GB = 1.0  # the paper's largest run (T = 80, I = 100, H = 100) needs about 0.18 GB
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+BASE_BYTES = 101.5 * 2**20  # fitted by fit() on the sizes of SIZES (python -m pipeline.sizing, docs/PIPELINE.md)
+BYTES_PER_CELL = 11.13
+MACHINE_SHARE = 0.5  # of the available memory, for runs; the rest for the driver, Ray and other work
+FALLBACK_RUN_GB = 1.0  # per-run limit where the available memory is unknown (not Linux)
+PAPER_LARGEST = (100, 100, 80)  # H, I, T of the paper's largest run
+SIZES = [(10, 10, 10), (100, 100, 80), (300, 300, 80), (100, 1000, 80), (1000, 100, 80), (100, 100, 800)]
 
 
 def run_bytes(machines: int, jobs: int, slots: int) -> int:
-    return BASE_BYTES + BYTES_PER_CELL * machines * jobs * slots
+    """Estimated peak RSS of one run of this size (any policy)."""
+    return int(BASE_BYTES + BYTES_PER_CELL * machines * jobs * slots)
+
+
+@dataclass(frozen=True)
+class Sample:
+    policy: str
+    machines: int
+    jobs: int
+    slots: int
+    peak_bytes: int
+
+    @property
+    def cells(self) -> int:
+        return self.machines * self.jobs * self.slots
+
+
+def measure(policy: str, machines: int, jobs: int, slots: int, seed: int = 1) -> Sample:
+    """Peak RSS of ``pdors simulate`` (one run, simulated and validated) in a fresh process: what a user runs,
+    with every import of the command line, so a little above a sweep task's own share."""
+    pdors = Path(sys.executable).parent / "pdors"
+    argv = [str(pdors), "simulate", "--policy", policy, "--machines", str(machines), "--jobs", str(jobs)]
+    argv += ["--slots", str(slots), "--seed", str(seed), "--max-run-memory", "1000"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {proc.stderr.read().decode()[-500:] if proc.stderr else status}")
+    return Sample(policy, machines, jobs, slots, usage.ru_maxrss * 1024)  # ru_maxrss: KiB on Linux
+
+
+def fit(samples: Sequence[Sample]) -> tuple[float, float]:
+    """(base bytes, bytes per cell) by the rule of the module's docstring; needs two sizes at least."""
+    smallest = min(s.cells for s in samples)
+    base = max(s.peak_bytes for s in samples if s.cells == smallest)
+    per_cell = max((s.peak_bytes - base) / s.cells for s in samples if s.cells > smallest)
+    return float(base), max(per_cell, 0.0)
 
 
 def available_bytes() -> int | None:
@@ -28,21 +80,47 @@ def available_bytes() -> int | None:
     return None
 
 
-def memory_problem(machines: int, jobs: int, slots: int, limit_gb: float | None, parallel: int = 1) -> str | None:
-    """Why a run of this size is refused, or None: over ``limit_gb`` (default ``DEFAULT_RUN_GB``) per run, or
-    ``parallel`` such runs over half this machine's available memory."""
-    need = run_bytes(machines, jobs, slots)
-    limit = (DEFAULT_RUN_GB if limit_gb is None else limit_gb) * 2**30
-    size = f"H={machines} I={jobs} T={slots} needs about {need / 2**30:.2f} GB per run"
-    if need > limit:
-        return (
-            f"{size}, over the limit of {limit / 2**30:.2f} GB (--max-run-memory GB raises it; the paper's "
-            f"largest run needs about {run_bytes(100, 100, 80) / 2**30:.2f} GB)"
-        )
+def default_limit_bytes(parallel: int) -> float:
+    """The per-run limit when none is given: ``MACHINE_SHARE`` of the available memory over ``parallel`` runs."""
     free = available_bytes()
-    if free is not None and need * parallel > free / 2:
-        return (
-            f"{size}, {parallel} at once need {need * parallel / 2**30:.1f} GB, over half of the "
-            f"{free / 2**30:.1f} GB available (lower --max-parallel or --num-cpus)"
-        )
-    return None
+    return FALLBACK_RUN_GB * 2**30 if free is None else MACHINE_SHARE * free / max(parallel, 1)
+
+
+def memory_problem(machines: int, jobs: int, slots: int, limit_gb: float | None, parallel: int = 1) -> str | None:
+    """Why a run of this size is refused, or None: over ``limit_gb`` per run (default
+    :func:`default_limit_bytes` for ``parallel`` runs at once)."""
+    need = run_bytes(machines, jobs, slots)
+    limit = default_limit_bytes(parallel) if limit_gb is None else limit_gb * 2**30
+    if need <= limit:
+        return None
+    origin = (
+        f"--max-run-memory {limit_gb:g}"
+        if limit_gb is not None
+        else f"{MACHINE_SHARE:.0%} of the {(available_bytes() or 0) / 2**30:.1f} GB available over {parallel} "
+        f"run(s) at once; --max-run-memory GB sets it"
+    )
+    return (
+        f"H={machines} I={jobs} T={slots} needs about {need / 2**30:.2f} GB per run, over the limit of "
+        f"{limit / 2**30:.2f} GB ({origin}; the paper's largest run needs about "
+        f"{run_bytes(*PAPER_LARGEST) / 2**30:.2f} GB)"
+    )
+
+
+def main(policies: Sequence[str] = ("pdors", "fifo")) -> None:
+    """Measure every size of ``SIZES`` under each policy, print each against the current estimate, and the fit."""
+    samples = []
+    for policy in policies:
+        for h, i, t in SIZES:
+            s = measure(policy, h, i, t)
+            samples.append(s)
+            print(
+                f"{policy:<6} H={h:<5} I={i:<5} T={t:<4} peak {s.peak_bytes / 2**20:7.1f} MiB, estimate "
+                f"{run_bytes(h, i, t) / 2**20:7.1f} MiB (x{run_bytes(h, i, t) / s.peak_bytes:.2f})",
+                flush=True,
+            )
+    base, per_cell = fit(samples)
+    print(f"fit: base {base / 2**20:.1f} MiB, {per_cell:.2f} bytes per cell")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ("pdors", "fifo"))

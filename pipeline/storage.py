@@ -171,6 +171,7 @@ def run_row(task: Task, outcome: Outcome, git_commit: str) -> dict:
     if task.kind == "sim":
         row.update(flatten(spec["params"], task.policy))
         row.update(flatten({k: v for k, v in result.items() if k not in SUMMARY_IDENTITY + JSON_SOURCES}))
+        row["schedule_digest"] = result.get("schedule_digest")
         if result:
             row.update(
                 violations=len(result["violations"]),
@@ -321,13 +322,15 @@ def _partner_problem(root: Path, batch: str, runs: pa.Table) -> str | None:
 
 @dataclass(frozen=True)
 class Index:
-    """Where the record under a root stands, read from the runs files' ``run_id``, ``status``, ``kind`` and
-    ``jobs`` columns and the jobs files' footers: the batch holding each recorded run (the last by name) and
-    its status, each intact batch's row count, and the damaged batches (never read)."""
+    """Where the record under a root stands, read from the runs files' ``run_id``, ``status``, ``kind``,
+    ``jobs`` and ``node_ip`` columns and the jobs files' footers: the batch holding each recorded run (the last
+    by name), its status and the node that ran it, each intact batch's row count, and the damaged batches
+    (never read)."""
 
     chosen: dict[str, tuple[str, str]]  # run_id -> (batch, status)
     rows: dict[str, int]  # intact batch -> rows in its runs file (superseded ones included)
     damaged: list[Damage]
+    node: dict[str, str | None]  # run_id -> address of the Ray node that ran it (None: run without Ray)
 
     def status(self) -> dict[str, str]:
         return {run_id: status for run_id, (_, status) in self.chosen.items()}
@@ -345,10 +348,11 @@ class Index:
 def index(root: str | Path) -> Index:
     root = Path(root)
     chosen: dict[str, tuple[str, str]] = {}
+    node: dict[str, str | None] = {}
     rows, damaged = {}, []
     for f in _files(root, "runs"):
         why = verify(f)
-        t = _read(f, ["run_id", "status", "kind", "jobs"])
+        t = _read(f, ["run_id", "status", "kind", "jobs", "node_ip"])
         if t is None:
             damaged.append(Damage(f.stem, (), f"runs file {why or 'unreadable'}"))
             continue
@@ -358,8 +362,9 @@ def index(root: str | Path) -> Index:
             damaged.append(Damage(f.stem, tuple(ids), problem))
             continue
         rows[f.stem] = len(ids)
-        chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"].to_pylist(), strict=False))
-    return Index(chosen, rows, damaged)
+        chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"].to_pylist(), strict=True))
+        node.update(zip(ids, t["node_ip"].to_pylist(), strict=True))
+    return Index(chosen, rows, damaged, node)
 
 
 MERGE_ROWS = 65_536  # rows per row group of a merged file: few groups, bounded memory

@@ -14,6 +14,7 @@ import shlex
 import signal
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -456,24 +457,26 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     return status
 
 
-def log(target: str | None, out: str | None) -> int:
-    """``pdors sweep log``: re-log sweeps to MLflow from their Parquet record."""
+def log(target: str | None, out: str | None, overrides: Sequence[str] = ()) -> int:
+    """``pdors sweep log``: re-log sweeps to MLflow from their Parquet record (``target``, ``overrides`` as
+    :func:`pipeline.locate.locate`)."""
     status = OK
     _footer.clear()
-    for store in locate(target, out):
+    for store in locate(target, out, overrides):
         status = max(status, publish(store, manifest_of(store), track=True))
     for line in _footer:
         _say(line)
     return status
 
 
-def status(target: str | None, out: str | None) -> int:
+def status(target: str | None, out: str | None, overrides: Sequence[str] = ()) -> int:
     """``pdors sweep status``: progress and integrity of sweeps (a config, a sweep id, a directory, or the
     latest sweep); 0 if every record is intact, 1 if some are damaged (with how to repair). Reads the runs
-    files' run_id, status, kind and jobs columns and the jobs files' footers, never a job row."""
+    files' run_id, status, kind, jobs and node_ip columns and the jobs files' footers, never a job row; says
+    how many runs each node ran."""
     code = OK
     indexes: dict[Path, Index] = {}
-    for store in locate(target, out):
+    for store in locate(target, out, overrides):
         manifest = manifest_of(store)
         index = indexes.setdefault(store.root, store.index())
         counts = count(manifest, index.status())
@@ -483,6 +486,9 @@ def status(target: str | None, out: str | None) -> int:
             f"{counts.lost} lost, {counts.remaining} not run; "
             + (f"{len(damaged)} damaged batches" if damaged else "records intact")
         )
+        nodes = runs_by_node(index, manifest["run_ids"])
+        if nodes:
+            _say("  ran on: " + ", ".join(f"{ip}: {n} runs" for ip, n in nodes.items()))
         again = resume_command(store)
         mine = set(manifest["run_ids"])
         for d in damaged[:10]:
@@ -496,6 +502,12 @@ def status(target: str | None, out: str | None) -> int:
         elif (counts.lost or counts.remaining) and not damaged:
             _say(f"  continue: `{again}`")
     return code
+
+
+def runs_by_node(index: Index, run_ids: list[str]) -> dict[str, int]:
+    """Node address -> how many of the recorded ``run_ids`` it ran (``in-process``: run without Ray)."""
+    ran = Counter(index.node[r] or "in-process" for r in run_ids if r in index.chosen)
+    return dict(sorted(ran.items()))
 
 
 def list_sweeps(out: str | None) -> int:

@@ -173,7 +173,8 @@ def cmd_tightness(args: argparse.Namespace) -> None:
     print(
         f"{len(r)} proven instances: bound / OPT median {np.median(r):.6f}, p90 {np.percentile(r, 90):.6f}, "
         f"max {r.max():.6f}; below OPT {int((r < 1).sum())}; exact (1e-6) {int((r <= 1 + 1e-6).sum())}, within 1% "
-        f"{int((r <= 1.01).sum())}; bound median {statistics.median(walls) * 1000:.1f} ms, max {max(walls) * 1000:.1f} ms; "
+        f"{int((r <= 1.01).sum())}; bound median {statistics.median(walls) * 1000:.1f} ms, "
+        f"max {max(walls) * 1000:.1f} ms; "
         f"MILP median {_median([x['milp_wall_s'] for x in rows]):.1f} s"
     )
     for x in sorted(rows, key=lambda x: -x["ratio"])[: args.diagnose]:

@@ -233,8 +233,7 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
 def write(root: Path, sweep_id: str, out: Path) -> int:
     """The study of sweep ``sweep_id`` under output root ``root``, written to ``out``; 1 if a policy earned more
     than a proven OPT, else 0."""
-    from pipeline.storage import Store
-    from pipeline.storage import manifest_of, recorded_runs
+    from pipeline.storage import Store, manifest_of, recorded_runs
 
     store = Store(root, sweep_id)
     _, runs = recorded_runs(store, manifest_of(store))

@@ -92,12 +92,12 @@ def test_builtin_kubernetes_objects_pass_the_openapi_schema():
     builtin = [d for d in all_docs() if not d["apiVersion"].startswith("ray.io/")]
     assert {d["kind"] for d in builtin} == {"Namespace", "PersistentVolumeClaim", "Deployment", "Service", "CronJob"}
     for d in builtin:
-        kv.validate(d, K8S_VERSION, strict=False)
+        kv.validate(d, K8S_VERSION, strict=True)
     cron = next(d for d in builtin if d["kind"] == "CronJob")
     typo = copy.deepcopy(cron)
     typo["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicyy"] = "Never"
     with pytest.raises(kv.ValidationError):
-        kv.validate(typo, K8S_VERSION, strict=False)
+        kv.validate(typo, K8S_VERSION, strict=True)
 
 
 def test_rayjob_runs_a_sweep_on_pods_that_pass_the_pod_template_schema():
@@ -265,16 +265,16 @@ def test_ray_node_script_refuses_a_worker_without_the_cluster_token(tmp_path):
 
 
 def test_mlflow_script_says_which_package_a_postgres_or_s3_store_needs(tmp_path):
-    probe = subprocess.run([BIN / "python", "-c", "import psycopg2"], capture_output=True)
+    probe = subprocess.run([BIN / "python", "-c", "import psycopg"], capture_output=True)
     if probe.returncode == 0:
-        pytest.skip("psycopg2 is installed here: the missing-driver message cannot be seen")
+        pytest.skip("psycopg is installed here: the missing-driver message cannot be seen")
     uri = tmp_path / "backend-uri"  # the URI from a file: its password never on a command line, nor shown
     uri.write_text("postgresql://mlflow:S3cr3t@127.0.0.1:1/mlflow\n")
     env = {**os.environ, "MLFLOW_BACKEND_STORE_URI_FILE": str(uri)}
     result = subprocess.run(
         [INFRA / "mlflow-local.sh", "5999", tmp_path / "srv"], env=env, capture_output=True, text=True, timeout=30
     )
-    assert result.returncode == 2 and "pip install psycopg2-binary" in result.stderr
+    assert result.returncode == 2 and "pip install psycopg[binary]" in result.stderr
     assert "postgresql://***@127.0.0.1:1/mlflow" in result.stderr and "S3cr3t" not in result.stderr
 
 

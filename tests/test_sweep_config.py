@@ -8,7 +8,7 @@ import pytest
 from sweep_fixtures import TINY, write_config
 
 from pdors_cli.main import main
-from pipeline import grid, schema, storage
+from pipeline import grid, schema, sizing, storage
 from pipeline.executor import execute
 
 
@@ -120,17 +120,20 @@ def test_dry_run_writes_nothing_and_errors_before_writing(tmp_path, capsys, monk
         ["--out", str(tmp_path / "file")],
         ["--out", str(tmp_path / "file" / "sub")],
         ["--out", str(out), "--ray-address", "127.0.0.1:9"],
-        ["grid.machines=[30]", "instance.jobs=50", "instance.slots=100000", "--out", str(out)],
-        ["grid.machines=[30]", "instance.jobs=100000", "instance.slots=20", "--out", str(out)],
+        ["grid.machines=[30]", "instance.jobs=50", "instance.slots=10000000", "--out", str(out)],
+        ["grid.machines=[30]", "instance.jobs=100000", "instance.slots=2000", "--out", str(out)],
     ):
         assert main(["sweep", "run", str(cfg), *args]) == 2, args
         said = capsys.readouterr()
         err = said.err.strip()
         assert err.startswith("pdors sweep") and "\n" not in err and not said.out, (err, said.out)
     assert not out.exists()
-    assert err.startswith(
-        "pdors sweep: error: too large: H=30 I=100000 T=20 needs about 1.93 GB per run, over "
-        "the limit of 1.00 GB (--max-run-memory GB raises it"
+    assert (
+        err.startswith(
+            f"pdors sweep: error: too large: H=30 I=100000 T=2000 needs about "
+            f"{sizing.run_bytes(30, 100000, 2000) / 2**30:.2f} GB per run, over the limit of "
+        )
+        and "GB available over" in err
     ), err
 
 

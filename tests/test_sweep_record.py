@@ -65,9 +65,13 @@ def test_rows_written_atomically_and_readable(tmp_path):
 
 
 def test_documented_reads_of_a_live_folder(tmp_path):
-    """The pandas and DuckDB reads of docs/PIPELINE.md on a folder holding two sweeps of different policies and
-    a writer's temp file: every column, each run once, the temp file skipped."""
-    duckdb = pytest.importorskip("duckdb")
+    """The pandas, DuckDB and Polars reads of docs/PIPELINE.md on a folder holding two sweeps of different
+    policies and a writer's temp file: every column, each run once, the temp file skipped."""
+    import glob
+
+    import duckdb
+    import polars as pl
+
     root = tmp_path / "out"
     one = grid.expand(schema.parse({**TINY, "grid": {"machines": [4]}, "seeds": [1]}))
     two = grid.expand(schema.parse({**TINY, "policies": {"drf": {}}, "grid": {"machines": [4]}, "seeds": [1, 2]}))
@@ -87,6 +91,9 @@ def test_documented_reads_of_a_live_folder(tmp_path):
     jobs = duckdb.sql(f"select count(*) from read_parquet('{root}/jobs/[!.]*.parquet')").fetchall()[0][0]
     assert jobs == sum(t.spec["jobs"] for p in (one, two) for t in p.tasks)
     assert len(pd.read_parquet(root / "jobs")) == jobs
+    polars_runs = pl.read_parquet(glob.glob(f"{root}/runs/*.parquet"))  # docs/PIPELINE.md
+    assert polars_runs.columns == storage.runs_schema().names and polars_runs["run_id"].n_unique() == n_runs
+    assert len(polars_runs) == n_runs and polars_runs["pdors.rounding.gain"].drop_nulls().len() == 1
     Store(root, one.sweep_id).write([(one.tasks[0], execute(one.tasks[0]))], "later")  # a run held twice
     query = (
         f"select run_id, git_commit from read_parquet('{root}/runs/[!.]*.parquet', filename = true) "
@@ -129,9 +136,9 @@ def test_status_finds_damaged_batches_and_run_repairs_them(tmp_path, capsys):
     ]
 
 
-def test_status_reads_four_run_columns_and_no_job_row(tmp_path, capsys, monkeypatch):
-    """Status and the resume lookup read the runs files' run_id, status, kind and jobs columns and the jobs
-    files' footers only."""
+def test_status_reads_five_run_columns_and_no_job_row(tmp_path, capsys, monkeypatch):
+    """Status and the resume lookup read the runs files' run_id, status, kind, jobs and node_ip columns and the
+    jobs files' footers only."""
     import pyarrow.dataset
     import pyarrow.parquet as pq
     from sweep_fixtures import write_config
@@ -161,7 +168,7 @@ def test_status_reads_four_run_columns_and_no_job_row(tmp_path, capsys, monkeypa
     assert main(["sweep", "status", "--out", str(out)]) == 0 and "4 ok" in capsys.readouterr().out
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--resume", "--in-process", "--dry-run"]) == 0
     assert reads and {(Path(path).parent.name, tuple(columns)) for path, columns in reads} == {
-        ("runs", ("run_id", "status", "kind", "jobs"))
+        ("runs", ("run_id", "status", "kind", "jobs", "node_ip"))
     }
 
 

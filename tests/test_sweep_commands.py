@@ -1,0 +1,102 @@
+"""``pdors sweep status|log|report CONFIG [KEY=VALUE ...]`` name the sweep ``pdors sweep run`` with the same
+arguments named; CONFIG alone names the latest sweep of that config under the root."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pdors_cli.main import main
+from pipeline import storage
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART = str(ROOT / "configs" / "quickstart.yaml")
+# quickstart made small enough for a test (one grid point, two cheap policies, tiny instances), no MLflow
+SMALL = [
+    "grid.machines=[4]",
+    "grid.workload.mix=[[0.1,0.55,0.35]]",
+    "instance.jobs=4",
+    "instance.slots=4",
+    "policies={fifo: {}, drf: {}}",
+    "mlflow.enabled=false",
+]
+
+
+def test_status_log_report_take_runs_overrides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # `sweep log` logs to MLflow's default store, ./mlflow.db
+    out = str(tmp_path / "R")
+    assert main(["sweep", "run", QUICKSTART, *SMALL, "seeds.count=2", "--out", out, "--in-process"]) == 0
+    first = capsys.readouterr().out.split("sweep ", 1)[1].split(":", 1)[0]
+    for command in ("status", "report"):
+        assert main(["sweep", command, QUICKSTART, *SMALL, "seeds.count=2", "--out", out]) == 0, command
+        assert first in capsys.readouterr().out
+    assert main(["sweep", "status", QUICKSTART, "--out", out]) == 0  # CONFIG alone: the latest of quickstart's
+    text = capsys.readouterr().out
+    assert f"naming the latest sweep of config 'quickstart': {first}" in text and "4 tasks, 4 ok" in text
+
+    assert main(["sweep", "run", QUICKSTART, *SMALL, "seeds.count=1", "--out", out, "--in-process"]) == 0
+    second = capsys.readouterr().out.split("sweep ", 1)[1].split(":", 1)[0]
+    assert second != first
+    assert main(["sweep", "status", QUICKSTART, "--out", out]) == 0
+    text = capsys.readouterr().out
+    assert f"latest sweep of config 'quickstart': {second}" in text and f"also under {out}: {first}" in text
+    assert "2 tasks, 2 ok" in text
+    assert main(["sweep", "status", QUICKSTART, *SMALL, "seeds.count=2", "--out", out]) == 0
+    assert f"{first} ({out}): 4 tasks, 4 ok" in capsys.readouterr().out
+    # sweep log takes the same arguments
+    assert main(["sweep", "log", QUICKSTART, *SMALL, "seeds.count=1", "--out", out]) == 0
+
+    # overrides that name a sweep that never ran, and overrides without a config: one line, exit 2
+    assert main(["sweep", "status", QUICKSTART, *SMALL, "seeds.count=3", "--out", out]) == 2
+    assert "has not run under" in capsys.readouterr().err
+    assert main(["sweep", "status", first, "seeds.count=3", "--out", out]) == 2
+    assert "overrides (seeds.count=3) apply only after a sweep config" in capsys.readouterr().err
+
+
+def test_a_second_sweep_into_a_root_being_written_is_refused_before_it_writes(tmp_path: Path) -> None:
+    """Sweeps under one root share its run record, so one writes at a time: a second sweep started while the
+    first runs is refused with one line (exit 2) and writes nothing; started after it, it completes, and every
+    run of both is recorded once."""
+    out = tmp_path / "R"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
+    pdors = [str(Path(sys.executable).parent / "pdors"), "sweep", "run", QUICKSTART, *SMALL]
+    first = subprocess.Popen(
+        [*pdors, "seeds.count=40", "instance.jobs=40", "instance.slots=30", "--out", str(out), "--in-process"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while not list((out / "sweeps").glob("*/manifest.json")):  # the first holds the root
+            assert first.poll() is None and time.time() < deadline
+            time.sleep(0.1)
+        second = subprocess.run(
+            [*pdors, "seeds.count=3", "--out", str(out), "--in-process"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert first.poll() is None, "the first sweep ended before the second started: make it longer"
+    finally:
+        log, _ = first.communicate(timeout=300)
+    assert first.returncode == 0, log
+    assert second.returncode == 2 and second.stderr.strip() == (
+        f"pdors sweep run: error: {out} is being written by another sweep; wait for it to finish"
+    ), second.stderr
+    assert len(list((out / "sweeps").iterdir())) == 1  # the second wrote no manifest, no config, no runs
+    again = subprocess.run([*pdors, "seeds.count=3", "--out", str(out), "--in-process"], env=env, cwd=tmp_path)
+    assert again.returncode == 0
+    runs = storage.read(out, columns=["run_id", "seed"]).to_pandas()
+    assert len(runs) == runs["run_id"].nunique() == 2 * 40 + 2 * 3  # other instance sizes: runs of their own
+    assert len(list((out / "sweeps").iterdir())) == 2
