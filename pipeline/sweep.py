@@ -188,18 +188,8 @@ def run(config_path: str, options: SweepOptions = SweepOptions()) -> SweepResult
         from .executor import probe
 
         probe(address)  # one line, before anything is printed or written
-    how = [
-        *(["--in-process"] if o.in_process else []),
-        *(["--max-tasks", str(o.max_tasks)] if o.max_tasks != schema.DEFAULT_MAX_TASKS else []),
-        *(["--max-run-memory", str(o.max_run_memory)] if o.max_run_memory is not None else []),
-    ]
-    again = shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume", *how])
-    sims = sum(t.kind == "sim" for t in plan.tasks)
-    _say(
-        f"sweep {plan.sweep_id}: {len(plan.tasks)} tasks ({sims} simulations, {len(plan.tasks) - sims} OPT) over "
-        f"{', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already recorded, "
-        f"{len(todo)} to run" + (f" ({len(damaged)} damaged batches set aside)" if damaged else "")
-    )
+    again = _resume_hint(config_path, overrides, root, o)
+    _say(_plan_line(plan, todo, damaged))
     if o.dry_run:
         from .estimate import describe
 
@@ -231,6 +221,25 @@ def run(config_path: str, options: SweepOptions = SweepOptions()) -> SweepResult
 
             executor.disconnect()
     return result
+
+
+def _resume_hint(config_path: str, overrides: list[str], root: Path, o: SweepOptions) -> str:
+    """The command that continues this sweep, with the options that let it run as this one did."""
+    how = [
+        *(["--in-process"] if o.in_process else []),
+        *(["--max-tasks", str(o.max_tasks)] if o.max_tasks != schema.DEFAULT_MAX_TASKS else []),
+        *(["--max-run-memory", str(o.max_run_memory)] if o.max_run_memory is not None else []),
+    ]
+    return shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume", *how])
+
+
+def _plan_line(plan: Plan, todo: list[Task], damaged: list[Damage]) -> str:
+    sims = sum(t.kind == "sim" for t in plan.tasks)
+    return (
+        f"sweep {plan.sweep_id}: {len(plan.tasks)} tasks ({sims} simulations, {len(plan.tasks) - sims} OPT) over "
+        f"{', '.join(plan.axes) or 'no grid axes'}; {len(plan.tasks) - len(todo)} already recorded, "
+        f"{len(todo)} to run" + (f" ({len(damaged)} damaged batches set aside)" if damaged else "")
+    )
 
 
 def _start_ray(address: str | None, num_cpus: int | None) -> Cluster:
