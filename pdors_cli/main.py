@@ -7,7 +7,6 @@ import sys
 from collections.abc import Sequence
 
 from pdors.config import ConfigError
-from pipeline.storage import RecordDamaged
 
 from . import bench, compare, nightly, opt, show, simulate, study, sweep
 
@@ -40,15 +39,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.func(args)
         return status
-    except RecordDamaged as e:  # the record is intact elsewhere: say which file and how to repair it
-        print(f"pdors {args.command}: error: {e}", file=sys.stderr)
-        return 1
     except (ConfigError, ValueError) as e:
         print(f"pdors {args.command}: error: {e}", file=sys.stderr)
         return 2
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:  # a path given
         print(f"pdors {args.command}: error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
+    except Exception as e:
+        from pipeline.storage import RecordDamaged  # here, not at the top: the record's module imports pyarrow
+
+        if not isinstance(e, RecordDamaged):
+            raise
+        print(f"pdors {args.command}: error: {e}", file=sys.stderr)  # the file and how to repair it
+        return 1
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ driver, Ray and everything else running), shared by the runs that execute at onc
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -53,11 +52,19 @@ def measure(policy: str, machines: int, jobs: int, slots: int, seed: int = 1) ->
     pdors = Path(sys.executable).parent / "pdors"
     argv = [str(pdors), "simulate", "--policy", policy, "--machines", str(machines), "--jobs", str(jobs)]
     argv += ["--slots", str(slots), "--seed", str(seed), "--max-run-memory", "1000"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if status != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed: {proc.stderr.read().decode()[-500:] if proc.stderr else status}")
-    return Sample(policy, machines, jobs, slots, usage.ru_maxrss * 1024)  # ru_maxrss: KiB on Linux
+    # Through a small intermediary: Linux carries a parent's resident size at fork into the child's maximum, so
+    # a child forked straight from a large process (a test session) would report at least the parent's size.
+    done = subprocess.run([sys.executable, "-c", _PEAK_PROBE, *argv], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {done.stderr[-500:]}")
+    return Sample(policy, machines, jobs, slots, int(done.stdout.split()[-1]) * 1024)  # ru_maxrss: KiB on Linux
+
+
+_PEAK_PROBE = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode\n"
+    "sys.exit(code) if code else print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
 
 
 def fit(samples: Sequence[Sample]) -> tuple[float, float]:
