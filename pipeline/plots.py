@@ -251,6 +251,8 @@ def paired_figure(pairs: pd.DataFrame, axes: list[str], reference: str, title: s
         for k, policy in enumerate(policies):
             color, marker = policy_style(policy)
             mine = part[part["policy"] == policy]
+            if mine.empty:  # a policy with no instance paired in this panel
+                continue
             x_of = mine["policy"] if x_axis == POLICY_AXIS else mine[x_axis]
             pos = x_of.map(xs.index) + (k - (len(policies) - 1) / 2) * width
             ax.scatter(pos, mine["ratio"], color=color, marker=marker, s=12, alpha=0.6, label=policy_name(policy))
