@@ -406,7 +406,7 @@ def test_sweep_and_nightly_on_a_two_node_cluster_and_mlflow_server_from_infra_sc
             ),
         )
         assert found["parent"] == [sid] and found["kids"] == 2
-        assert {"config.yaml", "summary.csv", "plots"} <= set(found["sweep_artifacts"])
+        assert {"config.yaml", "summary.csv", "report"} <= set(found["sweep_artifacts"])  # figures: under report/
         assert found["nightly"] == [["pass", "6:optimal"]]
         assert {"report.json", "summary.md", "ratios.png"} <= set(found["nightly_artifacts"])
         stored = {p.name for p in (tmp_path / "mlflow-server" / "artifacts").rglob("*") if p.is_file()}
