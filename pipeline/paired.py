@@ -18,6 +18,7 @@ log ratio (exponentiated), and a Wilcoxon signed-rank p-value.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -97,14 +98,22 @@ def compare(values: ArrayLike, reference: ArrayLike, higher_is_better: bool = Tr
         diff_mean=diff_mean,
         diff_low=diff_low,
         diff_high=diff_high,
-        ratio_gmean=math.exp(log_mean) if len(logs) else math.nan,
-        ratio_low=math.exp(log_low) if len(logs) > 1 else math.nan,
-        ratio_high=math.exp(log_high) if len(logs) > 1 else math.nan,
+        ratio_gmean=_exp(log_mean) if len(logs) else math.nan,
+        ratio_low=_exp(log_low) if len(logs) > 1 else math.nan,
+        ratio_high=_exp(log_high) if len(logs) > 1 else math.nan,
         ratio_min=float(ratios.min()) if len(ratios) else math.nan,
         ratio_max=float(ratios.max()) if len(ratios) else math.nan,
         ratio_excluded=int((~positive).sum()),
         wilcoxon_p=p,
     )
+
+
+def _exp(x: float) -> float:
+    """exp, inf past float's range: a t interval on a few log ratios of near-zero utilities can be that wide."""
+    return math.inf if x > MAX_LOG else math.exp(x)
+
+
+MAX_LOG = math.log(sys.float_info.max)
 
 
 def wtl(p: Paired | dict) -> str:

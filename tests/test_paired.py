@@ -171,3 +171,8 @@ def test_a_median_figure_marks_censored_points(recorded: tuple[pd.DataFrame, lis
     if (table["censored"] > 0).any():
         assert "(censored in" in summary.figure_markdown(table, "machines", "pdors")
     assert plots.draw(table, fig, tmp_path / "d.png").exists()
+
+
+def test_a_wide_log_interval_of_near_zero_utilities_is_infinite_not_an_error() -> None:
+    p = compare([1e-300, 100.0], [100.0, 1e-300])
+    assert p.ratio_high == math.inf and p.ratio_low == 0.0 and p.n == 2
