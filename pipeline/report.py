@@ -137,11 +137,12 @@ def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
     axes, reference = manifest["axes"], summary.reference_policy(manifest)
     pairs = summary.pairs(runs, axes, reference)
     overall = summary.paired_overall(runs, axes, reference)
-    overall.to_csv(out / "paired.csv", index=False)
+    paired = f"{manifest['name']}.paired"  # named by sweep: several sweeps may draw into one --out
+    atomic.write(out / f"{paired}.csv", overall.to_csv(index=False))
     pair_png = plots.paired_figure(
-        pairs, axes, reference, f"{manifest['name']}: total utility against {reference}", out / "paired.png"
+        pairs, axes, reference, f"{manifest['name']}: total utility against {reference}", out / f"{paired}.png"
     )
-    drawn, paths = [], [*plots.formats(pair_png), out / "paired.csv"]
+    drawn, paths = [], [*plots.formats(pair_png), out / f"{paired}.csv"]
     for fig in figures_of(manifest):
         try:
             table = summary.figure_table(runs, fig, axes, reference)
