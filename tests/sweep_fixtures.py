@@ -4,6 +4,8 @@ from pathlib import Path
 
 import yaml
 
+from pipeline import grid, schema
+
 TINY = {
     "name": "tiny",
     "instance": {"jobs": 4, "slots": 4},
@@ -16,3 +18,19 @@ TINY = {
 def write_config(path: Path, data: dict) -> Path:
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+# Two fast policies, 8 runs: the record-integrity and disk-full tests
+CONFIG_TEXT = """\
+name: tiny
+policies: {fifo: {}, drf: {}}
+instance: {jobs: 4, slots: 5}
+grid: {machines: [2, 3]}
+seeds: {start: 1, count: 2}
+mlflow: {enabled: false}
+"""
+
+
+def sweep_id_of(config: Path) -> str:
+    """The sweep id ``pdors sweep run`` gives ``config``."""
+    return grid.expand(schema.load(config)).sweep_id

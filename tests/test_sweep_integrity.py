@@ -14,23 +14,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from sweep_fixtures import CONFIG_TEXT as CONFIG
+from sweep_fixtures import sweep_id_of
 
 from pdors_cli.main import main
-from pipeline import grid, schema, storage
-
-
-def sweep_id_of(config: Path) -> str:
-    return grid.expand(schema.load(config)).sweep_id
-
-
-CONFIG = """\
-name: tiny
-policies: {fifo: {}, drf: {}}
-instance: {jobs: 4, slots: 5}
-grid: {machines: [2, 3]}
-seeds: {start: 1, count: 2}
-mlflow: {enabled: false}
-"""
+from pipeline import storage
 
 
 def utilities(root: Path) -> dict[str, float]:
