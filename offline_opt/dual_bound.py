@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from pdors.errors import InputError
 from pdors.highs_lp import new_highs
 from pdors.model import Instance
 
@@ -76,7 +77,7 @@ def options(instance: Instance) -> Options:
     jobs, lim = instance.jobs, count_limits(instance)
     C, R = lim.classes.capacity.shape
     if instance.num_jobs + instance.slots * (C * R + 1) + 64 > MAX_OPERATIONS:
-        raise ValueError(f"dual bound: I + T (C R + 1) must stay below {MAX_OPERATIONS} for its rounding margin")
+        raise InputError(f"dual bound: I + T (C R + 1) must stay below {MAX_OPERATIONS} for its rounding margin")
     gamma = jobs.gamma[:, None]
     rate_int = 1.0 / jobs.time_per_sample(True)
     rate_ext = 1.0 / jobs.time_per_sample(False)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdors.errors import InputError
 from pdors.model import Instance
 
 LIMITS = {"jobs": 3, "slots": 3, "machines": 2}
@@ -116,10 +117,10 @@ def enumerate_opt(instance: Instance) -> Enumerated:
     I, T, H = instance.num_jobs, instance.slots, instance.num_machines
     for name, value in (("jobs", I), ("slots", T), ("machines", H)):
         if value > LIMITS[name]:
-            raise ValueError(f"{name}: {value} exceeds the enumerator's limit {LIMITS[name]}")
+            raise InputError(f"{name}: {value} exceeds the enumerator's limit {LIMITS[name]}")
     j = instance.jobs
     if np.any(j.bw_internal < j.bw_external):
-        raise ValueError("bw_internal < bw_external: the minimal-PS reduction needs internal >= external")
+        raise InputError("bw_internal < bw_external: the minimal-PS reduction needs internal >= external")
     V = j.workload
     placements = [_job_placements(instance, i) for i in range(I)]
     cache: dict[tuple, np.ndarray] = {}

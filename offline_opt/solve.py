@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pyomo.environ as pyo
 
+from pdors.errors import InputError
 from pdors.model import Instance
 from pdors.schedule import Schedule
 from pdors.validator import Validation, validate
@@ -154,7 +155,7 @@ def solve(
     """
     problems = limit_problems(time_limit, mip_gap)
     if problems:
-        raise ValueError(problems[0])
+        raise InputError(problems[0])
     started = time.perf_counter()
     built = build(instance, strengthening)
     build_s = time.perf_counter() - started

@@ -22,6 +22,8 @@ from pathlib import Path
 import pyomo.environ as pyo
 from pyomo.opt import TerminationCondition as LegacyTC
 
+from pdors.errors import InputError
+
 SOLVERS: tuple[str, ...] = ("highs", "cbc", "glpk")
 
 
@@ -52,9 +54,9 @@ def solve_model(
     model: pyo.ConcreteModel, solver: str, time_limit: float, mip_gap: float, warm_start: bool = False
 ) -> SolverRun:
     if solver not in SOLVERS:
-        raise ValueError(f"solver: unknown {solver!r} (known: {', '.join(SOLVERS)})")
+        raise InputError(f"solver: unknown {solver!r} (known: {', '.join(SOLVERS)})")
     if not available(solver):
-        raise ValueError(f"solver: {solver} is not installed (run `make solvers`)")
+        raise InputError(f"solver: {solver} is not installed (run `make solvers`)")
     start = time.perf_counter()
     run = (
         _highs(model, time_limit, mip_gap)

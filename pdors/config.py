@@ -17,26 +17,15 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
+from .errors import ConfigError, shorten
+
 T = TypeVar("T")
-
-
-class ConfigError(ValueError):
-    """A configuration value is missing, unknown, of the wrong type or impossible."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        self.path, self.reason = path, reason
-        super().__init__(f"{shorten(path or '<root>', 200)}: {shorten(reason, 1000)}")  # one bounded line
 
 
 def _join(path: str, name: str | int) -> str:
     if isinstance(name, int):
         return f"{path}[{name}]"
     return f"{path}.{name}" if path else name
-
-
-def shorten(text: str, limit: int = 80) -> str:
-    """``text`` cut to ``limit`` characters, saying how long it was."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def _bounded_repr() -> reprlib.Repr:

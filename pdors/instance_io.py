@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .config import quote
+from .errors import InputError
 from .model import Cluster, Instance, Jobs
 
 FORMAT = "pdors-instance/1"
@@ -28,7 +29,7 @@ KEYS = ("format", "slots", "resources", "capacity", "jobs", "meta", "ps_bandwidt
 OPTIONAL_JOB_FIELDS = ("utility_form",)  # documents written before it hold sigmoid utilities only
 
 
-class InstanceError(ValueError):
+class InstanceError(InputError):
     """An instance document is malformed: ``field: reason``."""
 
     def __init__(self, field: str, reason: str) -> None:
@@ -181,4 +182,4 @@ def load(path: str | Path) -> Instance:
             raise InstanceError("file", "JSON nested too deeply") from None
         return from_dict(data)
     except InstanceError as e:
-        raise ValueError(f"{path}: {e}") from None
+        raise InputError(f"{path}: {e}") from None

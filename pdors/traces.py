@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import InputError
 from .model import CRITICAL, INSENSITIVE, SENSITIVE
 
 FORMATS = ("google", "philly")
@@ -52,7 +53,7 @@ PHILLY_FILE = "cluster_job_log"
 NO_CLASS = -1
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """A trace file is missing or is not valid in its format."""
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import thesis
 from .config import range_problem
+from .errors import InputError
 from .model import CRITICAL, INSENSITIVE, RESOURCES, SENSITIVE, Cluster, Instance, Jobs
 
 MBPS_TO_MB_PER_SLOT = 3600.0 / 8.0  # one slot is one hour [choice]
@@ -194,7 +195,7 @@ def generate(
     drawn from ``mix`` (theta2 is then drawn for the given class); with ``config.arrivals == "trace"`` both
     come from the trace snippet of this seed unless given. The draws are the same either way."""
     if machines < 1 or jobs < 1 or slots < 1:
-        raise ValueError(f"machines, jobs and slots must be >= 1, got {machines}, {jobs}, {slots}")
+        raise InputError(f"machines, jobs and slots must be >= 1, got {machines}, {jobs}, {slots}")
     meta = {"seed": int(seed), "generator": "synthetic"}
     if config.arrivals == "trace" and arrivals is None:
         from .traces import load, snippet
@@ -220,7 +221,7 @@ def generate(
     else:
         arrival = np.asarray(arrivals, dtype=np.int64)
         if arrival.shape != (jobs,) or arrival.min() < 0 or arrival.max() >= slots:
-            raise ValueError(f"arrivals: need {jobs} slots in [0, {slots - 1}]")
+            raise InputError(f"arrivals: need {jobs} slots in [0, {slots - 1}]")
     ps_bandwidth, capacity = None, c.capacity()
     if c.profile == "thesis":
         arrays, ps_bandwidth = thesis.draw_jobs(rng, jobs, c.bandwidth_ratio)
@@ -250,7 +251,7 @@ def generate(
     if sensitivity is not None:
         cls = np.asarray(sensitivity, dtype=np.int64)
         if cls.shape != (jobs,) or not np.isin(cls, (INSENSITIVE, SENSITIVE, CRITICAL)).all():
-            raise ValueError(f"sensitivity: need {jobs} classes in {{{INSENSITIVE}, {SENSITIVE}, {CRITICAL}}}")
+            raise InputError(f"sensitivity: need {jobs} classes in {{{INSENSITIVE}, {SENSITIVE}, {CRITICAL}}}")
     theta2 = np.select(
         [cls == INSENSITIVE, cls == SENSITIVE, cls == CRITICAL],
         [np.zeros(jobs), reals(c.theta2_sensitive), reals(c.theta2_critical)],

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from pdors.errors import ExitStatus
 from studies.speed import EXTRA_SECTIONS, FULL, QUICK, SECTIONS, report, run_bench
 
 
@@ -24,7 +25,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(results, indent=1))
     bad = [r for s in ("latency", "policies", "scale") for r in results.get(s, []) if r["violations"]]
-    return 1 if bad or not results.get("reference", {}).get("same_decisions", True) else 0
+    same = results.get("reference", {}).get("same_decisions", True)
+    return ExitStatus.FAILED if bad or not same else ExitStatus.OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

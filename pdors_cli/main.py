@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pdors.config import ConfigError
+from pdors.errors import ExitStatus, PdorsError
 
 from . import bench, compare, nightly, opt, show, simulate, study, sweep
 
@@ -39,19 +39,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.func(args)
         return status
-    except (ConfigError, ValueError) as e:
-        print(f"pdors {args.command}: error: {e}", file=sys.stderr)
-        return 2
+    except PdorsError as e:  # the project's own errors (pdors.errors); any other exception keeps its traceback
+        print(f"pdors {args.command}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return e.status
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:  # a path given
         print(f"pdors {args.command}: error: {e.filename}: {e.strerror}", file=sys.stderr)
-        return 2
-    except Exception as e:
-        from pipeline.storage import RecordDamaged  # here, not at the top: the record's module imports pyarrow
-
-        if not isinstance(e, RecordDamaged):
-            raise
-        print(f"pdors {args.command}: error: {e}", file=sys.stderr)  # the file and how to repair it
-        return 1
+        return ExitStatus.BAD_INPUT
 
 
 if __name__ == "__main__":

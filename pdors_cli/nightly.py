@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pdors.errors import ExitStatus
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from offline_opt.solvers import SOLVERS
@@ -80,6 +82,6 @@ def cmd_nightly(args: argparse.Namespace) -> int:
             return rerecord(settings)
         except nightly_record.RecordError as e:  # too few proven seeds, or a hard violation: a verdict
             print(f"pdors nightly --record: {e}", file=sys.stderr)
-            return 1
+            return ExitStatus.FAILED
     nightly_record.load(settings.record_file, settings.profile)  # bad input: before anything runs
     return run(settings, track=not args.no_mlflow)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from offline_opt.profile import SMALL_SIZE
 from offline_opt.solvers import SOLVERS
+from pdors.errors import ExitStatus, InputError
 from pdors.markdown import number
 from pdors.workload import WorkloadConfig
 
@@ -88,7 +89,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
     loaded = load(args.instance) if args.instance else None
     sizes = (loaded.num_machines, loaded.num_jobs, loaded.slots) if loaded else (args.machines, args.jobs, args.slots)
     if (why := _size_problem(*sizes)) is not None:  # the file's own sizes, before anything is built
-        raise ValueError(f"too large: {why}")
+        raise InputError(f"too large: {why}")
     instance = loaded or generate(workload, args.machines, args.jobs, args.slots, args.seed)
     if args.method == "bound":
         return _cmd_bound(args, instance, to_dict(workload) if not args.instance else {})
@@ -122,7 +123,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
     _write_json(args.json, c.to_dict())
     for error in c.errors:
         print(f"error: {error}")
-    return 0 if o.proven_optimal and not o.violations and not c.errors else 1
+    return ExitStatus.OK if o.proven_optimal and not o.violations and not c.errors else ExitStatus.FAILED
 
 
 def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> int:
@@ -145,7 +146,7 @@ def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> 
     _write_json(args.json, {"instance": dict(instance.meta), "size": size, "certified": c.to_dict()})
     for error in c.errors:
         print(f"error: {error}")
-    return 1 if c.errors else 0
+    return ExitStatus.FAILED if c.errors else ExitStatus.OK
 
 
 def _print_certified(c: Certified) -> None:

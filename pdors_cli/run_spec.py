@@ -8,6 +8,7 @@ from typing import Any
 
 from pdors import safe_yaml
 from pdors.config import ConfigError
+from pdors.errors import InputError
 from pdors.policies import POLICIES
 from pipeline.sizing import MACHINE_SHARE, memory_problem
 
@@ -37,7 +38,7 @@ def run_spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         raise ConfigError("policies", "must map policy names to their parameters")
     why = memory_problem(args.machines, args.jobs, args.slots, args.max_run_memory)
     if why is not None:
-        raise ValueError(f"too large: {why}")
+        raise InputError(f"too large: {why}")
     return {
         "policy": args.policy,
         "machines": args.machines,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pdors.config import ConfigError
+from pdors.errors import ExitStatus
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,7 +71,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"schedule of {title}: {len(cells)} allocated cells on {machines} machines over {slots} slots -> "
         f"{drawn} (and .pdf)"
     )
-    return 0
+    return ExitStatus.OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

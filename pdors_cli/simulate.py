@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from pdors.errors import ExitStatus
 from pdors.instance_io import load
 from pdors.run import run
 from pdors.schedule_io import write as write_schedule
@@ -41,7 +42,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     )
     for v in s.violations[:10]:
         print(f"    {v['kind']}: {v['detail']} (slot {v['slot']}, job {v['job']}, machine {v['machine']})")
-    return 1 if s.violations else 0
+    return ExitStatus.FAILED if s.violations else ExitStatus.OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

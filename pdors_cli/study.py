@@ -6,12 +6,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pdors.errors import ExitStatus
+
 
 def cmd_opt(args: argparse.Namespace) -> int:
     from studies import opt_formulation
 
     getattr(opt_formulation, f"cmd_{args.study}")(args)
-    return 0
+    return ExitStatus.OK
+
+
+def cmd_solvers(args: argparse.Namespace) -> int:
+    from studies import opt_formulation
+
+    print(opt_formulation.solvers_table(args.files))
+    return ExitStatus.OK
 
 
 def cmd_ratio_vs_load(args: argparse.Namespace) -> int:
@@ -57,6 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     s.add_argument("files", nargs="+")
     v = sub.add_parser("solvers", help="the per-seed solver table (one ratio file per solver)")
     v.add_argument("files", nargs="+")
+    v.set_defaults(func=cmd_solvers)
     opt.set_defaults(func=cmd_opt)
     q = studies.add_parser("ratio-vs-load", help="the competitive ratio against load from a recorded sweep with OPT")
     q.add_argument("results", help="the sweep's output root (its config's `output`)")

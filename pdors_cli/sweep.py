@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
+from pdors.errors import InputError
 from pipeline.schema import DEFAULT_MAX_TASKS
 from pipeline.sizing import MACHINE_SHARE
 
@@ -42,9 +42,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             args.max_tasks,
         )
         return sweep.run(args.config, options).status
-    except (ConnectionError, RuntimeError) as e:  # Ray unreachable, output root locked by another process
-        print(f"pdors sweep run: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+    except ConnectionError as e:  # Ray or the MLflow server unreachable at the address given (the message names it)
+        raise InputError(str(e)) from None
 
 
 def cmd_log(args: argparse.Namespace) -> int:

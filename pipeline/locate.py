@@ -8,7 +8,9 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from .storage import Store, SweepError
+from pdors.errors import SweepError
+
+from .storage import Store
 
 SEARCH_ROOT = Path("results")  # where sweeps are looked for when no --out is given (every output root below it)
 CONFIG_SUFFIXES = (".yaml", ".yml")

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pdors.errors import ExitStatus
 from pdors.markdown import number
 
 from . import nightly_paper, nightly_record
@@ -564,7 +565,7 @@ def run(settings: Settings, track: bool = True, progress: bool = True, today: da
         + (", outside_band/" if any(f.outside_band and not f.offences for f in report.fresh) else "")
         + ")"
     )
-    status = 0 if report.passed else 1
+    status = ExitStatus.OK if report.passed else ExitStatus.FAILED
     if not track:
         return status
     from . import tracking
@@ -574,7 +575,7 @@ def run(settings: Settings, track: bool = True, progress: bool = True, today: da
         run_id = log_run(report)
     except Exception as e:  # the files are the record; a tracking outage must not hide the verdict
         print(f"MLflow logging failed ({one_line(e)}); the results are in {report.directory}", file=sys.stderr)
-        return status or 3
+        return status or ExitStatus.MLFLOW_FAILED
     print(f"MLflow: {tracking.shown_uri()} experiment {EXPERIMENT!r}, run {run_id}")
     return status
 
@@ -594,4 +595,4 @@ def rerecord(settings: Settings, progress: bool = True) -> int:
         )
     if rec["skipped"]:
         print("skipped (OPT not proven): " + ", ".join(f"{s['seed']} ({s['status']})" for s in rec["skipped"]))
-    return 0
+    return ExitStatus.OK

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from pdors.errors import InputError
+
 
 class RecordSettings(Protocol):
     """What recording reads of :class:`pipeline.nightly.Settings` (a protocol: nightly imports this module)."""
@@ -39,8 +41,8 @@ DEFAULT_RECORD = str(Path(__file__).resolve().parents[1] / "configs" / "nightly_
 SCAN_FACTOR = 4  # --record tries at most N * SCAN_FACTOR seeds before giving up
 
 
-class RecordError(ValueError):
-    """The record file is missing, malformed or made for other settings (exit status 2)."""
+class RecordError(InputError):
+    """The record file is missing, malformed or made for other settings."""
 
 
 def rule(profile: str, count: int, first_seed: int, solver: str, time_limit: float, mip_gap: float) -> str:

@@ -20,12 +20,13 @@ import pandas as pd
 
 from pdors import atomic
 from pdors.config import build
+from pdors.errors import ExitStatus, SweepError
 
 from . import plots, summary
 from .credentials import one_line
 from .locate import locate
 from .schema import POLICY_AXIS, FigureConfig
-from .storage import Counts, Store, SweepError, manifest_of, recorded_runs
+from .storage import Counts, Store, manifest_of, recorded_runs
 
 JOB_COLUMNS = ["run_id", "arrival", "completion", "utility", "sensitivity"]
 IMAGE_RE = re.compile(r"!\[([^\]]*)\]\(([^)]+)\)")
@@ -178,10 +179,10 @@ def report_sweeps(
     overrides: Sequence[str] = (),
 ) -> int:
     """``pdors report`` and ``pdors sweep report``: ``target`` as :func:`pipeline.locate.locate` (``root``: the
-    output root to look in); exit status 0, or 3 when the files are written but attaching them to MLflow
-    failed."""
+    output root to look in); exit status 0, or ``MLFLOW_FAILED`` when the files are written but attaching them to
+    MLflow failed."""
     stores = locate(target, root, overrides)
-    status = 0
+    status = ExitStatus.OK
     for store in stores:
         manifest = manifest_of(store)
         counts, runs = runs_of(store, manifest)
@@ -198,7 +199,7 @@ def report_sweeps(
             parent = _track(manifest, runs, paths, store.root)
         except Exception as e:  # the files are written; say how to retry
             print(f"  MLflow: attaching failed ({one_line(e)}); retry with `pdors report {target}`", flush=True)
-            status = 3
+            status = ExitStatus.MLFLOW_FAILED
             continue
         print(
             f"  MLflow: attached to parent run {parent} (experiment {manifest['experiment']!r}) under report/",

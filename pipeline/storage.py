@@ -49,6 +49,7 @@ import pyarrow.parquet as pq
 from pdors import atomic
 from pdors.atomic import TMP_PREFIX
 from pdors.config import shorten
+from pdors.errors import LockedError, RecordDamaged, SweepError
 from pdors.policies import POLICIES, policy_module
 from pdors.workload import WorkloadConfig
 
@@ -68,10 +69,6 @@ from .tasks import Outcome, Task
 
 if typing.TYPE_CHECKING:
     import pandas as pd
-
-
-class SweepError(ValueError):
-    """A sweep cannot be started or read as asked (reported as one line, exit status 2)."""
 
 
 @dataclass(frozen=True)
@@ -220,10 +217,6 @@ PAGE_CHECKSUMS = {"write_page_checksum": True}  # every data page carries a CRC,
 VERIFIED = ds.ParquetFileFormat(
     default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
 )
-
-
-class RecordDamaged(Exception):
-    """A record file failed its checks while being read (reported as one line, exit status 1)."""
 
 
 def digest_path(path: Path) -> Path:
@@ -462,7 +455,7 @@ class Store:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise RuntimeError(f"{self.root} is being written by another sweep; wait for it to finish") from None
+                raise LockedError(f"{self.root} is being written by another sweep; wait for it to finish") from None
             for table in TABLES:  # temp files of a writer that died mid-write
                 for tmp in self.part(table).glob(TMP_PREFIX + "*"):
                     tmp.unlink()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from pdors.errors import InputError
 from pdors.model import CRITICAL, INSENSITIVE, SENSITIVE
 
 from . import paired
@@ -74,7 +75,7 @@ NONNEGATIVE_METRICS = (
 SHARE_METRICS = ("policy_stats.unroundable_share",)  # besides utilisation.*: in [0, 1]
 
 
-class FigureDataError(ValueError):
+class FigureDataError(InputError):
     """A figure cannot be computed from the runs as configured."""
 
 

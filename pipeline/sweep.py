@@ -27,19 +27,18 @@ import yaml
 
 from pdors import atomic
 from pdors.config import quote, to_dict
+from pdors.errors import ExitStatus, SweepError
 
 from . import grid, schema, sizing
 from .credentials import one_line
 from .locate import locate, sweeps_under
 from .provenance import git_commit, packages
-from .storage import Damage, Index, Store, SweepError, count, manifest_of, resume_command
+from .storage import Damage, Index, Store, count, manifest_of, resume_command
 from .tasks import Plan, Task
 
 if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
     from .executor import Cluster
 
-# Exit status of ``pdors sweep run`` (docs/PIPELINE.md).
-OK, RUNS_FAILED, BAD_INPUT, MLFLOW_FAILED, DISK_FULL, INTERRUPTED, TERMINATED = 0, 1, 2, 3, 4, 130, 143
 FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at least this often
 STAGES = ("ray_start", "runs", "record", "report", "mlflow")  # the seconds printed by ``run`` (``pdors bench``)
 _stages: dict[str, float] = {}
@@ -167,8 +166,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def run(config_path: str, options: SweepOptions = SweepOptions()) -> SweepResult:
-    """``pdors sweep run``; its result's ``status`` is the exit status (module constants): 0 all ok, 1 some runs
-    failed or were lost (or a policy earned more than its instance's OPT allows beyond the gap),
+    """``pdors sweep run``; its result's ``status`` is the exit status (:class:`pdors.errors.ExitStatus`): 0 all
+    ok, 1 some runs failed or were lost (or a policy earned more than its instance's OPT allows beyond the gap),
     3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 4 the disk is full, 130
     interrupted (Ctrl-C), 143 terminated (SIGTERM). Everything the user gave is checked before anything is
     written (a ``SweepError`` or ``ConfigError`` otherwise)."""
@@ -183,7 +182,7 @@ def run(config_path: str, options: SweepOptions = SweepOptions()) -> SweepResult
     _check_memory(plan, o.max_run_memory, 1 if o.in_process or address else o.num_cpus or os.cpu_count() or 1)
     store = Store(root, plan.sweep_id)
     todo, damaged = _runs_to_do(store, plan, o.retry_failed)
-    result = SweepResult(OK, plan.sweep_id, root, len(plan.tasks), len(todo))
+    result = SweepResult(ExitStatus.OK, plan.sweep_id, root, len(plan.tasks), len(todo))
     if todo and address and not (o.in_process or o.dry_run):
         from .executor import probe
 
@@ -266,14 +265,14 @@ def _stopped(e: KeyboardInterrupt | OSError, again: str, root: Path) -> int:
             f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'}: finished runs are recorded; "
             f"continue with `{again}`"
         )
-        return TERMINATED if isinstance(e, Terminated) else INTERRUPTED
+        return ExitStatus.TERMINATED if isinstance(e, Terminated) else ExitStatus.INTERRUPTED
     if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # no space, quota, file size limit
         raise e
     _say(
         f"disk full writing under {root} ({e.strerror or one_line(e)}): what was written before is kept "
         f"intact; free space and continue with `{again}`"
     )
-    return DISK_FULL
+    return ExitStatus.DISK_FULL
 
 
 def _resumed_manifest(store: Store, fresh: dict) -> dict:
@@ -436,7 +435,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
             f"  error: run {bad.run_id} ({bad.policy}, seed {bad.seed}) has utility {bad.total_utility:.10g}, "
             "more than its instance's OPT allows (beyond the gap): a bug in the model or the validator"
         )
-    status = 1 if counts.failed or counts.lost or counts.remaining or len(above) else 0
+    status = ExitStatus.FAILED if counts.failed or counts.lost or counts.remaining or len(above) else ExitStatus.OK
     _stage("report", time.perf_counter() - tick)
     if not (manifest["mlflow"] if track is None else track):
         return status
@@ -451,7 +450,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
             f"MLflow logging failed ({one_line(e)}); results are safe "
             f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`"
         )
-        return status or 3
+        return status or ExitStatus.MLFLOW_FAILED
     _stage("mlflow", time.perf_counter() - tick)
     _say(
         f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {logged.parent} "
@@ -469,7 +468,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
 def log(target: str | None, out: str | None, overrides: Sequence[str] = ()) -> int:
     """``pdors sweep log``: re-log sweeps to MLflow from their Parquet record (``target``, ``overrides`` as
     :func:`pipeline.locate.locate`)."""
-    status = OK
+    status: int = ExitStatus.OK
     _footer.clear()
     for store in locate(target, out, overrides):
         status = max(status, publish(store, manifest_of(store), track=True))
@@ -483,7 +482,7 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = ()) -
     latest sweep); 0 if every record is intact, 1 if some are damaged (with how to repair). Reads the runs
     files' run_id, status, kind, jobs and node_ip columns and the jobs files' footers, never a job row; says
     how many runs each node ran."""
-    code = OK
+    code = ExitStatus.OK
     indexes: dict[Path, Index] = {}
     for store in locate(target, out, overrides):
         manifest = manifest_of(store)
@@ -505,7 +504,7 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = ()) -
             _say(f"  damaged: {store.root / 'runs' / d.batch}.parquet ({held or 'its runs unknown'}): {d.problem}")
         if damaged:
             _say(f"  repair: `{again}` sets the damaged batches aside and recomputes their runs")
-            code = RUNS_FAILED
+            code = ExitStatus.FAILED
         if counts.failed:
             _say(f"  rerun the failed runs: `{again} --retry-failed`")
         elif (counts.lost or counts.remaining) and not damaged:
@@ -534,4 +533,4 @@ def list_sweeps(out: str | None) -> int:
             f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('lost'):>4} lost "
             f"{states.count(None):>6} not run  {store.root}"
         )
-    return OK
+    return ExitStatus.OK

@@ -11,7 +11,7 @@ strengthening switched off, HiGHS, plus each variant's LP-relaxation bound.
 ``pdors study opt tightness --out FILE``: the dual bound / OPT over the ratio study's proven instances
 (docs/figures/ratio_vs_load.csv), and where the worst gaps come from.
 ``pdors study opt summary FILE...``: the ratio / ablation tables of the docs from those files;
-``pdors study opt solvers FILE...``: the per-seed solver table (one ``ratio`` file per solver).
+``pdors study opt solvers FILE...``: the per-seed solver table (one ``ratio`` file per solver, :func:`solvers_table`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -279,14 +280,14 @@ def _ratio_table(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def cmd_solvers(args: argparse.Namespace) -> None:
-    """Per-seed table of several ``ratio`` files (one per solver) for docs/PERFORMANCE.md."""
+def solvers_table(files: Sequence[str]) -> str:
+    """Per-seed table of several ``ratio`` files (one per solver) for docs/PERFORMANCE.md, and a line per solver."""
     runs = {}
-    for path in args.files:
+    for path in files:
         rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
         runs[rows[0]["opt"]["solver"]] = {r["seed"]: r["opt"] for r in rows}
     names = list(runs)
-    print("| seed | " + " | ".join(f"{n} status | {n} s | {n} gap" for n in names) + " |")
+    lines = ["| seed | " + " | ".join(f"{n} status | {n} s | {n} gap" for n in names) + " |"]
     for seed in sorted(set().union(*runs.values())):
         cells = []
         for n in names:
@@ -300,12 +301,13 @@ def cmd_solvers(args: argparse.Namespace) -> None:
                     "n/a" if o["gap"] is None else f"{o['gap']:.1e}",
                 ]
             )
-        print(f"| {seed} | " + " | ".join(cells) + " |")
+        lines.append(f"| {seed} | " + " | ".join(cells) + " |")
     for n in names:
         os_ = list(runs[n].values())
-        print(
+        lines.append(
             f"{n}: proven {sum(o['proven_optimal'] for o in os_)}/{len(os_)}, median wall "
             f"{_median([o['wall_s'] for o in os_]):.1f} s, median wall of proven "
             f"{_median([o['wall_s'] for o in os_ if o['proven_optimal']]) or 0:.1f} s, no solution "
             f"{sum(o['objective'] is None for o in os_)}"
         )
+    return "\n".join(lines)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pdors.errors import ExitStatus
 from pdors.markdown import number, table
 
 BAND = (1.0, 1.4)  # the paper's Fig. 10
@@ -245,4 +246,4 @@ def write(root: Path, sweep_id: str, out: Path) -> int:
     plot(table, out / "ratio_vs_load.png")
     print(text + f"written: {out}/ratio_vs_load.{{csv,md,png,pdf}}")
     above = table[table["above_opt"]]
-    return 1 if len(above) else 0
+    return ExitStatus.FAILED if len(above) else ExitStatus.OK

@@ -92,7 +92,7 @@ def test_a_second_sweep_into_a_root_being_written_is_refused_before_it_writes(tm
         log, _ = first.communicate(timeout=300)
     assert first.returncode == 0, log
     assert second.returncode == 2 and second.stderr.strip() == (
-        f"pdors sweep run: error: {out} is being written by another sweep; wait for it to finish"
+        f"pdors sweep: error: {out} is being written by another sweep; wait for it to finish"
     ), second.stderr
     assert len(list((out / "sweeps").iterdir())) == 1  # the second wrote no manifest, no config, no runs
     again = subprocess.run([*pdors, "seeds.count=3", "--out", str(out), "--in-process"], env=env, cwd=tmp_path)

@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import Any
 
 from ..config import build
+from ..errors import InputError
 from .base import Policy, RunShape
 
 POLICIES: tuple[str, ...] = ("pdors", "fifo", "drf", "dorm", "oasis", "pollux", "preemptive")
@@ -18,7 +19,7 @@ THESIS_POLICIES: tuple[str, ...] = ("pdors", "oasis")
 
 def policy_module(name: str) -> ModuleType:
     if name not in POLICIES:
-        raise ValueError(f"policy: unknown policy {name!r} (known: {', '.join(POLICIES)})")
+        raise InputError(f"policy: unknown policy {name!r} (known: {', '.join(POLICIES)})")
     return importlib.import_module(f"{__name__}.{name}")
 
 
