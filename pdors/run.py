@@ -18,7 +18,7 @@ from .run_summary import JobOutcome, Latency, RunSummary
 from .simulator import SimulationResult, simulate
 from .solo import fastest_completion, utility_ceiling
 from .validator import Validation, validate
-from .version import __version__
+from .version import CODE_VERSION
 from .workload import WorkloadConfig, generate
 
 
@@ -112,7 +112,7 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         ),
         policy_stats=sim.stats,
         wall_s=sim.wall_seconds,
-        code_version=__version__,
+        code_version=CODE_VERSION,
         spec=to_dict(spec),
         jobs=[
             JobOutcome(

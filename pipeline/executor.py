@@ -53,7 +53,9 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
     except Exception as e:  # recorded, and the sweep goes on
         result, status = None, "failed"
         error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
-    return Outcome(status, error, result, pdors.__version__, *_node(), os.getpid(), started, time.time(), schedule)
+    return Outcome(
+        status, error, result, pdors.version.CODE_VERSION, *_node(), os.getpid(), started, time.time(), schedule
+    )
 
 
 def _node() -> tuple[str | None, str | None]:

@@ -20,13 +20,10 @@ from typing import Any
 from pdors.config import ConfigError, build, to_dict
 from pdors.policies import policy_config
 from pdors.run import RunSpec
+from pdors.version import MODEL_VERSION  # part of every run id
 
 from .schema import INSTANCE_FIELDS, SweepConfig, paired
 from .tasks import OPT_POLICY, Plan, Task
-
-# Part of every run id: bump it when a policy's decisions, the simulator, the validator or the run summary may
-# change a recorded result, so that sweeps recompute instead of reusing runs recorded by older code.
-MODEL_VERSION = 2  # 2: issue 30 (PD-ORS workload grid and default reading; run summary fields)
 
 
 @dataclass(frozen=True)

@@ -222,7 +222,7 @@ def code_version() -> dict:
     # in the container image there is no .git: infra/Dockerfile records the commit in PDORS_GIT_COMMIT
     commit = git_commit()
     commit = os.environ.get("PDORS_GIT_COMMIT", commit) if commit == "unknown" else commit
-    return {"pdors": pdors.__version__, "git_commit": commit, "packages": packages()}
+    return {"pdors": pdors.version.CODE_VERSION, "git_commit": commit, "packages": packages()}
 
 
 def check(settings: Settings, today: date, progress: bool = True) -> Report:
