@@ -51,7 +51,7 @@ def _fit_count(
     return np.asarray(np.cumprod(fits, axis=2).sum(axis=2), dtype=np.int64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CountLimits:
     """Vectorised per-job count bounds (eqs. 2, 4, 5), per machine class: ``w_internal[i, c]`` most workers job i
     runs internally on one machine of class c (with their ceil(w / gamma) PSs), ``w_machine``/``s_machine`` most
@@ -77,10 +77,10 @@ def count_limits(instance: Instance) -> CountLimits:
         w_ext = np.minimum(w_mac @ cl.count, whole)
     else:
         w_ext = np.zeros(len(F), dtype=np.int64)
-    return CountLimits(cl, w_int, w_mac, s_mac, w_ext)
+    return CountLimits(classes=cl, w_internal=w_int, w_machine=w_mac, s_machine=s_mac, w_external=w_ext)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobBounds:
     """Constants of job ``i`` (eqs. 1-5).
 
@@ -121,19 +121,19 @@ def job_bounds(instance: Instance) -> list[JobBounds]:
         completion = tuple(k for k in range(a, T) if (k - a + 1) * max_samples >= V * (1.0 - EPS))
         out.append(
             JobBounds(
-                i,
-                a,
-                V,
-                int(jobs.batch[i]),
-                int(jobs.gamma[i]),
-                float(rate_int[i]),
-                float(rate_ext[i]),
-                w_int,
-                tuple(int(x) for x in lim.w_machine[i, of]),
-                tuple(int(x) for x in lim.s_machine[i, of]),
-                int(lim.w_external[i]),
-                float(max_samples),
-                completion,
+                job=i,
+                arrival=a,
+                workload=V,
+                batch=int(jobs.batch[i]),
+                gamma=int(jobs.gamma[i]),
+                rate_int=float(rate_int[i]),
+                rate_ext=float(rate_ext[i]),
+                w_internal=w_int,
+                w_machine=tuple(int(x) for x in lim.w_machine[i, of]),
+                s_machine=tuple(int(x) for x in lim.s_machine[i, of]),
+                w_external=int(lim.w_external[i]),
+                max_samples=float(max_samples),
+                completion=completion,
             )
         )
     return out

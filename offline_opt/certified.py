@@ -14,7 +14,7 @@ from pdors.model import Instance
 from .dual_bound import DualBound, dual_bound
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RatioInterval:
     policy: str
     utility: float
@@ -26,7 +26,7 @@ class RatioInterval:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Certified:
     bound: DualBound
     opt_lower: float
@@ -59,10 +59,16 @@ def intervals(bound: DualBound, utilities: dict[str, float], incumbent: float | 
         if u > lower:
             lower, source = u, f"policy {name}"
     ratios = [
-        RatioInterval(name, u, lower / u if u > 0 else None, bound.bound / u if u > 0 else None, u > bound.bound)
+        RatioInterval(
+            policy=name,
+            utility=u,
+            low=lower / u if u > 0 else None,
+            high=bound.bound / u if u > 0 else None,
+            error=u > bound.bound,
+        )
         for name, u in utilities.items()
     ]
-    return Certified(bound, lower, source, ratios)
+    return Certified(bound=bound, opt_lower=lower, opt_lower_source=source, ratios=ratios)
 
 
 def certify(instance: Instance, utilities: dict[str, float], incumbent: float | None = None) -> Certified:

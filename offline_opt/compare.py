@@ -25,7 +25,7 @@ from .milp import Strengthening
 from .solve import DEFAULT_GAP, OptResult, ceiling, solve
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PolicyRatio:
     policy: str
     utility: float
@@ -42,7 +42,7 @@ class PolicyRatio:
         return dict(self.__dict__)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Comparison:
     instance_meta: dict
     size: dict
@@ -144,16 +144,16 @@ def rate(opt: OptFacts, runs: dict[str, RunResult]) -> list[PolicyRatio]:
             ratio, kind, note = None, "none", f"policy schedule has {len(r.validation.violations)} violation(s)"
         out.append(
             PolicyRatio(
-                name,
-                utility,
-                s.admitted,
-                s.completed,
-                len(s.violations),
-                ratio,
-                kind,
-                note,
-                s.policy_stats.get("competitive_bound"),
-                s.wall_s,
+                policy=name,
+                utility=utility,
+                admitted=s.admitted,
+                completed=s.completed,
+                violations=len(s.violations),
+                ratio=ratio,
+                ratio_kind=kind,
+                ratio_note=note,
+                competitive_bound=s.policy_stats.get("competitive_bound"),
+                wall_s=s.wall_s,
             )
         )
     return out
@@ -178,9 +178,9 @@ def compare(
     incumbent = (best.simulation.schedule, best.validation.completion) if best is not None else None
     opt = solve(instance, solver, time_limit, mip_gap, strengthening, incumbent)
     out = Comparison(
-        dict(instance.meta),
-        {"machines": instance.num_machines, "jobs": instance.num_jobs, "slots": instance.slots},
-        opt,
+        instance_meta=dict(instance.meta),
+        size={"machines": instance.num_machines, "jobs": instance.num_jobs, "slots": instance.slots},
+        opt=opt,
     )
     out.policies = rate(opt, runs)
     found = opt.objective if opt.objective is not None and not opt.violations else None

@@ -45,7 +45,7 @@ ROUNDING_MARGIN = 1e-9  # relative to the magnitude of D's terms; 8x the float64
 MAX_OPERATIONS = 10**6  # the margin's argument holds while a term sums fewer values than this
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Options:
     """Each job's per-slot options, fixed for the instance (only their costs change with the prices).
 
@@ -95,19 +95,19 @@ def options(instance: Instance) -> Options:
     duration = np.maximum(k[None, :] - jobs.arrival[:, None], 0)
     utility = np.where(can, jobs.utility(duration.T).T, -np.inf)
     return Options(
-        lim.classes,
-        sigma,
-        workers,
-        -(-workers // gamma),
-        klass,
-        lim.w_machine > 0,
-        lim.s_machine > 0,
-        V,
-        utility,
-        jobs.arrival.copy(),
-        jobs.worker_demand,
-        jobs.ps_demand,
-        lim.classes.capacity * lim.classes.count[:, None],
+        classes=lim.classes,
+        sigma=sigma,
+        workers=workers,
+        servers=-(-workers // gamma),
+        klass=klass,
+        worker_ok=lim.w_machine > 0,
+        server_ok=lim.s_machine > 0,
+        target=V,
+        utility=utility,
+        arrival=jobs.arrival.copy(),
+        alpha=jobs.worker_demand,
+        beta=jobs.ps_demand,
+        capacity=lim.classes.capacity * lim.classes.count[:, None],
     )
 
 
@@ -138,7 +138,7 @@ def costs(opt: Options, prices: np.ndarray) -> Costs:
     return Costs(np.where(before[:, :, None], np.inf, kappa), cw, cs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Hull:
     """Lower convex hull of each (job, slot)'s (samples, cost) options as up to P - 1 segments from idling:
     segment q goes from option ``start`` to ``end``, ``length`` samples at cost ``slope`` per sample (length 0
@@ -170,10 +170,10 @@ def hull(opt: Options, kappa: np.ndarray) -> Hull:
         parts.append((cur, nxt, length, np.where(ok, best[:, :, 0], np.inf)))
         cur = nxt
     start, end, length, slope = (np.stack(x, axis=2) for x in zip(*parts, strict=True))
-    return Hull(start, end, length, slope)
+    return Hull(start=start, end=end, length=length, slope=slope)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Pricing:
     """The oracle's answer at one price vector: per job the best completion slot and its value
     u - cost (``value`` = max(0, that)), and per (job, k) the least cost and the water-filling slope ``mu``."""
@@ -241,7 +241,17 @@ def price(opt: Options, hl: Hull) -> Pricing:
     best = gain_k.argmax(axis=1)
     gain = gain_k[np.arange(J), best]
     best = np.where(np.isfinite(gain), best, -1)
-    return Pricing(np.maximum(gain, 0.0), best, gain, cost, mu, order, ln, slot, cross)
+    return Pricing(
+        value=np.maximum(gain, 0.0),
+        best=best,
+        gain=gain,
+        cost=cost,
+        mu=mu,
+        order=order,
+        length=ln,
+        slot=slot,
+        cross=cross,
+    )
 
 
 def columns(opt: Options, hl: Hull, cs: Costs, pr: Pricing, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -381,7 +391,7 @@ class _Master:
         return value, lam, np.maximum(dual[self.jobs :], 0.0), x
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DualBound:
     """A certified upper bound on OPT. ``bound`` = the largest certified leaf bound (D at its best prices plus the
     rounding margin; >= OPT); ``root`` the same before branching; ``lagrangian`` the root's D without the margin;
@@ -406,7 +416,7 @@ class DualBound:
         return {k: v for k, v in self.__dict__.items() if k != "prices"}
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Leaf:
     """One node of the branching: job i may complete only in the slots k with ``allowed[i, k]``; ``forced`` jobs
     must complete."""
@@ -475,7 +485,18 @@ def _solve(
         prices = p.reshape(T, C, R)
     d, size = certify(opt, best_p, best_mu, forced)
     bound = d + ROUNDING_MARGIN * size if d > -np.inf else -np.inf
-    return _Leaf(bound, best_d, z, x, rounds, stopped, best_p, master, forced, allowed)
+    return _Leaf(
+        bound=bound,
+        lagrangian=best_d,
+        master=z,
+        x=x,
+        rounds=rounds,
+        stopped=stopped,
+        prices=best_p,
+        columns=master,
+        forced=forced,
+        allowed=allowed,
+    )
 
 
 def dual_bound(
@@ -512,18 +533,18 @@ def dual_bound(
                 open_.append(child)
     final = [n.value for n in open_ + closed]
     return DualBound(
-        max(final) if final else 0.0,
-        root.bound,
-        root.lagrangian,
-        root.master,
-        (root.lagrangian - root.master) / max(abs(root.lagrangian), 1e-300),
-        root.rounds,
-        root.columns.count,
-        opt.capacity.shape[0],
-        root.stopped,
-        leaves,
-        time.perf_counter() - start,
-        root.prices,
+        bound=max(final) if final else 0.0,
+        root=root.bound,
+        lagrangian=root.lagrangian,
+        master=root.master,
+        gap=(root.lagrangian - root.master) / max(abs(root.lagrangian), 1e-300),
+        rounds=root.rounds,
+        columns=root.columns.count,
+        classes=opt.capacity.shape[0],
+        stopped=root.stopped,
+        leaves=leaves,
+        wall_s=time.perf_counter() - start,
+        prices=root.prices,
     )
 
 

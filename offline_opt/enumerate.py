@@ -29,7 +29,7 @@ LIMITS = {"jobs": 3, "slots": 3, "machines": 2}
 RTOL = 1e-12
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Enumerated:
     value: float
     completion: list[int]  # per job, -1 if it does not complete
@@ -151,7 +151,7 @@ def enumerate_opt(instance: Instance) -> Enumerated:
         states = _prune(nxt)
         kept += len(states)
     best, done = max(states.values(), key=lambda s: s[0])
-    return Enumerated(best, list(done), options, kept)
+    return Enumerated(value=best, completion=list(done), slot_options=options, states=kept)
 
 
 def _prune(states: dict[tuple, tuple[float, tuple]]) -> dict[tuple, tuple[float, tuple]]:

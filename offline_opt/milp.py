@@ -43,7 +43,7 @@ from pdors.schedule import Schedule
 from .bounds import EPS, JobBounds, identical_machines, job_bounds
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Strengthening:
     tight_bounds: bool = True
     perspective: bool = True
@@ -52,10 +52,10 @@ class Strengthening:
 
     @classmethod
     def naive(cls) -> Strengthening:
-        return cls(False, False, False, False)
+        return cls(tight_bounds=False, perspective=False, disaggregate=False, symmetry=False)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Built:
     """A built model and the index data needed to read a schedule back."""
 
@@ -66,7 +66,7 @@ class Built:
     strengthening: Strengthening
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Index:
     """The model's index sets (the legend of every constraint below).
 
@@ -99,22 +99,22 @@ class _Index:
         by_slot = {t: [i for i in range(I) if t in slots[i]] for t in range(T)}
         R = len(instance.cluster.resources)
         return cls(
-            I,
-            H,
-            T,
-            R,
-            comp,
-            slots,
-            IT,
-            [(i, h, t) for i, t in IT for h in range(H)],
-            [(i, k) for i in range(I) for k in comp[i]],
-            by_slot,
-            [(t, h, r) for t in range(T) if by_slot[t] for h in range(H) for r in range(R)],
-            H >= 2,
+            I=I,
+            H=H,
+            T=T,
+            R=R,
+            comp=comp,
+            slots=slots,
+            IT=IT,
+            IHT=[(i, h, t) for i, t in IT for h in range(H)],
+            IK=[(i, k) for i in range(I) for k in comp[i]],
+            by_slot=by_slot,
+            THR=[(t, h, r) for t in range(T) if by_slot[t] for h in range(H) for r in range(R)],
+            external=H >= 2,
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Terms:
     """Linear expressions of the model per (job, slot) shared by several constraint families."""
 
@@ -156,7 +156,7 @@ def build(instance: Instance, st: Strengthening = Strengthening()) -> Built:
     ix = _Index.of(instance, jb, st)
     m = pyo.ConcreteModel("dmlrs")
     _add_variables(m, ix, jb, st)
-    terms = _Terms(m, ix, jb, st.disaggregate)
+    terms = _Terms(m=m, ix=ix, jb=jb, disaggregate=st.disaggregate)
     _add_admission(m, ix, terms)
     _add_internal_mode(m, ix, instance, st)
     if ix.external:
@@ -167,7 +167,7 @@ def build(instance: Instance, st: Strengthening = Strengthening()) -> Built:
         _add_symmetry(m, ix)
     utility = {(i, k): float(instance.jobs.utility_of(i, k - jb[i].arrival)) for i, k in ix.IK}
     m.obj = pyo.Objective(expr=sum(utility[i, k] * m.c[i, k] for i, k in ix.IK), sense=pyo.maximize)
-    return Built(m, jb, ix.slots, ix.comp, st)
+    return Built(model=m, bounds=jb, slots=ix.slots, completion=ix.comp, strengthening=st)
 
 
 def _add_variables(m: pyo.ConcreteModel, ix: _Index, jb: list[JobBounds], st: Strengthening) -> None:

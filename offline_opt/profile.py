@@ -44,7 +44,7 @@ def tiny_profile() -> WorkloadConfig:
     return WorkloadConfig(workload_scale=0.0007, capacity_factor=4.0, batch=(1, 8))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InstanceProfile:
     """A named instance family: size (H, I, T) and workload. ``draw(seed)`` is the instance of a seed."""
 
@@ -65,4 +65,6 @@ class InstanceProfile:
 
 
 # Instance families a check can name (``pdors nightly --profile``); a new load gets a new name, never a changed one.
-INSTANCE_PROFILES: dict[str, InstanceProfile] = {"small": InstanceProfile("small", *SMALL_SIZE, small_profile)}
+INSTANCE_PROFILES: dict[str, InstanceProfile] = {
+    "small": InstanceProfile(name="small", **SMALL_SIZE._asdict(), workload=small_profile)
+}

@@ -61,7 +61,7 @@ def default_wall_limit(time_limit: float, build_s: float = 0.0) -> float:
     return GRACE[0] + (1.0 + GRACE[1]) * time_limit + 2.0 * build_s
 
 
-@dataclass
+@dataclass(kw_only=True)
 class OptResult:
     """One offline-optimum solve. ``objective``: validated utility of the schedule found (None if none);
     ``bound``: the solver's proven upper bound on OPT (None if it gave none); ``gap``: (bound - objective) /
@@ -162,7 +162,15 @@ def solve(
     warm = False
     if not any(built.completion.values()):
         # No job can reach V_i by T-1 even at its fastest rate: OPT = 0 without a solver call.
-        run = SolverRun(solver, "optimal", True, 0.0, 0.0, 0.0, "no job can complete")
+        run = SolverRun(
+            solver=solver,
+            status="optimal",
+            has_solution=True,
+            objective=0.0,
+            bound=0.0,
+            wall_s=0.0,
+            message="no job can complete",
+        )
     else:
         wall = default_wall_limit(time_limit, build_s) if wall_limit is None else wall_limit
         start = time.perf_counter()
@@ -171,29 +179,29 @@ def solve(
         )
         if answer is TIMED_OUT:
             run = SolverRun(
-                solver,
-                "time_limit",
-                False,
-                None,
-                None,
-                time.perf_counter() - start,
-                f"killed by the wall-clock guard after {wall:g} s: time limit, no result",
+                solver=solver,
+                status="time_limit",
+                has_solution=False,
+                objective=None,
+                bound=None,
+                wall_s=time.perf_counter() - start,
+                message=f"killed by the wall-clock guard after {wall:g} s: time limit, no result",
             )
         else:
             run, warm, values = answer
             for v in built.model.component_data_objects(pyo.Var) if values is not None else ():
                 v.set_value(values[v.name], skip_validation=True)
     result = OptResult(
-        None,
-        run.objective,
-        run.bound,
-        None,
-        run.status,
-        False,
-        solver,
-        run.wall_s,
-        time_limit,
-        mip_gap,
+        objective=None,
+        mip_objective=run.objective,
+        bound=run.bound,
+        gap=None,
+        status=run.status,
+        proven_optimal=False,
+        solver=solver,
+        wall_s=run.wall_s,
+        time_limit=time_limit,
+        mip_gap=mip_gap,
         formulation=asdict(strengthening) | {"warm_start": warm},
         num_variables=built.model.nvariables(),
         num_constraints=built.model.nconstraints(),

@@ -27,7 +27,7 @@ from pdors.errors import InputError
 SOLVERS: tuple[str, ...] = ("highs", "cbc", "glpk")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SolverRun:
     """``status``: optimal (solver proved its gap target) | time_limit | infeasible | error."""
 
@@ -97,13 +97,13 @@ def _highs(model: pyo.ConcreteModel, time_limit: float, mip_gap: float) -> Solve
     }.get(tc, "error")
     bound = res.objective_bound
     return SolverRun(
-        "highs",
-        status,
-        has,
-        res.incumbent_objective if has else None,
-        abs(bound) if bound is not None and math.isfinite(bound) else None,
-        0.0,
-        str(tc),
+        solver="highs",
+        status=status,
+        has_solution=has,
+        objective=res.incumbent_objective if has else None,
+        bound=abs(bound) if bound is not None and math.isfinite(bound) else None,
+        wall_s=0.0,
+        message=str(tc),
     )
 
 
@@ -147,7 +147,9 @@ def _glpk_or_cbc(
             bound = abs(b)
     if status == "optimal" and objective is not None:
         bound = objective if bound is None else max(bound, objective)
-    return SolverRun(solver, status, has, objective, bound, 0.0, str(tc))
+    return SolverRun(
+        solver=solver, status=status, has_solution=has, objective=objective, bound=bound, wall_s=0.0, message=str(tc)
+    )
 
 
 def _glpk_bound(log: str) -> float | None:

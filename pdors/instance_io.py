@@ -147,12 +147,12 @@ def from_dict(data: Any) -> Instance:
         bandwidth = _vector(bandwidth, "ps_bandwidth", count, False)
     try:
         return Instance(
-            Jobs(**{k: np.asarray(v) for k, v in jobs.items()}),
-            Cluster(np.asarray(capacity, dtype=float).reshape(len(capacity), len(resources)), tuple(resources)),
-            slots,
-            dict(meta),
-            None if bandwidth is None else np.asarray(bandwidth, dtype=float),
-            _flag(data.get("ps_at_most_workers", True), "ps_at_most_workers"),
+            jobs=Jobs(**{k: np.asarray(v) for k, v in jobs.items()}),
+            cluster=Cluster(np.asarray(capacity, dtype=float).reshape(len(capacity), len(resources)), tuple(resources)),
+            slots=slots,
+            meta=dict(meta),
+            ps_bandwidth=None if bandwidth is None else np.asarray(bandwidth, dtype=float),
+            ps_at_most_workers=_flag(data.get("ps_at_most_workers", True), "ps_at_most_workers"),
         )
     except ValueError as e:  # value ranges (pdors.model.instance_problems), each naming its field
         field, _, reason = str(e).removeprefix("invalid instance: ").partition(": ")

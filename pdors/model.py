@@ -29,7 +29,7 @@ def _frozen(array: ArrayLike, dtype: DTypeLike) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class Jobs:
     """Per-job parameters, each an array of length I (resource demands are I x R).
 
@@ -126,7 +126,7 @@ class Cluster:
         return int(self.capacity.shape[0])
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class Instance:
     """One scheduling problem: jobs, cluster and horizon T (slots 0..T-1).
 

@@ -18,7 +18,7 @@ from .schedule import Schedule
 from .validator import Validation, link_rate, outcome, slot_samples
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Retiming:
     """Counts over (slot, job) pairs with workers, and total utility under the two readings of eq. (1)."""
 

@@ -22,7 +22,7 @@ from .version import CODE_VERSION
 from .workload import WorkloadConfig, generate
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunSpec:
     """Everything that determines a run's outcome (timings aside)."""
 
@@ -53,7 +53,7 @@ class RunSpec:
         return out
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunResult:
     spec: RunSpec
     instance: Instance
@@ -72,7 +72,9 @@ def run(spec: RunSpec | dict, instance: Instance | None = None) -> RunResult:
     policy = make_policy(spec.policy, spec.params, spec)
     sim = simulate(instance, policy, spec.seed)
     check = validate(instance, sim.schedule)
-    return RunResult(spec, instance, sim, check, summarise(spec, instance, sim, check))
+    return RunResult(
+        spec=spec, instance=instance, simulation=sim, validation=check, summary=summarise(spec, instance, sim, check)
+    )
 
 
 def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: Validation) -> RunSummary:

@@ -18,7 +18,7 @@ class Latency:
     count: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobOutcome:
     """One job's fate under the validator; ``completion`` None for a job that did not finish."""
 
@@ -32,7 +32,7 @@ class JobOutcome:
     sensitivity: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunSummary:
     """Identity (``policy`` .. ``slots``), the validator's totals, timings, the policy's own statistics (its
     ``summary()``, kept whole under ``policy_stats``), provenance and the per-job outcomes."""

@@ -12,7 +12,7 @@ import numpy as np
 from .model import Instance
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Schedule:
     """``workers[t, i, h]`` = w_ih[t], ``servers[t, i, h]`` = s_ih[t]; ``admitted[i]`` = x_i.
 

@@ -21,7 +21,7 @@ from .portable_math import dot
 from .schedule import Schedule
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SimulationResult:
     schedule: Schedule
     decision_seconds: np.ndarray  # one entry per decision (per job for planners, per slot otherwise)
@@ -35,7 +35,7 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return v
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _State:
     """What the simulator carries from slot to slot; the arrays are updated in place."""
 
@@ -49,22 +49,22 @@ class _State:
     @classmethod
     def start(cls, instance: Instance, restart_loss: float) -> _State:
         return cls(
-            instance,
-            Schedule.empty(instance, restart_loss),
-            np.zeros((instance.slots, instance.num_machines, len(instance.cluster.resources))),
-            instance.jobs.workload.copy(),
-            np.full(instance.num_jobs, -1, dtype=np.int64),
-            np.zeros(instance.num_jobs, dtype=bool),
+            instance=instance,
+            sched=Schedule.empty(instance, restart_loss),
+            reserved=np.zeros((instance.slots, instance.num_machines, len(instance.cluster.resources))),
+            remaining=instance.jobs.workload.copy(),
+            completed=np.full(instance.num_jobs, -1, dtype=np.int64),
+            ran=np.zeros(instance.num_jobs, dtype=bool),
         )
 
     def view(self, t: int) -> SlotView:
         return SlotView(
-            t,
-            self.instance,
-            _read_only(self.reserved),
-            _read_only(self.remaining),
-            _read_only(self.sched.admitted),
-            _read_only(self.completed),
+            t=t,
+            instance=self.instance,
+            reserved=_read_only(self.reserved),
+            remaining=_read_only(self.remaining),
+            admitted=_read_only(self.sched.admitted),
+            completed=_read_only(self.completed),
         )
 
 
@@ -104,7 +104,12 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
         _run_slot(state, t)
 
     sched.claimed_completion[:] = completed
-    return SimulationResult(sched, np.array(latencies), time.perf_counter() - start, policy.summary())
+    return SimulationResult(
+        schedule=sched,
+        decision_seconds=np.array(latencies),
+        wall_seconds=time.perf_counter() - start,
+        stats=policy.summary(),
+    )
 
 
 def _reserve(

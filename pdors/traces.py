@@ -65,7 +65,7 @@ HOW_TO_GET = {
 }
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class Trace:
     """Job submissions in time order: ``submit_s`` seconds (trace clock), ``sensitivity`` the paper's class
     per submission (``model.INSENSITIVE/SENSITIVE/CRITICAL``) or -1 where the trace has none."""
@@ -153,7 +153,9 @@ def load_google(path: str | Path) -> Trace:
         )
     ts, cls = np.array(list(seen.values()), dtype=np.int64).T
     order = np.argsort(ts, kind="stable")
-    return Trace(str(path), "google", ts[order] / 1e6, GOOGLE_CLASS_TO_SENSITIVITY[cls[order]])
+    return Trace(
+        source=str(path), format="google", submit_s=ts[order] / 1e6, sensitivity=GOOGLE_CLASS_TO_SENSITIVITY[cls[order]]
+    )
 
 
 def load_philly(path: str | Path) -> Trace:
@@ -185,7 +187,9 @@ def load_philly(path: str | Path) -> Trace:
                 f"{where}: submitted_time must look like 2017-10-03 14:05:00, got {job['submitted_time']!r}"
             ) from None
     submit = np.sort(np.array(times, dtype=float), kind="stable")
-    return Trace(str(path), "philly", submit, np.full(len(submit), NO_CLASS, dtype=np.int64))
+    return Trace(
+        source=str(path), format="philly", submit_s=submit, sensitivity=np.full(len(submit), NO_CLASS, dtype=np.int64)
+    )
 
 
 @lru_cache(maxsize=8)

@@ -31,7 +31,7 @@ CAPACITY_ATOL = 1e-9
 PS_BANDWIDTH_RTOL = 1e-9  # (3.4) compares products of reals: w b vs s B
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Violation:
     kind: str
     detail: str
@@ -43,7 +43,7 @@ class Violation:
         return {"kind": self.kind, "slot": self.slot, "job": self.job, "machine": self.machine, "detail": self.detail}
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Validation:
     violations: list[Violation]
     samples: np.ndarray  # [T, I] samples processed per slot
@@ -99,20 +99,28 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         report(
             "negative",
             (w < 0) | (s < 0),
-            lambda k, t, i, h: Violation(k, f"negative count w={w[t, i, h]} s={s[t, i, h]}", t, i, h),
+            lambda k, t, i, h: Violation(
+                kind=k, detail=f"negative count w={w[t, i, h]} s={s[t, i, h]}", slot=t, job=i, machine=h
+            ),
         )
     usage = _usage(w, s, jobs.worker_demand, jobs.ps_demand)
     over = usage > cap[None, :, :] + CAPACITY_ATOL
     report(
         "capacity",
         over.any(axis=2),
-        lambda k, t, h: Violation(k, f"usage {usage[t, h].tolist()} exceeds capacity {cap[h].tolist()}", t, None, h),
+        lambda k, t, h: Violation(
+            kind=k,
+            detail=f"usage {usage[t, h].tolist()} exceeds capacity {cap[h].tolist()}",
+            slot=t,
+            job=None,
+            machine=h,
+        ),
     )
     wsum, ssum = w.sum(axis=2), s.sum(axis=2)
     report(
         "cap",
         wsum > jobs.batch[None, :],
-        lambda k, t, i: Violation(k, f"{wsum[t, i]} workers exceed F_i = {jobs.batch[i]}", t, i),
+        lambda k, t, i: Violation(kind=k, detail=f"{wsum[t, i]} workers exceed F_i = {jobs.batch[i]}", slot=t, job=i),
     )
     need_ps = -(-wsum // jobs.gamma[None, :])
     bad_ratio = (ssum < need_ps) | ((ssum > 0) & (wsum == 0))
@@ -120,11 +128,11 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         "ratio",
         bad_ratio,
         lambda k, t, i: Violation(
-            k,
-            f"{ssum[t, i]} PSs for {wsum[t, i]} workers at gamma {jobs.gamma[i]} (need >= {need_ps[t, i]}, "
+            kind=k,
+            detail=f"{ssum[t, i]} PSs for {wsum[t, i]} workers at gamma {jobs.gamma[i]} (need >= {need_ps[t, i]}, "
             f"and none without workers)",
-            t,
-            i,
+            slot=t,
+            job=i,
         ),
     )
     busy = (wsum > 0) | (ssum > 0)
@@ -132,12 +140,14 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     report(
         "before_arrival",
         early,
-        lambda k, t, i: Violation(k, f"allocated in slot {t} before arrival {jobs.arrival[i]}", t, i),
+        lambda k, t, i: Violation(
+            kind=k, detail=f"allocated in slot {t} before arrival {jobs.arrival[i]}", slot=t, job=i
+        ),
     )
     report(
         "not_admitted",
         busy & ~schedule.admitted[None, :],
-        lambda k, t, i: Violation(k, "resources allocated to a job that was not admitted", t, i),
+        lambda k, t, i: Violation(kind=k, detail="resources allocated to a job that was not admitted", slot=t, job=i),
     )
 
     # Fact 1: internal iff all workers and PSs of the job sit on one single machine. Locality and restarts
@@ -154,28 +164,28 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
             "ps_bandwidth",
             traffic > carried * (1.0 + PS_BANDWIDTH_RTOL),
             lambda k, t, i: Violation(
-                k,
-                f"{wsum[t, i]} workers at rate {bw[t, i]:.6g} exceed what {ssum[t, i]} PSs carry at "
+                kind=k,
+                detail=f"{wsum[t, i]} workers at rate {bw[t, i]:.6g} exceed what {ssum[t, i]} PSs carry at "
                 f"B_i = {ps_bandwidth[i]:.6g} (3.4)",
-                t,
-                i,
+                slot=t,
+                job=i,
             ),
         )
         report(
             "ps_over_workers",
             (ssum > wsum) & instance.ps_at_most_workers,
-            lambda k, t, i: Violation(k, f"{ssum[t, i]} PSs for {wsum[t, i]} workers (3.5)", t, i),
+            lambda k, t, i: Violation(kind=k, detail=f"{ssum[t, i]} PSs for {wsum[t, i]} workers (3.5)", slot=t, job=i),
         )
     claimed = schedule.claimed_internal & (wsum > 0)
     report(
         "locality",
         claimed != internal,
         lambda k, t, i: Violation(
-            k,
-            f"claimed {'internal' if claimed[t, i] else 'external'} rate, allocation is "
+            kind=k,
+            detail=f"claimed {'internal' if claimed[t, i] else 'external'} rate, allocation is "
             f"{'internal' if internal[t, i] else 'external'}",
-            t,
-            i,
+            slot=t,
+            job=i,
         ),
     )
 
@@ -192,11 +202,11 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
             "restart",
             schedule.claimed_restart != restarts,
             lambda k, t, i: Violation(
-                k,
-                f"claimed {'a' if schedule.claimed_restart[t, i] else 'no'} restart, placement "
+                kind=k,
+                detail=f"claimed {'a' if schedule.claimed_restart[t, i] else 'no'} restart, placement "
                 f"{'changed' if restarts[t, i] else 'did not change'} after the job had run",
-                t,
-                i,
+                slot=t,
+                job=i,
             ),
         )
     samples = slot_samples(instance, wsum, bw, restarts, loss, jobs.gamma[None, :])
@@ -205,14 +215,22 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         c = int(schedule.claimed_completion[i])
         out.append(
             Violation(
-                "completion",
-                f"claimed completion slot {c}, recomputed "
+                kind="completion",
+                detail=f"claimed completion slot {c}, recomputed "
                 f"{int(completion[i])} ({samples[:, i].sum():.6g} of {jobs.workload[i]:.6g} samples)",
-                c if c >= 0 else None,
-                int(i),
+                slot=c if c >= 0 else None,
+                job=int(i),
             )
         )
-    return Validation(out, samples, internal, restarts, completion, utility, usage)
+    return Validation(
+        violations=out,
+        samples=samples,
+        internal=internal,
+        restarts=restarts,
+        completion=completion,
+        utility=utility,
+        usage=usage,
+    )
 
 
 def link_rate(instance: Instance, internal: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from .model import CRITICAL, INSENSITIVE, RESOURCES, SENSITIVE, Cluster, Instanc
 MBPS_TO_MB_PER_SLOT = 3600.0 / 8.0  # one slot is one hour [choice]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Demand:
     """Integer ranges per resource for one worker or one parameter server."""
 
@@ -35,7 +35,7 @@ class Demand:
         return np.array([getattr(self, r) for r in RESOURCES], dtype=np.int64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TraceConfig:
     """Where ``arrivals: trace`` takes its arrivals (:mod:`pdors.traces`): a snippet of I consecutive
     submissions of the trace at ``path`` (relative paths from the working directory), scaled onto the T slots.
@@ -64,7 +64,7 @@ PAPER_ONLY = ("epochs", "samples", "grad_mb", "tau", "gamma", "batch", "bw_exter
 PAPER_SCALE = 0.1  # the calibrated default of the paper's profile (docs/MODEL.md, "Calibration")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkloadConfig:
     """Generator settings; defaults are the paper's Section V (thesis for bandwidth), with ``K_i`` multiplied by
     ``workload_scale``: by default the paper's regime as calibrated in docs/MODEL.md ("Calibration"); 1 gives the
@@ -82,8 +82,8 @@ class WorkloadConfig:
     batch: tuple[int, int] = (1, 200)
     bw_external_mbps: tuple[float, float] = (100.0, 4000.0)
     bandwidth_ratio: float = 40.0
-    worker_demand: Demand = field(default_factory=lambda: Demand((0, 4), (1, 10), (2, 32), (5, 10)))
-    ps_demand: Demand = field(default_factory=lambda: Demand((0, 0), (1, 10), (2, 32), (5, 10)))
+    worker_demand: Demand = field(default_factory=lambda: Demand(gpu=(0, 4), cpu=(1, 10), mem=(2, 32), storage=(5, 10)))
+    ps_demand: Demand = field(default_factory=lambda: Demand(gpu=(0, 0), cpu=(1, 10), mem=(2, 32), storage=(5, 10)))
     capacity_factor: float = 18.0
     theta1: tuple[float, float] = (1.0, 100.0)
     theta2_sensitive: tuple[float, float] = (0.01, 1.0)
@@ -269,4 +269,11 @@ def generate(
         ps_bandwidth = ps_bandwidth[order]
         meta = {**meta, "profile": "thesis"}
     at_most = c.thesis_ps_rule == "eq3_5"
-    return Instance(job_arrays, cluster, int(slots), meta=meta, ps_bandwidth=ps_bandwidth, ps_at_most_workers=at_most)
+    return Instance(
+        jobs=job_arrays,
+        cluster=cluster,
+        slots=int(slots),
+        meta=meta,
+        ps_bandwidth=ps_bandwidth,
+        ps_at_most_workers=at_most,
+    )

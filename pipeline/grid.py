@@ -26,7 +26,7 @@ from .schema import INSTANCE_FIELDS, SweepConfig, paired
 from .tasks import OPT_POLICY, Plan, Task
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Coord:
     """One axis at one grid point: where it lands in the run spec and which value it takes."""
 
@@ -89,8 +89,11 @@ def _coords(config: SweepConfig, keys: list[str], to_spec: Callable[[str], str])
     def coords(key: str, k: int) -> list[_Coord]:
         axes = paired(key)
         if len(axes) == 1:
-            return [_Coord(key, to_spec(key), k, grid[key][k])]
-        return [_Coord(a, to_spec(a), k, grid[key][k][j], f"{key}[{k}][{j}]") for j, a in enumerate(axes)]
+            return [_Coord(axis=key, spec_path=to_spec(key), index=k, value=grid[key][k])]
+        return [
+            _Coord(axis=a, spec_path=to_spec(a), index=k, value=grid[key][k][j], field=f"{key}[{k}][{j}]")
+            for j, a in enumerate(axes)
+        ]
 
     return [
         [c for key, k in zip(keys, idx, strict=False) for c in coords(key, k)]
@@ -166,7 +169,10 @@ def _expand(config: SweepConfig) -> Plan:
     if config.opt is not None:
         tasks += _opt_tasks(config, inst_axes, tasks)
     return Plan(
-        f"{config.name}-{digest(sorted(t.run_id for t in tasks), 10)}", config, list(config.axis_values()), tasks
+        sweep_id=f"{config.name}-{digest(sorted(t.run_id for t in tasks), 10)}",
+        config=config,
+        axes=list(config.axis_values()),
+        tasks=tasks,
     )
 
 

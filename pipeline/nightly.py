@@ -54,7 +54,7 @@ def date_seed(day: date) -> int:
     return int(day.strftime("%Y%m%d")) * 100
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     """The command line of ``pdors nightly`` (checked by ``pdors.config.build``). Defaults: the whole night
     (10 pinned instances, 8 fresh ones of at most 60 s + the guard's slack each) stays under 20 minutes."""
@@ -107,7 +107,7 @@ class Settings:
         return list(range(first, first + self.paper))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FreshInstance:
     """One fresh instance: its seed, the comparison (``offline_opt.Comparison``), what failed, PD-ORS's
     ratio interval (equal ends when OPT is proven; None: unknown) and where the instance was saved."""
@@ -127,7 +127,7 @@ class FreshInstance:
         return self.interval is not None and self.interval[1] > BAND[1] + 1e-9
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Report:
     settings: Settings
     name: str
@@ -240,7 +240,7 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
     name = f"nightly-{stamp}-seed{seeds[0] if seeds else '-'}-n{settings.fresh}"
     while (Path(settings.out) / name).exists():  # two runs in one second: never mix their files
         name += "+"
-    report = Report(settings, name, Path(settings.out) / name, code_version(), rec)
+    report = Report(settings=settings, name=name, directory=Path(settings.out) / name, code=code_version(), record=rec)
     report.pinned = nightly_record.check(rec, settings.tolerance)
     profile = INSTANCE_PROFILES[settings.profile]
     bar = tqdm(
@@ -262,7 +262,7 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
             seed=seed,
             workload=to_dict(profile.workload()),
         )
-        f = FreshInstance(seed, c, offences(c), interval(c))
+        f = FreshInstance(seed=seed, comparison=c, offences=offences(c), interval=interval(c))
         if f.offences or f.outside_band:
             f.saved = report.directory / ("offenders" if f.offences else "outside_band") / f"seed-{seed}.json"
             f.saved.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ WORKLOAD = {"workload_scale": WORKLOAD_SCALE}
 SEED_OFFSET = 50  # paper-scale seeds follow the small fresh ones: S + 50 .. (the small part uses S .. S + M - 1)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PaperScale:
     """One fresh paper-scale instance: the certified intervals (``offline_opt.certified.Certified``), each policy's
     validator violations, and what failed."""
@@ -58,7 +58,7 @@ def check_one(seed: int) -> PaperScale:
     violations = {name: len(r.validation.violations) for name, r in runs.items()}
     c = certify(instance, valid_utilities(runs))
     offences = [f"{name} schedule has {n} validator violation(s)" for name, n in violations.items() if n]
-    return PaperScale(seed, c, violations, offences + c.errors)
+    return PaperScale(seed=seed, certified=c, violations=violations, offences=offences + c.errors)
 
 
 def markdown(results: list[PaperScale]) -> list[str]:

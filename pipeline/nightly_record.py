@@ -154,7 +154,7 @@ def load(path: str | Path, profile: str) -> dict:
     return rec
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Pinned:
     """Tonight's policies on one pinned instance against its record."""
 
@@ -180,7 +180,7 @@ def check(rec: dict, tolerance: float) -> list[Pinned]:
     for row in rec["instances"]:
         o = row["opt"]
         runs = run_policies(from_dict(row["instance"]), row["seed"], rec["workload"])
-        p = Pinned(row["seed"], o["objective"], row["utilities"])
+        p = Pinned(seed=row["seed"], opt=o["objective"], recorded=row["utilities"])
         for name, r in runs.items():
             u = p.utilities[name] = r.validation.total_utility
             if r.validation.violations:

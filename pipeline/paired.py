@@ -29,7 +29,7 @@ TIE_RTOL = 1e-9
 WILCOXON_MIN_N = 6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Paired:
     """One policy against the reference over n paired instances; ``wins`` are the reference's (it is better
     by the metric's direction), NaN where too few pairs."""

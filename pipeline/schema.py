@@ -42,7 +42,7 @@ class SeedRange:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OptConfig:
     """Offline optimum per distinct instance, through :mod:`pipeline.opt`. ``method``: ``milp`` (prove OPT; the
     certified dual bound is recorded beside it) or ``bound`` (the dual bound alone, any size)."""
@@ -69,7 +69,7 @@ class MlflowConfig:
         return [] if self.experiment.strip() else ["experiment: must not be empty"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FigureConfig:
     """One figure ``pdors report`` draws from a sweep: ``metric`` (mean and spread over seeds) against ``x``, one
     series per policy. ``x``: a grid axis, or ``policy`` (one bar per policy). ``where``: grid axis -> the one
@@ -107,7 +107,7 @@ class FigureConfig:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SweepConfig:
     """``grid`` axes are dotted paths: ``machines``, ``jobs``, ``slots``, ``workload.<field>`` for the instance,
     ``<policy>.<param>`` (e.g. ``pdors.rounding.gain``) for one policy's parameters. Grid values override

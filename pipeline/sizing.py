@@ -33,7 +33,7 @@ def run_bytes(machines: int, jobs: int, slots: int) -> int:
     return int(BASE_BYTES + BYTES_PER_CELL * machines * jobs * slots)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Sample:
     policy: str
     machines: int
@@ -57,7 +57,9 @@ def measure(policy: str, machines: int, jobs: int, slots: int, seed: int = 1) ->
     done = subprocess.run([sys.executable, "-c", _PEAK_PROBE, *argv], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed: {done.stderr[-500:]}")
-    return Sample(policy, machines, jobs, slots, int(done.stdout.split()[-1]) * 1024)  # ru_maxrss: KiB on Linux
+    return Sample(
+        policy=policy, machines=machines, jobs=jobs, slots=slots, peak_bytes=int(done.stdout.split()[-1]) * 1024
+    )  # ru_maxrss: KiB on Linux
 
 
 _PEAK_PROBE = (

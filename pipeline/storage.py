@@ -71,7 +71,7 @@ if typing.TYPE_CHECKING:
     import pandas as pd
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Counts:
     total: int
     ok: int
@@ -313,7 +313,7 @@ def _partner_problem(root: Path, batch: str, runs: pa.Table) -> str | None:
     return None if held == expected else f"jobs file holds {held} rows, expected {expected}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Index:
     """Where the record under a root stands, read from the runs files' ``run_id``, ``status``, ``kind``,
     ``jobs`` and ``node_ip`` columns and the jobs files' footers: the batch holding each recorded run (the last
@@ -357,7 +357,7 @@ def index(root: str | Path) -> Index:
         rows[f.stem] = len(ids)
         chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"].to_pylist(), strict=True))
         node.update(zip(ids, t["node_ip"].to_pylist(), strict=True))
-    return Index(chosen, rows, damaged, node)
+    return Index(chosen=chosen, rows=rows, damaged=damaged, node=node)
 
 
 MERGE_ROWS = 65_536  # rows per row group of a merged file: few groups, bounded memory
@@ -573,7 +573,9 @@ def manifest_of(store: Store) -> dict:
 def count(manifest: dict, recorded: dict[str, str]) -> Counts:
     """A sweep's run counts by status, from ``recorded`` (run_id -> status)."""
     states = [recorded.get(run_id) for run_id in manifest["run_ids"]]
-    return Counts(manifest["tasks"], *(states.count(s) for s in ("ok", "failed", "lost")))
+    return Counts(
+        total=manifest["tasks"], ok=states.count("ok"), failed=states.count("failed"), lost=states.count("lost")
+    )
 
 
 def recorded_runs(store: Store, manifest: dict) -> tuple[Counts, pd.DataFrame]:

@@ -26,7 +26,7 @@ class Task:
     axes: dict  # grid axis -> value for this task (axes of other policies absent)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     sweep_id: str
     config: SweepConfig

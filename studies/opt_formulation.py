@@ -43,7 +43,7 @@ VARIANTS: dict[str, Strengthening] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoredOpt:
     """OPT's facts as a ratio file stores them (``offline_opt.compare.OptFacts``)."""
 
@@ -91,7 +91,7 @@ def cmd_rerate(args: argparse.Namespace) -> None:
     rows = [json.loads(line) for line in Path(args.file).read_text().splitlines() if line.strip()]
     with open(args.out, "w") as out:
         for row in rows:
-            opt = StoredOpt(*(row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal", "mip_gap")))
+            opt = StoredOpt(**{k: row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal", "mip_gap")})
             runs = run_policies(instance(row["seed"]), row["seed"], to_dict(small_profile()))
             row["policies"] = [p.to_dict() for p in rate(opt, runs)]
             out.write(json.dumps(row) + "\n")

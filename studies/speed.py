@@ -62,7 +62,7 @@ SCALE_BEFORE: dict[str, float] = {k: v for k, v in BEFORE["scale_wall_s"].items(
 PIPELINE_BEFORE: dict[str, float] = {k: v for k, v in BEFORE["pipeline"].items() if not k.startswith("_")}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Sizes:
     latency_machines: tuple[int, ...]
     jobs: int
@@ -79,20 +79,33 @@ class Sizes:
 
 
 FULL = Sizes(
-    (30, 100, 300, 1000),
-    100,
-    80,
-    (100, 100, 80),
-    (1, 2, 3, 4, 5),
-    60.0,
-    (10, 20, 30, 40),
-    2,
-    (1000, 1000, 80),
-    2500,
-    500,
-    5,
+    latency_machines=(30, 100, 300, 1000),
+    jobs=100,
+    slots=80,
+    paper=(100, 100, 80),
+    opt_seeds=(1, 2, 3, 4, 5),
+    opt_time_limit=60.0,
+    ray_machines=(10, 20, 30, 40),
+    ray_seeds=2,
+    scale=(1000, 1000, 80),
+    pipeline_seeds=2500,
+    pipeline_ratio_seeds=500,
+    pipeline_repeats=5,
 )
-QUICK = Sizes((30, 100), 40, 40, (30, 40, 40), (1,), 10.0, (10, 20), 3, (200, 200, 40), 250, 100, 3)
+QUICK = Sizes(
+    latency_machines=(30, 100),
+    jobs=40,
+    slots=40,
+    paper=(30, 40, 40),
+    opt_seeds=(1,),
+    opt_time_limit=10.0,
+    ray_machines=(10, 20),
+    ray_seeds=3,
+    scale=(200, 200, 40),
+    pipeline_seeds=250,
+    pipeline_ratio_seeds=100,
+    pipeline_repeats=3,
+)
 
 
 def _run(spec: dict[str, Any]) -> tuple[RunSummary, float]:

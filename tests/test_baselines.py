@@ -41,7 +41,7 @@ def hand_instance(capacity, worker_demand, ps_demand=None, batch=None, gamma=Non
     n = len(worker_demand)
     ones = np.ones(n)
     return Instance(
-        Jobs(
+        jobs=Jobs(
             arrival=np.zeros(n),
             epochs=ones,
             samples=ones * 1e9,
@@ -58,20 +58,20 @@ def hand_instance(capacity, worker_demand, ps_demand=None, batch=None, gamma=Non
             theta3=ones * 5,
             sensitivity=ones,
         ),
-        Cluster(np.atleast_2d(capacity)),
-        slots,
+        cluster=Cluster(np.atleast_2d(capacity)),
+        slots=slots,
     )
 
 
 def first_view(instance: Instance) -> SlotView:
     T, H, R = instance.slots, instance.num_machines, len(instance.cluster.resources)
     return SlotView(
-        0,
-        instance,
-        np.zeros((T, H, R)),
-        instance.jobs.workload.copy(),
-        np.zeros(instance.num_jobs, bool),
-        np.full(instance.num_jobs, -1),
+        t=0,
+        instance=instance,
+        reserved=np.zeros((T, H, R)),
+        remaining=instance.jobs.workload.copy(),
+        admitted=np.zeros(instance.num_jobs, bool),
+        completed=np.full(instance.num_jobs, -1),
     )
 
 
@@ -314,7 +314,7 @@ def test_oasis_rejects_a_job_without_utility_and_admits_its_valuable_twin():
     fields = {f: getattr(jobs, f) for f in jobs.__dataclass_fields__}
     fields = {f: np.stack([v[0], v[0]]) for f, v in fields.items()}
     fields["theta1"] = np.array([0.0, 50.0])
-    twin = Instance(Jobs(**fields), inst.cluster, inst.slots)
+    twin = Instance(jobs=Jobs(**fields), cluster=inst.cluster, slots=inst.slots)
     sim, _ = simulated("oasis", twin)
     assert sim.schedule.admitted.tolist() == [False, True]
 

@@ -99,7 +99,7 @@ def two_class_instance(seed: int) -> Instance:
     inst = generate(tiny_profile(), 3, 3, 4, seed)
     cap = inst.cluster.capacity.copy()
     cap[0] *= 1.7
-    return Instance(inst.jobs, Cluster(cap), inst.slots)
+    return Instance(jobs=inst.jobs, cluster=Cluster(cap), slots=inst.slots)
 
 
 def lp_cost(inst: Instance, opt: db.Options, prices: np.ndarray, i: int, k: int) -> float:

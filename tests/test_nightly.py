@@ -22,16 +22,16 @@ from pipeline.nightly import EXPERIMENT, date_seed, interval, offences, stats
 
 def opt(objective=100.0, status="optimal", proven=True, violations=(), bound=None):
     return OptResult(
-        objective,
-        objective,
-        bound or (objective if proven else 120.0),
-        0.0 if proven else 0.17,
-        status,
-        proven,
-        "highs",
-        1.0,
-        300.0,
-        1e-6,
+        objective=objective,
+        mip_objective=objective,
+        bound=bound or (objective if proven else 120.0),
+        gap=0.0 if proven else 0.17,
+        status=status,
+        proven_optimal=proven,
+        solver="highs",
+        wall_s=1.0,
+        time_limit=300.0,
+        mip_gap=1e-6,
         violations=list(violations),
     )
 
@@ -39,16 +39,39 @@ def opt(objective=100.0, status="optimal", proven=True, violations=(), bound=Non
 def policy(name, utility, o=None, violations=0, bound=50.0):
     o = o or opt()
     ratio, kind, note = judge(utility, o.objective, o.bound, o.proven_optimal, o.mip_gap, o.status)
-    return PolicyRatio(name, utility, 5, 5, violations, ratio, kind, note, bound if name == "pdors" else None)
+    return PolicyRatio(
+        policy=name,
+        utility=utility,
+        admitted=5,
+        completed=5,
+        violations=violations,
+        ratio=ratio,
+        ratio_kind=kind,
+        ratio_note=note,
+        competitive_bound=bound if name == "pdors" else None,
+    )
 
 
 def comparison(o, *policies):
-    return Comparison({"seed": 1}, {"machines": 4, "jobs": 10, "slots": 10}, o, list(policies))
+    return Comparison(
+        instance_meta={"seed": 1}, size={"machines": 4, "jobs": 10, "slots": 10}, opt=o, policies=list(policies)
+    )
 
 
 def test_only_hard_violations_fail_a_fresh_instance():
     unproven = opt(status="time_limit", proven=False)
-    failed = OptResult(None, None, None, None, "error", False, "highs", 1.0, 300.0, 1e-6)
+    failed = OptResult(
+        objective=None,
+        mip_objective=None,
+        bound=None,
+        gap=None,
+        status="error",
+        proven_optimal=False,
+        solver="highs",
+        wall_s=1.0,
+        time_limit=300.0,
+        mip_gap=1e-6,
+    )
     passing = {
         "proven, ratios far above the band": comparison(opt(), policy("pdors", 20.0), policy("fifo", 1.0)),
         "OPT unproven": comparison(unproven, policy("pdors", 60.0, unproven)),

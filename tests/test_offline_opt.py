@@ -82,7 +82,9 @@ def _instance(**over) -> Instance:
         sensitivity=[1],
     )
     jobs.update(over)
-    return Instance(Jobs(**{k: np.array(v) for k, v in jobs.items()}), Cluster(np.array([[1, 2, 1, 1]] * 2)), 2)
+    return Instance(
+        jobs=Jobs(**{k: np.array(v) for k, v in jobs.items()}), cluster=Cluster(np.array([[1, 2, 1, 1]] * 2)), slots=2
+    )
 
 
 def test_external_placement_when_one_machine_is_too_small():

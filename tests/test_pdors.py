@@ -72,7 +72,13 @@ def test_internal_case_picks_the_cheapest_feasible_machine():
     price = np.array([[0.0, 0.1], [0.0, 3.0], [0.0, 2.0]])
     free = np.array([[0.0, 1.0], [0.0, 4.0], [0.0, 4.0]])
     costs = slot_costs(
-        _shape(per_sample_external=5.0), np.array([0.0, 2.0]), price, free, Rounding(1.0, 1.0), (0,), LinearProgram()
+        _shape(per_sample_external=5.0),
+        np.array([0.0, 2.0]),
+        price,
+        free,
+        Rounding(gain=1.0, delta=1.0),
+        (0,),
+        LinearProgram(),
     )
     opt = costs.options[1]
     assert opt.internal and list(opt.machines) == [2] and costs.cost[1] == pytest.approx(2 * 2.0)
@@ -81,7 +87,9 @@ def test_internal_case_picks_the_cheapest_feasible_machine():
 def test_external_split_wins_when_it_is_cheaper():
     price = np.array([[0.0, 0.1], [0.0, 3.0], [0.0, 2.0]])
     free = np.array([[0.0, 1.0], [0.0, 4.0], [0.0, 4.0]])
-    costs = slot_costs(_shape(), np.array([0.0, 2.0]), price, free, Rounding(1.0, 1.0), (0,), LinearProgram())
+    costs = slot_costs(
+        _shape(), np.array([0.0, 2.0]), price, free, Rounding(gain=1.0, delta=1.0), (0,), LinearProgram()
+    )
     opt = costs.options[1]  # worker on machine 0, PS on machine 2: 2.1 < 4
     assert not opt.internal and costs.cost[1] == pytest.approx(2.1)
     assert dict(zip(opt.machines.tolist(), opt.workers.tolist(), strict=False)) == {0: 1, 2: 0}
@@ -91,7 +99,7 @@ def test_external_case_used_when_no_single_machine_fits():
     price = np.array([[0.0, 1.0], [0.0, 1.0]])
     free = np.array([[0.0, 4.0], [0.0, 4.0]])
     shape = _shape(gamma=4, batch=4)  # 8 samples -> 4 workers + 1 PS = 5 cpu > 4
-    costs = slot_costs(shape, np.array([0.0, 8.0]), price, free, Rounding(1.0, 1.0), (3,), LinearProgram())
+    costs = slot_costs(shape, np.array([0.0, 8.0]), price, free, Rounding(gain=1.0, delta=1.0), (3,), LinearProgram())
     opt = costs.options[1]
     assert not opt.internal and opt.workers.sum() == 4 and opt.servers.sum() == 1
     assert costs.cost[1] == pytest.approx(5.0)
@@ -119,7 +127,7 @@ def test_rounding_never_returns_an_infeasible_integer_solution(seed, gain, machi
         s_bar * gain,
         price,
         free,
-        Rounding(gain, 1.0, feasible_solutions=3, max_attempts=300),
+        Rounding(gain=gain, delta=1.0, feasible_solutions=3, max_attempts=300),
         np.random.default_rng(seed),
     )
     assert attempts <= 300

@@ -110,7 +110,14 @@ def test_dispatch_spreads_a_jobs_chunks_by_q():
     policy = make_policy("preemptive", {}, None)
     policy.reset(inst, 0)
     T, H, R = inst.slots, inst.num_machines, len(inst.cluster.resources)
-    view = SlotView(0, inst, np.zeros((T, H, R)), inst.jobs.workload.copy(), np.zeros(1, bool), np.full(1, -1))
+    view = SlotView(
+        t=0,
+        instance=inst,
+        reserved=np.zeros((T, H, R)),
+        remaining=inst.jobs.workload.copy(),
+        admitted=np.zeros(1, bool),
+        completed=np.full(1, -1),
+    )
     alloc = policy.allocate(view)
     assert policy.chunks[0].machine.tolist() == [0, 1, 0, 1]
     assert alloc.workers[0].tolist() == [2, 2] and alloc.servers[0].tolist() == [2, 2]  # cpu 4 = 2 + 2 each

@@ -50,8 +50,8 @@ def test_roundable_matches_exhaustive_enumeration(seed):
     m = int(rng.integers(1, 6))
     possible = rng.random((m, 4)) < rng.uniform(0.3, 1.0)
     shape = JobShape(
-        1.0,
-        1.0,
+        per_sample_internal=1.0,
+        per_sample_external=1.0,
         batch=int(rng.integers(1, 12)),
         gamma=int(rng.integers(1, 4)),
         worker_demand=np.ones(1),
@@ -104,7 +104,7 @@ def test_rounding_matches_the_attempt_by_attempt_reference(seed, gain, tightness
         s,
         price,
         free,
-        Rounding(gain, 1.0, feasible_solutions=3, max_attempts=200),
+        Rounding(gain=gain, delta=1.0, feasible_solutions=3, max_attempts=200),
         seed,
     )
 
@@ -113,7 +113,14 @@ def test_rounding_that_cannot_succeed_reports_the_full_attempt_count():
     """One machine, 2.5 workers and 0.5 PS at gamma = 3, cover 3: every feasible rounding needs both counts
     up, which its capacity (3 cpu) forbids. The count bounds allow it; the exact check does not; the result
     is the reference's after all its attempts."""
-    shape = JobShape(1.0, 1.0, batch=10, gamma=3, worker_demand=np.array([0.0, 1.0]), ps_demand=np.array([0.0, 1.0]))
+    shape = JobShape(
+        per_sample_internal=1.0,
+        per_sample_external=1.0,
+        batch=10,
+        gamma=3,
+        worker_demand=np.array([0.0, 1.0]),
+        ps_demand=np.array([0.0, 1.0]),
+    )
     possible_args = dict(job=shape, demand=3.0, base_w=2.0, base_s=0.0)
     possible = np.array([[True, True, True, False]])  # (0,0), (1,0), (0,1) fit; (1,1) does not
     assert _count_bounds_allow(**possible_args, possible=possible)
@@ -126,7 +133,7 @@ def test_rounding_that_cannot_succeed_reports_the_full_attempt_count():
         np.array([0.5]),
         np.ones((1, 2)),
         np.array([[0.0, 3.0]]),
-        Rounding(1.0, 1.0, feasible_solutions=2, max_attempts=700),
+        Rounding(gain=1.0, delta=1.0, feasible_solutions=2, max_attempts=700),
         4,
     )
     assert slow[:2] == (700, 0) and slow[2] is None
@@ -166,7 +173,7 @@ def test_theta_matches_the_reference_on_random_slot_states(seed, gain):
     free = rng.uniform(0, 25, (kinds, 4))[rows] * (rng.random((kinds, 4)) < 0.9)[rows]
     q = 8
     levels = np.arange(q + 1) * float(rng.uniform(5, 80)) / q
-    rounding = Rounding(gain, 1.0, feasible_solutions=3, max_attempts=150)
+    rounding = Rounding(gain=gain, delta=1.0, feasible_solutions=3, max_attempts=150)
     fast = slot_costs(shape, levels, price, free, rounding, (seed, 7), LinearProgram())
     for k in range(1, q + 1):
         opt = ref.theta(shape, levels[k], k, price, free, rounding, (seed, 7))

@@ -20,7 +20,7 @@ class OneWorkerPlan(PlanningPolicy):
         inst = view.instance
         workers = np.zeros((inst.slots, inst.num_machines), dtype=np.int64)
         workers[view.t :, 0] = 1
-        return JobPlan(workers, workers.copy(), inst.slots - 1)
+        return JobPlan(workers=workers, servers=workers.copy(), completion=inst.slots - 1)
 
 
 class Scripted(SlotPolicy):

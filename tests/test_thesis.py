@@ -42,7 +42,10 @@ def _hand_instance() -> Instance:
         sensitivity=[SENSITIVE],
     )
     return Instance(
-        jobs, Cluster(np.tile([0.0, 20.0, 0.0, 0.0], (2, 1))), 3, ps_bandwidth=thesis.gbps_to_mb_per_slot([4.0])
+        jobs=jobs,
+        cluster=Cluster(np.tile([0.0, 20.0, 0.0, 0.0], (2, 1))),
+        slots=3,
+        ps_bandwidth=thesis.gbps_to_mb_per_slot([4.0]),
     )
 
 
@@ -72,7 +75,7 @@ def test_validator_rejects_a_schedule_breaking_the_ps_bandwidth_rule():
     inst = _hand_instance()
     bad = _hand_schedule(inst, internal_servers=9)  # 9 PSs carry 4500 < 5000 MB/s
     assert {x.kind for x in validate(inst, bad).violations} == {"ps_bandwidth"}
-    paper = Instance(inst.jobs, inst.cluster, inst.slots)  # the paper's model has no (3.4)
+    paper = Instance(jobs=inst.jobs, cluster=inst.cluster, slots=inst.slots)  # the paper's model has no (3.4)
     assert validate(paper, bad).violations == []
 
 

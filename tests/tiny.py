@@ -28,4 +28,6 @@ def tiny_instance(jobs: list[dict], machines: int = 2, slots: int = 3, capacity=
     )
     rows = [{**defaults, **j} for j in jobs]
     arrays = {k: np.array([r[k] for r in rows]) for k in defaults}
-    return Instance(Jobs(**arrays), Cluster(np.tile(np.array(capacity, float), (machines, 1))), slots)
+    return Instance(
+        jobs=Jobs(**arrays), cluster=Cluster(np.tile(np.array(capacity, float), (machines, 1))), slots=slots
+    )

@@ -37,7 +37,7 @@ class RunShape(Protocol):
     def workload(self) -> WorkloadConfig: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SlotView:
     """What a policy may look at in slot ``t`` (arrays are read-only).
 
@@ -64,7 +64,7 @@ class SlotView:
         return free
 
 
-@dataclass
+@dataclass(kw_only=True)
 class JobPlan:
     """A committed schedule for one job: ``workers[t, h]``, ``servers[t, h]`` over the whole horizon."""
 

@@ -37,7 +37,7 @@ from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
 from .placement import Placement, keep_unchanged, place_largest, slot_allocation
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config:
     fairness_factor: float = 2.0
     max_adjustments: int = 5

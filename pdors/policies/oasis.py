@@ -139,7 +139,7 @@ class OASiS(PlanningPolicy):
             k = result.levels[j]
             w_plan[a + j, W] = fw.counts(int(workers[k]), len(W))
             s_plan[a + j, S] = fs.counts(int(servers[k]), len(S))
-        return JobPlan(w_plan, s_plan, a + result.completion, result.payoff)
+        return JobPlan(workers=w_plan, servers=s_plan, completion=a + result.completion, payoff=result.payoff)
 
     def summary(self) -> dict:
         payoff = np.array(self.payoffs)

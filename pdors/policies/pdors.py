@@ -37,7 +37,7 @@ from .base import JobPlan, PlanningPolicy, RunShape, SlotView
 HISTORY_SEED_OFFSET = 1_000_003
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RoundingConfig:
     """Algorithm 4's randomised rounding. ``gain`` fixes G_delta (paper Fig. 11 sweeps 0.2-1.2); with
     ``gain: null`` it is computed per external solve from ``delta`` by eq. (29) or (30). ``delta`` also
@@ -63,7 +63,7 @@ class RoundingConfig:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config(PrimalDualConfig):
     """``round_all_levels``: compute theta for every slot up to T and round every level whose LP is solved,
     instead of only what the decision needs (the DP's early stop and lazy rounding, docs/PERFORMANCE.md).
@@ -93,13 +93,13 @@ class PDORS(PlanningPolicy):
         self.history = history
         r = config.rounding
         self.rounding = Rounding(
-            r.gain,
-            r.delta,
-            r.theorem,
-            r.feasible_solutions,
-            r.max_attempts,
-            config.on_rounding_failure == "reject",
-            r.integer_optimum,
+            gain=r.gain,
+            delta=r.delta,
+            theorem=r.theorem,
+            feasible_solutions=r.feasible_solutions,
+            max_attempts=r.max_attempts,
+            reject_on_failure=config.on_rounding_failure == "reject",
+            integer_optimum=r.integer_optimum,
         )
 
     def reset(self, instance: Instance, seed: int) -> None:
@@ -133,14 +133,16 @@ class PDORS(PlanningPolicy):
             self._keys[t] = self._classes[t] = None
         price = self._prices.price[a:]
         free = view.free(slice(a, None))
+        gamma_internal, servers_at_most_workers = self._thesis_rules(job)
         shape = JobShape(
-            float(jobs.time_per_sample(True)[job]),
-            float(jobs.time_per_sample(False)[job]),
-            int(jobs.batch[job]),
-            float(self.gamma_external[job]),
-            jobs.worker_demand[job],
-            jobs.ps_demand[job],
-            *self._thesis_rules(job),
+            per_sample_internal=float(jobs.time_per_sample(True)[job]),
+            per_sample_external=float(jobs.time_per_sample(False)[job]),
+            batch=int(jobs.batch[job]),
+            gamma=float(self.gamma_external[job]),
+            worker_demand=jobs.worker_demand[job],
+            ps_demand=jobs.ps_demand[job],
+            gamma_internal=gamma_internal,
+            servers_at_most_workers=servers_at_most_workers,
         )
         levels = np.arange(q + 1) * (jobs.workload[job] / q)
         cache: dict[int, SlotCosts] = {}  # theta by slot state: identical states cost the same
@@ -192,7 +194,7 @@ class PDORS(PlanningPolicy):
             opt = cache[keys[j]].options[result.levels[j]]
             workers[a + j, opt.machines] = opt.workers
             servers[a + j, opt.machines] = opt.servers
-        return JobPlan(workers, servers, a + result.completion, result.payoff)
+        return JobPlan(workers=workers, servers=servers, completion=a + result.completion, payoff=result.payoff)
 
     def _thesis_rules(self, job: int) -> tuple[float | None, bool]:
         """JobShape's (gamma_internal, servers_at_most_workers): the thesis's (3.4) and (3.5), or none."""

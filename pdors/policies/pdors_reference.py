@@ -83,7 +83,9 @@ def internal_case(job: JobShape, v: float, price: np.ndarray, free: np.ndarray) 
             continue
         cost = float(unit_price(price[h], need))
         if best is None or cost < best.cost:
-            best = Option(cost, np.array([h]), np.array([w]), np.array([s]), True)
+            best = Option(
+                cost=cost, machines=np.array([h]), workers=np.array([w]), servers=np.array([s]), internal=True
+            )
     return best
 
 
@@ -195,7 +197,13 @@ def round_solution(
         cost = rounded_cost(w, s, p_w, p_s)
         if best is None or cost < best.cost:
             keep = (w > 0) | (s > 0)
-            best = Option(cost, machines[keep], w[keep].astype(np.int64), s[keep].astype(np.int64), False)
+            best = Option(
+                cost=cost,
+                machines=machines[keep],
+                workers=w[keep].astype(np.int64),
+                servers=s[keep].astype(np.int64),
+                internal=False,
+            )
     return attempts, feasible, best
 
 
@@ -236,12 +244,12 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
     price = prices(policy.bounds, view.reserved[a:], inst.cluster.capacity)
     free = view.free(slice(a, None))
     shape = JobShape(
-        float(jobs.time_per_sample(True)[job]),
-        float(jobs.time_per_sample(False)[job]),
-        int(jobs.batch[job]),
-        int(jobs.gamma[job]),
-        jobs.worker_demand[job],
-        jobs.ps_demand[job],
+        per_sample_internal=float(jobs.time_per_sample(True)[job]),
+        per_sample_external=float(jobs.time_per_sample(False)[job]),
+        batch=int(jobs.batch[job]),
+        gamma=int(jobs.gamma[job]),
+        worker_demand=jobs.worker_demand[job],
+        ps_demand=jobs.ps_demand[job],
     )
     step = jobs.workload[job] / q
 
@@ -289,7 +297,7 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
             assert opt is not None  # checked above: no level of the plan failed to round
             workers[a + j, opt.machines] = opt.workers
             servers[a + j, opt.machines] = opt.servers
-    return JobPlan(workers, servers, a + done, lam)
+    return JobPlan(workers=workers, servers=servers, completion=a + done, payoff=lam)
 
 
 class ReferencePDORS(PDORS):

@@ -53,7 +53,7 @@ ELITE = 2  # best individuals carried unchanged into the next generation
 SEEDS = 4  # starting allocations of the GA (see _reallocate)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config:
     fairness: float = -1.0  # p of eq. 15 (Pollux's evaluation uses -1)
     interval: int = 1  # re-allocate every `interval` slots; in between allocations are kept
@@ -111,7 +111,7 @@ def equal_share_workers(
     return out
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Candidate:
     """One decoded allocation of the active jobs: placements, the round-robin cursor after them, workers lost
     to fragmentation, and its realised (served jobs, FITNESS_p)."""
@@ -223,7 +223,11 @@ class Pollux(SlotPolicy):
         best = self._evolve(seeds, cap, repair, estimate)
         candidates = [
             realised(self._decode(view, active, best, previous)),
-            realised(Candidate({int(i): previous[i] for i in active if i in previous}, self.cursor, 0)),
+            realised(
+                Candidate(
+                    placements={int(i): previous[i] for i in active if i in previous}, cursor=self.cursor, shortfall=0
+                )
+            ),
             realised(self._decode(view, active, equal, previous)),
         ]
         k = best_index(np.array([c.served for c in candidates]), np.array([c.value for c in candidates]))
@@ -293,7 +297,7 @@ class Pollux(SlotPolicy):
             shortfall += w - 1 - int(extra.workers.sum())
             placements[i] = Placement(placements[i].workers + extra.workers, placements[i].servers + extra.servers)
             extra.take_from(free, alpha, beta)
-        return Candidate(placements, cursor, shortfall)
+        return Candidate(placements=placements, cursor=cursor, shortfall=shortfall)
 
     def summary(self) -> dict:
         return dict(self.stats)

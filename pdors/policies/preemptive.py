@@ -53,7 +53,7 @@ class Config:
         return []
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Chunks:
     """The chunks of one dispatched job: machine, samples left, first and last slot of processing (-1: not
     yet), and the job's PSs per machine."""
@@ -139,7 +139,11 @@ class Preemptive(SlotPolicy):
             q[h] += p * s[h] / D  # this chunk now runs ahead of the job's next ones
         self.stats["dispatched_chunks"] += D
         self.chunks[j] = Chunks(
-            machine, np.full(D, self.size[j]), np.full(D, -1), np.full(D, -1), np.zeros(H, dtype=np.int64)
+            machine=machine,
+            left=np.full(D, self.size[j]),
+            start=np.full(D, -1),
+            finish=np.full(D, -1),
+            servers=np.zeros(H, dtype=np.int64),
         )
 
     def _load_ahead(self, j: int, H: int, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -29,7 +29,7 @@ def aligned_levels(levels: int, fastest: np.ndarray, window: np.ndarray) -> np.n
     return np.where(fits, n * -(-levels // n), levels).astype(np.int64)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class DPResult:
     completion: int  # index into the slots given (0 = the arrival slot); -1 if nothing is finite
     payoff: float  # u - Theta at that completion (-inf if none)
@@ -126,11 +126,11 @@ class _ForwardPass:
         payoff = self.utility - totals
         levels = np.zeros(slots, dtype=np.int64)
         if not np.isfinite(totals).any():
-            return DPResult(-1, -np.inf, levels, totals, reached)
+            return DPResult(completion=-1, payoff=-np.inf, levels=levels, totals=totals, reached=reached)
         done = int(np.argmax(np.where(np.isfinite(payoff), payoff, -np.inf)))
         remaining = len(self.best[0]) - 1
         for j in range(done, -1, -1):
             levels[j] = self.choice[j][remaining]
             remaining -= levels[j]
         assert remaining == 0, "backtracking must consume every level"
-        return DPResult(done, float(payoff[done]), levels, totals, reached)
+        return DPResult(completion=done, payoff=float(payoff[done]), levels=levels, totals=totals, reached=reached)

@@ -55,7 +55,7 @@ COST_RANGE = 1e12  # LP costs are rescaled to [1, COST_RANGE]: prices start near
 # below HiGHS's tolerances, which would make every feasible point "optimal"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobShape:
     """The per-job constants Algorithm 4 needs. ``gamma``: workers per PS; ``gamma_internal``: the thesis's
     workers per PS at the internal rate where it differs (then a rounded external solution that lands on one
@@ -85,7 +85,7 @@ class JobShape:
         return np.logical_or(not self.servers_at_most_workers, servers <= workers)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rounding:
     """How the external case rounds: a fixed ``gain`` or one computed per solve from ``delta``."""
 
@@ -98,7 +98,7 @@ class Rounding:
     integer_optimum: bool = False  # also solve each rounded case's integer program exactly (a statistic)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Option:
     """One slot's allocation for one level: machine indices with their worker and PS counts."""
 
@@ -122,7 +122,7 @@ class ExternalSolve(NamedTuple):
     integer_cost: float = math.nan  # the integer program's optimum (inf if infeasible), with ``integer_optimum``
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SlotState:
     """What the external case of one slot state needs: the job, prices p and residual capacities [H, R],
     the machine classes (class of each machine, counts, their residual capacities and p^w, p^s), each
@@ -363,7 +363,13 @@ def slot_costs(
     host, w_one, s_one = first[best_cls], w_int.astype(np.int64), s_int.astype(np.int64)
     for k in np.flatnonzero(np.isfinite(internal)).tolist():  # one-element slices: no array built per level
         cost[k] = internal[k]
-        options[k] = Option(float(internal[k]), host[k : k + 1], w_one[k : k + 1], s_one[k : k + 1], True)
+        options[k] = Option(
+            cost=float(internal[k]),
+            machines=host[k : k + 1],
+            workers=w_one[k : k + 1],
+            servers=s_one[k : k + 1],
+            internal=True,
+        )
 
     # Case 2 (external): bounds now, the LP and the rounding when refined.
     p_w, p_s = unit_price(cls_prices, job.worker_demand), unit_price(cls_prices, job.ps_demand)
@@ -375,7 +381,20 @@ def slot_costs(
     exact = np.ones(q, dtype=bool)
     exact[candidates] = False
     cost[candidates] = bound[candidates]
-    state = SlotState(job, prices, free, member_class, counts, cls_free, p_w, p_s, demand, rounding, seed_key, lp)
+    state = SlotState(
+        job=job,
+        prices=prices,
+        free=free,
+        member_class=member_class,
+        counts=counts,
+        cls_free=cls_free,
+        p_w=p_w,
+        p_s=p_s,
+        demand=demand,
+        rounding=rounding,
+        seed_key=seed_key,
+        lp=lp,
+    )
     out = SlotCosts(cost, options, exact, candidates.tolist(), state)
     if not lazy:
         for k in candidates.tolist():
@@ -622,7 +641,13 @@ def _round(
         return attempts, 0, None
     w, s = best
     keep = (w > 0) | (s > 0)
-    option = Option(best_cost, machines[keep], w[keep].astype(np.int64), s[keep].astype(np.int64), False)
+    option = Option(
+        cost=best_cost,
+        machines=machines[keep],
+        workers=w[keep].astype(np.int64),
+        servers=s[keep].astype(np.int64),
+        internal=False,
+    )
     return attempts, feasible, option
 
 
