@@ -18,7 +18,6 @@ from pdors.primal_dual.slot_cost import (
     ClassMembers,
     JobShape,
     LinearProgram,
-    Rounding,
     _count_bounds_allow,
     _disaggregate,
     _round,
@@ -104,7 +103,7 @@ def test_rounding_matches_the_attempt_by_attempt_reference(seed, gain, tightness
         s,
         price,
         free,
-        Rounding(gain=gain, delta=1.0, feasible_solutions=3, max_attempts=200),
+        RoundingConfig(gain=gain, delta=1.0, feasible_solutions=3, max_attempts=200),
         seed,
     )
 
@@ -133,7 +132,7 @@ def test_rounding_that_cannot_succeed_reports_the_full_attempt_count():
         np.array([0.5]),
         np.ones((1, 2)),
         np.array([[0.0, 3.0]]),
-        Rounding(gain=1.0, delta=1.0, feasible_solutions=2, max_attempts=700),
+        RoundingConfig(gain=1.0, delta=1.0, feasible_solutions=2, max_attempts=700),
         4,
     )
     assert slow[:2] == (700, 0) and slow[2] is None
@@ -173,7 +172,7 @@ def test_theta_matches_the_reference_on_random_slot_states(seed, gain):
     free = rng.uniform(0, 25, (kinds, 4))[rows] * (rng.random((kinds, 4)) < 0.9)[rows]
     q = 8
     levels = np.arange(q + 1) * float(rng.uniform(5, 80)) / q
-    rounding = Rounding(gain=gain, delta=1.0, feasible_solutions=3, max_attempts=150)
+    rounding = RoundingConfig(gain=gain, delta=1.0, feasible_solutions=3, max_attempts=150)
     fast = slot_costs(shape, levels, price, free, rounding, (seed, 7), LinearProgram())
     for k in range(1, q + 1):
         opt = ref.theta(shape, levels[k], k, price, free, rounding, (seed, 7))

@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 
 from ..model import Instance
-from ..primal_dual.config import PrimalDualConfig
+from ..primal_dual.config import PrimalDualConfig, RoundingConfig
 from ..primal_dual.dynamic_program import aligned_levels, plan_levels
 from ..primal_dual.gain import competitive_bound
 from ..primal_dual.prices import PriceBounds, SlotPrices, instance_price_bounds, prices
@@ -24,7 +24,6 @@ from ..primal_dual.slot_cost import (
     JobShape,
     LinearProgram,
     MachineClasses,
-    Rounding,
     SlotCosts,
     machine_classes,
     slot_costs,
@@ -35,32 +34,6 @@ from ..thesis import ps_ratio
 from .base import JobPlan, PlanningPolicy, RunShape, SlotView
 
 HISTORY_SEED_OFFSET = 1_000_003
-
-
-@dataclass(frozen=True, kw_only=True)
-class RoundingConfig:
-    """Algorithm 4's randomised rounding. ``gain`` fixes G_delta (paper Fig. 11 sweeps 0.2-1.2); with
-    ``gain: null`` it is computed per external solve from ``delta`` by eq. (29) or (30). ``delta`` also
-    enters the reported bound 6 G / delta max_r(1, ln U^r/L)."""
-
-    gain: float | None = 1.0
-    delta: float = 1.0
-    theorem: Literal[29, 30] = 29
-    feasible_solutions: int = 5
-    max_attempts: int = 5000
-    integer_optimum: bool = False  # thesis Fig. 3.14: also solve each rounded case's integer program (slow)
-
-    def check(self) -> list[str]:
-        out = []
-        if self.gain is not None and self.gain <= 0:
-            out.append(f"gain: must be > 0 (or null to derive it from delta), got {self.gain}")
-        if not 0 < self.delta <= 1:
-            out.append(f"delta: must lie in (0, 1], got {self.delta}")
-        if self.feasible_solutions < 1:
-            out.append(f"feasible_solutions: must be >= 1, got {self.feasible_solutions}")
-        if self.max_attempts < self.feasible_solutions:
-            out.append(f"max_attempts: must be >= feasible_solutions, got {self.max_attempts}")
-        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,16 +64,8 @@ class PDORS(PlanningPolicy):
         self.name = name
         self.config = config
         self.history = history
-        r = config.rounding
-        self.rounding = Rounding(
-            gain=r.gain,
-            delta=r.delta,
-            theorem=r.theorem,
-            feasible_solutions=r.feasible_solutions,
-            max_attempts=r.max_attempts,
-            reject_on_failure=config.on_rounding_failure == "reject",
-            integer_optimum=r.integer_optimum,
-        )
+        self.rounding = config.rounding
+        self.reject_on_failure = config.on_rounding_failure == "reject"
 
     def reset(self, instance: Instance, seed: int) -> None:
         source = self.history if self.history is not None and self.config.price_bounds == "history" else instance
@@ -166,6 +131,7 @@ class PDORS(PlanningPolicy):
                     self.lp,
                     lazy=not self.config.round_all_levels,
                     classes=self._classes[a + j],
+                    reject_on_failure=self.reject_on_failure,
                 )
                 first_slot[key] = j
             keys.append(key)

@@ -36,12 +36,12 @@ from scipy import sparse
 from ..highs_lp import highs_lp, new_highs
 from ..model import Instance
 from ..portable_math import dot
+from ..primal_dual.config import RoundingConfig
 from ..primal_dual.prices import prices
 from ..primal_dual.slot_cost import (
     FIT_ATOL,
     JobShape,
     Option,
-    Rounding,
     rescaled_costs,
     rounded_cost,
     rounding_gain,
@@ -168,7 +168,7 @@ def round_solution(
     s_scaled: np.ndarray,
     price: np.ndarray,
     free: np.ndarray,
-    rounding: Rounding,
+    rounding: RoundingConfig,
     rng: np.random.Generator,
 ) -> tuple[int, int, Option | None]:
     """(27)-(28) one attempt at a time: round every entry up with probability its fractional part; keep the
@@ -208,7 +208,12 @@ def round_solution(
 
 
 def external_case(
-    job: JobShape, demand: float, price: np.ndarray, free: np.ndarray, rounding: Rounding, rng: np.random.Generator
+    job: JobShape,
+    demand: float,
+    price: np.ndarray,
+    free: np.ndarray,
+    rounding: RoundingConfig,
+    rng: np.random.Generator,
 ) -> tuple[Option | None, float]:
     """Case 2: LP relaxation (Step 8), scaled by G_delta (Step 9), randomly rounded (Steps 10-11).
     Returns the rounding (None if none is feasible) and the LP's cost (inf if the LP is infeasible)."""
@@ -222,17 +227,24 @@ def external_case(
 
 
 def theta(
-    job: JobShape, v: float, k: int, price: np.ndarray, free: np.ndarray, rounding: Rounding, seed_key: tuple
+    job: JobShape,
+    v: float,
+    k: int,
+    price: np.ndarray,
+    free: np.ndarray,
+    rounding: RoundingConfig,
+    seed_key: tuple,
+    reject_on_failure: bool = False,
 ) -> Option | float | None:
     """Algorithm 4 for v samples (workload level k) in one slot: the cheaper of Case 1 and Case 2. With
-    ``rounding.reject_on_failure``, an external case cheaper than Case 1 by its LP but with no feasible
+    ``reject_on_failure``, an external case cheaper than Case 1 by its LP but with no feasible
     rounding gives that LP cost (a float): a schedule using it discards the job."""
     internal = internal_case(job, v, price, free)
     rng = np.random.Generator(np.random.PCG64([*seed_key, k]))
     external, lp_cost = external_case(job, v * job.per_sample_external * (1.0 - COVER_RTOL), price, free, rounding, rng)
     if external is not None and (internal is None or external.cost < internal.cost):
         return external
-    if external is None and rounding.reject_on_failure and lp_cost < (math.inf if internal is None else internal.cost):
+    if external is None and reject_on_failure and lp_cost < (math.inf if internal is None else internal.cost):
         return lp_cost
     return internal
 
@@ -258,7 +270,7 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
         if k == 0:
             return 0.0, None
         key = (policy.seed, job, state_digest(price[j], free[j]))
-        opt = theta(shape, k * step, k, price[j], free[j], policy.rounding, key)
+        opt = theta(shape, k * step, k, price[j], free[j], policy.rounding, key, policy.reject_on_failure)
         if isinstance(opt, float):  # failed rounding: costed at the LP, marked
             return opt, None
         return (opt.cost, opt) if opt is not None else (math.inf, None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -19,4 +20,30 @@ class PrimalDualConfig:
             out.append(f"workload_levels: must lie in [1, 10000], got {self.workload_levels}")
         if self.utility_floor <= 0:
             out.append(f"utility_floor: must be > 0, got {self.utility_floor}")
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundingConfig:
+    """Algorithm 4's randomised rounding. ``gain`` fixes G_delta (paper Fig. 11 sweeps 0.2-1.2); with
+    ``gain: null`` it is computed per external solve from ``delta`` by eq. (29) or (30). ``delta`` also
+    enters the reported bound 6 G / delta max_r(1, ln U^r/L)."""
+
+    gain: float | None = 1.0
+    delta: float = 1.0
+    theorem: Literal[29, 30] = 29
+    feasible_solutions: int = 5
+    max_attempts: int = 5000
+    integer_optimum: bool = False  # thesis Fig. 3.14: also solve each rounded case's integer program (slow)
+
+    def check(self) -> list[str]:
+        out = []
+        if self.gain is not None and self.gain <= 0:
+            out.append(f"gain: must be > 0 (or null to derive it from delta), got {self.gain}")
+        if not 0 < self.delta <= 1:
+            out.append(f"delta: must lie in (0, 1], got {self.delta}")
+        if self.feasible_solutions < 1:
+            out.append(f"feasible_solutions: must be >= 1, got {self.feasible_solutions}")
+        if self.max_attempts < self.feasible_solutions:
+            out.append(f"max_attempts: must be >= feasible_solutions, got {self.max_attempts}")
         return out

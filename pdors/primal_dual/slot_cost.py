@@ -44,6 +44,7 @@ import numpy as np
 from ..highs_lp import highs_lp, new_highs
 from ..portable_math import dot
 from ..solo import COVER_RTOL, workers_for
+from .config import RoundingConfig
 from .gain import gain_eq29, gain_eq30
 
 FIT_ATOL = 1e-9
@@ -85,19 +86,6 @@ class JobShape:
         return np.logical_or(not self.servers_at_most_workers, servers <= workers)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Rounding:
-    """How the external case rounds: a fixed ``gain`` or one computed per solve from ``delta``."""
-
-    gain: float | None
-    delta: float
-    theorem: int = 29  # 29: G <= 1 from W_2 (Theorem 3); 30: G > 1 from W_1 (Theorem 4)
-    feasible_solutions: int = 5
-    max_attempts: int = 5000
-    reject_on_failure: bool = False  # a level whose rounding fails keeps its LP cost and is marked failed
-    integer_optimum: bool = False  # also solve each rounded case's integer program exactly (a statistic)
-
-
 @dataclass(kw_only=True)
 class Option:
     """One slot's allocation for one level: machine indices with their worker and PS counts."""
@@ -137,9 +125,10 @@ class SlotState:
     p_w: np.ndarray
     p_s: np.ndarray
     demand: np.ndarray
-    rounding: Rounding
+    rounding: RoundingConfig
     seed_key: tuple
     lp: LinearProgram
+    reject_on_failure: bool = False  # a level whose rounding fails keeps its LP cost and is marked failed
 
     @functools.cached_property
     def members(self) -> ClassMembers:
@@ -157,7 +146,7 @@ class SlotCosts:
     each level gets), which tightens every bound to the LP optimum less ``LP_BOUND_RTOL`` (no integer
     solution beats it), then level k is rounded (Steps 9-11). The rounding of level k is seeded by
     (``seed_key``, k), so when it happens changes nothing. A level with no feasible rounding gets the internal
-    cost; with ``Rounding.reject_on_failure`` it keeps its LP cost instead (if below the internal one) and is
+    cost; with ``reject_on_failure`` it keeps its LP cost instead (if below the internal one) and is
     marked in ``failed``: a schedule that uses it discards the job (paper Section V).
     """
 
@@ -189,7 +178,7 @@ class SlotCosts:
         )
         exact = integer_optimum(st.job, d, st.prices, st.free) if st.rounding.integer_optimum else math.nan
         self.external_solves.append(ExternalSolve(attempts, feasible, lp_cost, best.cost if best else np.inf, g, exact))
-        if best is None and st.rounding.reject_on_failure and lp_cost < self._internal(k):
+        if best is None and st.reject_on_failure and lp_cost < self._internal(k):
             self.cost[k], self.exact[k], self.failed[k] = lp_cost, True, True  # the job is discarded if used
             return True
         self._settle(k, best)
@@ -326,11 +315,12 @@ def slot_costs(
     levels: np.ndarray,
     prices: np.ndarray,
     free: np.ndarray,
-    rounding: Rounding,
+    rounding: RoundingConfig,
     seed_key: tuple,
     lp: LinearProgram,
     lazy: bool = False,
     classes: MachineClasses | None = None,
+    reject_on_failure: bool = False,
 ) -> SlotCosts:
     """theta for workload ``levels`` (samples, levels[0] = 0) in a slot with ``prices``/``free`` [H, R].
 
@@ -394,6 +384,7 @@ def slot_costs(
         rounding=rounding,
         seed_key=seed_key,
         lp=lp,
+        reject_on_failure=reject_on_failure,
     )
     out = SlotCosts(cost, options, exact, candidates.tolist(), state)
     if not lazy:
@@ -557,7 +548,7 @@ class ClassMembers:
         return self.order[(self.ends[c - 1] if c > 0 else 0) : self.ends[c]]
 
 
-def rounding_gain(rounding: Rounding, job: JobShape, demand: float, free: np.ndarray) -> float:
+def rounding_gain(rounding: RoundingConfig, job: JobShape, demand: float, free: np.ndarray) -> float:
     """G_delta of Step 9 for cover ``demand``: the configured gain, else eq. (30) or eq. (29) from delta."""
     if rounding.gain is not None:
         return rounding.gain
@@ -580,7 +571,7 @@ def _round(
     s_scaled: np.ndarray,
     prices: np.ndarray,
     free: np.ndarray,
-    rounding: Rounding,
+    rounding: RoundingConfig,
     rng: np.random.Generator,
 ) -> tuple[int, int, Option | None]:
     """Randomised rounding (27)-(28) until S feasible solutions or the attempt cap; the cheapest wins.
