@@ -35,7 +35,7 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
     import pdors
     from pdors.run import run
 
-    from . import opt
+    from . import opt_task
 
     started = time.time()
     schedule = None
@@ -48,7 +48,7 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
 
                 schedule = {k: v.tolist() for k, v in rows(done.simulation.schedule).items()}
         else:
-            result = opt.solve(task.spec)
+            result = opt_task.solve(task.spec)
         status, error = "ok", None
     except Exception as e:  # recorded, and the sweep goes on
         result, status = None, "failed"

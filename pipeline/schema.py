@@ -44,7 +44,7 @@ class SeedRange:
 
 @dataclass(frozen=True, kw_only=True)
 class OptConfig:
-    """Offline optimum per distinct instance, through :mod:`pipeline.opt`. ``method``: ``milp`` (prove OPT; the
+    """Offline optimum per distinct instance, through :mod:`pipeline.opt_task`. ``method``: ``milp`` (prove OPT; the
     certified dual bound is recorded beside it) or ``bound`` (the dual bound alone, any size)."""
 
     solver: str = "highs"
@@ -53,7 +53,7 @@ class OptConfig:
     method: str = "milp"
 
     def check(self) -> list[str]:
-        from .opt import limit_problems
+        from .opt_task import limit_problems
 
         out = [] if self.method in ("milp", "bound") else [f"method: must be milp or bound, got {self.method!r}"]
         out += [] if self.solver else ["solver: must not be empty"]

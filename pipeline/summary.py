@@ -15,7 +15,7 @@ from pdors.model import CRITICAL, INSENSITIVE, SENSITIVE
 
 from . import paired
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
-from .opt import ceiling, certified_bound
+from .opt_task import ceiling, certified_bound
 from .schema import POLICY_AXIS, FigureConfig, reference_of
 
 NUMERIC = [name for name, _ in METRICS]
@@ -116,7 +116,7 @@ def with_ratio(runs: pd.DataFrame) -> pd.DataFrame:
     Section V, Fig. 10; NaN unless OPT is proven) and
     ``ratio_bound`` = (upper bound on OPT) / ALG, an upper bound on the ratio, when the sweep has OPT rows.
     ALG = 0 leaves both NaN. OPT is exact only to its gap target: ALG above OPT within the gap has ratio 1;
-    ALG above OPT's ceiling (``pipeline.opt.ceiling``) is flagged ``above_opt`` (a model or validator bug)
+    ALG above OPT's ceiling (``pipeline.opt_task.ceiling``) is flagged ``above_opt`` (a model or validator bug)
     and has no ratio."""
     runs = runs.copy()
     opt_rows = runs[(runs["kind"] == "opt") & (runs["status"] == "ok")].set_index("instance_id")

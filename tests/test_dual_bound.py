@@ -25,7 +25,7 @@ from pdors.model import Cluster, Instance
 from pdors.workload import WorkloadConfig, generate
 from pdors_cli.main import main
 from pipeline import nightly_paper
-from pipeline import opt as pipeline_opt
+from pipeline import opt_task as pipeline_opt
 from pipeline.schema import OptConfig
 from pipeline.summary import above_opt, with_ratio
 

@@ -1,4 +1,4 @@
-"""The one adapter between the sweep and the offline optimum (``offline_opt.solve``).
+"""The OPT task of a sweep: the one adapter between the sweep and the offline optimum (``offline_opt.solve``).
 
 Contract assumed of ``offline_opt``: ``solve(instance, solver=, time_limit=, mip_gap=)`` returns a result with
 ``to_dict()``; its ``objective`` is the OPT utility when ``proven_optimal``, ``status`` the solver status.
