@@ -5,6 +5,28 @@ theta(t, v) by Algorithm 4 for every slot t >= a_i and workload level; the DP of
 completion slot and schedule maximising u_i(t~ - a_i) - cost; admit iff that payoff is > 0 (steps 3-4).
 Prices are a pure function of the committed resources (rho), so "update rho and prices" is the simulator
 committing the plan.
+
+Where each step of the paper (Yu et al., IEEE TNSE 2022, Section IV) is done. The fast path below merges
+Algorithms 2-3 into one min-plus pass and Algorithm 4's steps into class-wise vectorised code;
+``pdors_reference.py`` states every step literally, in the paper's order, and tests/test_reference.py checks
+that both take the same decisions.
+
+===============  ========================================  ===========================================================
+Algorithm, step  What                                      Here (fast path)
+===============  ========================================  ===========================================================
+1, step 1        rho = 0, p = L                            ``PDORS.reset``; ``prices.instance_price_bounds`` (13)-(14)
+1, step 2        best schedule and payoff of job i         ``PDORS.plan``
+1, steps 3-4     admit iff payoff > 0, else reject         ``PDORS.plan`` (``result.payoff > 0``)
+1, updates       rho and p on the cells used (12)          the simulator commits the plan; ``SlotPrices.update``
+2, steps 1-3     every completion slot t~, keep best       ``dynamic_program.plan_levels`` (one forward pass)
+3, steps 1-5     Theta(t~, V) = min_v theta + Theta (21)   ``dynamic_program.plan_levels`` (workload levels Q_i)
+4, step 1        D, G_delta, S                             ``slot_cost.slot_costs``; ``slot_cost.rounding_gain``
+4, steps 2-7     internal case: cheapest single machine    ``slot_cost.slot_costs`` (vectorised over machines)
+4, step 8        LP relaxation of (23)-(26) + ratio row    ``slot_cost.LinearProgram``, ``SlotCosts.refine``
+4, step 9        scale by G_delta (29)/(30)                ``SlotCosts.refine`` with ``slot_cost.rounding_gain``
+4, steps 10-11   randomised rounding (27)-(28) until S     ``slot_cost._round``
+4, final step    cheaper of the two cases                  ``SlotCosts`` (``cost``, ``options``)
+===============  ========================================  ===========================================================
 """
 
 from __future__ import annotations
