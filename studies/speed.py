@@ -15,7 +15,7 @@ Sections (``--only`` picks some, in this order):
   dispatch, collection) against the median run time;
 * ``memory``: peak resident memory of one paper-scale task per policy, each alone in a fresh process
   (its VmHWM), next to a process that only imports ``pdors.run``;
-* ``scale`` (only with ``--only``): every policy once at H = 1000, I = 1000, T = 80 (issue 21's targets: at most
+* ``scale`` (only with ``--only``): every policy once at H = 1000, I = 1000, T = 80 (the targets: at most
   20 s per run, PD-ORS's decision p99 under 100 ms): the run's wall time (instance, simulation, validation,
   summary), its CPU time, decision p50/p99, the schedule digest, and the ratio to the figure before the
   optimisations (docs/performance_before.json, measured on the same machine);
@@ -56,7 +56,7 @@ EXTRA_SECTIONS = ("scale", "scale-pipeline", "reproduction")
 REPRODUCTION = ("fig*.yaml", "thesis*.yaml")
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 QUICKSTART = CONFIGS / "quickstart.yaml"
-# The figures before the optimisations of issue 21: the yardsticks of the scale sections (docs/PERFORMANCE.md).
+# The figures before the speed optimisations: the yardsticks of the scale sections (docs/PERFORMANCE.md).
 BEFORE = json.loads((CONFIGS.parent / "docs" / "performance_before.json").read_text())
 SCALE_BEFORE: dict[str, float] = {k: v for k, v in BEFORE["scale_wall_s"].items() if not k.startswith("_")}
 PIPELINE_BEFORE: dict[str, float] = {k: v for k, v in BEFORE["pipeline"].items() if not k.startswith("_")}

@@ -1,6 +1,6 @@
 """Fuzzing: random mutations of a valid sweep config and instance file, fed in process to ``sweep run
 --dry-run``, ``simulate`` and ``opt``: each ends with an exit status (2 for bad input, one line, no traceback)
-in bounded time and memory (issue 29). Bounded: about a minute for the three."""
+in bounded time and memory. Bounded: about a minute for the three."""
 
 from __future__ import annotations
 

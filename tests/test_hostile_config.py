@@ -1,5 +1,5 @@
 """Hostile sweep configs are refused in one line, quickly and in bounded memory, before anything is expanded
-(issue 29: an alias bomb, duplicate keys, ranges and seed counts in the tens of millions)."""
+(an alias bomb, duplicate keys, ranges and seed counts in the tens of millions)."""
 
 from __future__ import annotations
 

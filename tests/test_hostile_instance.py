@@ -1,5 +1,5 @@
 """Instance files (``pdors simulate|opt --instance``) are checked like configs: every bad field is one line naming
-the file and the field, exit status 2, before anything is built or run (issue 29)."""
+the file and the field, exit status 2, before anything is built or run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A sweep cut off by a full disk at any byte resumes with the command it printed (issue 29).
+"""A sweep cut off by a full disk at any byte resumes with the command it printed.
 
 Writes are made to fail for real, with no mock: the sweep runs in a child process whose file size limit
 (``RLIMIT_FSIZE``) makes every write past byte N of any file fail (``EFBIG``, handled as a full disk): N cuts

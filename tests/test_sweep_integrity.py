@@ -1,4 +1,4 @@
-"""A record that detects corruption, and a resume that says what it does (issue 29).
+"""A record that detects corruption, and a resume that says what it does.
 
 Real sweeps in this process (``--in-process``), real Parquet files, a real bit flip: every record file carries
 page CRCs and a SHA-256 beside it; ``sweep status`` names the damaged file and how many of the sweep's runs it

@@ -66,7 +66,7 @@ class Config(PrimalDualConfig):
     ``lp_vs_rounded_ratio``) then cover every external solve rather than those on the DP's schedules, which
     is what thesis Figs. 3.13-3.14 measure.
 
-    ``on_rounding_failure``: ``found_solutions`` (the default, formerly ``plan_around``) reads Algorithm 4's
+    ``on_rounding_failure``: ``found_solutions`` (the default) reads Algorithm 4's
     theta(t, v) as the cost of a solution found: a (slot, level) whose rounding found none in ``max_attempts``
     costs its internal case, or is infeasible to the DP, which plans around it; the job is discarded only if no
     plan of found solutions pays. ``reject`` (the other reading of paper Section V) costs such a level at its LP
