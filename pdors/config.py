@@ -9,6 +9,7 @@ for value constraints; messages there are ``"field: reason"`` relative to the da
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import math
 import reprlib
@@ -118,6 +119,13 @@ def _str(tp: Any, value: Any, path: str) -> str:
     return value
 
 
+def _int_enum(tp: type[enum.IntEnum], value: Any, path: str) -> enum.IntEnum:
+    """A named integer: given by its number (as configs and the record store it)."""
+    if isinstance(value, bool) or value not in {m.value for m in tp}:
+        raise ConfigError(path, f"must be one of {', '.join(str(m.value) for m in tp)}, got {quote(value)}")
+    return tp(value)
+
+
 # How each annotation is converted: by its generic origin (``list[int]`` -> list), else by the type itself.
 _BY_ORIGIN: dict[Any, Converter] = {
     typing.Union: _union,
@@ -135,6 +143,8 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         return value
     if dataclasses.is_dataclass(tp):
         return build(typing.cast(type, tp), value, path)
+    if isinstance(tp, type) and issubclass(tp, enum.IntEnum):
+        return _int_enum(tp, value, path)
     convert = _BY_ORIGIN.get(get_origin(tp)) or _BY_TYPE.get(tp)
     if convert is None:
         raise TypeError(f"unsupported config annotation {tp!r} at {path}")

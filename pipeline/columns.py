@@ -6,6 +6,7 @@ A leaf module: storage writes these columns, the summaries, figures and config c
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
 from typing import Any, Literal
@@ -42,6 +43,8 @@ def arrow_type(tp: Any) -> pa.DataType:
         return arrow_type(next(a for a in args if a is not type(None)))
     if origin is Literal:
         return arrow_type(type(args[0]))
+    if isinstance(tp, type) and issubclass(tp, enum.IntEnum):  # a named integer, stored as its number
+        return pa.int64()
     if origin in (tuple, list):
         items = {a for a in args if a is not Ellipsis}
         return pa.list_(arrow_type(items.pop())) if len(items) == 1 else pa.string()

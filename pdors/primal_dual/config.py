@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
-from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,14 @@ class PrimalDualConfig:
         return out
 
 
+class GainEquation(enum.IntEnum):
+    """Which equation derives G_delta from delta when ``rounding.gain`` is null; the value is the equation's
+    number, as configs and the record give it."""
+
+    EQ29_W2 = 29  # eq. (29), Theorem 3: G <= 1 from W_2 = min(F, C^/alpha, C^/beta) over machines with room
+    EQ30_W1 = 30  # eq. (30), Theorem 4: G > 1 from W_1 = D
+
+
 @dataclass(frozen=True, kw_only=True)
 class RoundingConfig:
     """Algorithm 4's randomised rounding. ``gain`` fixes G_delta (paper Fig. 11 sweeps 0.2-1.2); with
@@ -31,7 +39,7 @@ class RoundingConfig:
 
     gain: float | None = 1.0
     delta: float = 1.0
-    theorem: Literal[29, 30] = 29
+    theorem: GainEquation = GainEquation.EQ29_W2
     feasible_solutions: int = 5
     max_attempts: int = 5000
     integer_optimum: bool = False  # thesis Fig. 3.14: also solve each rounded case's integer program (slow)

@@ -44,7 +44,7 @@ import numpy as np
 from ..highs_lp import highs_lp, new_highs
 from ..portable_math import dot
 from ..solo import COVER_RTOL, workers_for
-from .config import RoundingConfig
+from .config import GainEquation, RoundingConfig
 from .gain import gain_eq29, gain_eq30
 
 FIT_ATOL = 1e-9
@@ -552,7 +552,7 @@ def rounding_gain(rounding: RoundingConfig, job: JobShape, demand: float, free: 
     """G_delta of Step 9 for cover ``demand``: the configured gain, else eq. (30) or eq. (29) from delta."""
     if rounding.gain is not None:
         return rounding.gain
-    if rounding.theorem == 30:
+    if rounding.theorem == GainEquation.EQ30_W1:
         return gain_eq30(rounding.delta, demand)  # W_1 = V_i[t] (tau + ...)
     usable = free[np.all(free > 0, axis=1)]
     ratios = [float(job.batch)]
