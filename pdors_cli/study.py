@@ -10,9 +10,18 @@ from pdors.errors import ExitStatus
 
 
 def cmd_opt(args: argparse.Namespace) -> int:
-    from studies import opt_formulation
+    from studies import opt_formulation as f
 
-    getattr(opt_formulation, f"cmd_{args.study}")(args)
+    a = args
+    studies = {
+        "ratio": lambda: f.ratio(a.seeds, a.solver, a.time_limit, a.out),
+        "rerate": lambda: f.rerate(a.file, a.out),
+        "relax": lambda: f.relax(a.seeds, a.variants, a.time_limit),
+        "tightness": lambda: f.tightness(a.csv, a.out, a.diagnose, a.leaves, a.branch_time, a.time_limit),
+        "ablation": lambda: f.ablation(a.seeds, a.time_limit, a.out),
+        "summary": lambda: f.summary(a.files),
+    }
+    studies[args.study]()
     return ExitStatus.OK
 
 

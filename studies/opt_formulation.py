@@ -16,7 +16,6 @@ strengthening switched off, HiGHS, plus each variant's LP-relaxation bound.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 from collections.abc import Sequence
@@ -69,27 +68,27 @@ def lp_bound(inst: Instance, st: Strengthening) -> float | None:
     return solve_model(built.model, "highs", 60.0, 0.0).objective
 
 
-def cmd_ratio(args: argparse.Namespace) -> None:
-    with open(args.out, "a") as out:
-        for seed in parse_seeds(args.seeds):
-            c = compare(instance(seed), args.solver, args.time_limit, seed=seed, workload=to_dict(small_profile()))
+def ratio(seeds: str, solver: str, time_limit: float, out_path: str) -> None:
+    with open(out_path, "a") as out:
+        for seed in parse_seeds(seeds):
+            c = compare(instance(seed), solver, time_limit, seed=seed, workload=to_dict(small_profile()))
             row = c.to_dict()
             row["seed"] = seed
             out.write(json.dumps(row) + "\n")
             out.flush()
             o = c.opt
             print(
-                f"seed {seed}: {args.solver} {o.status} obj {o.objective} bound {o.bound} gap {o.gap} "
+                f"seed {seed}: {solver} {o.status} obj {o.objective} bound {o.bound} gap {o.gap} "
                 f"{o.wall_s:.1f}s; " + ", ".join(f"{p.policy} {p.ratio}" for p in c.policies),
                 flush=True,
             )
 
 
-def cmd_rerate(args: argparse.Namespace) -> None:
+def rerate(file: str, out_path: str) -> None:
     """Re-run every policy of a ratio file's seeds against the OPT stored there (policy code changed, the
     instances and OPT did not), writing the same rows with new policy entries."""
-    rows = [json.loads(line) for line in Path(args.file).read_text().splitlines() if line.strip()]
-    with open(args.out, "w") as out:
+    rows = [json.loads(line) for line in Path(file).read_text().splitlines() if line.strip()]
+    with open(out_path, "w") as out:
         for row in rows:
             opt = StoredOpt(**{k: row["opt"][k] for k in ("objective", "bound", "status", "proven_optimal", "mip_gap")})
             runs = run_policies(instance(row["seed"]), row["seed"], to_dict(small_profile()))
@@ -111,14 +110,14 @@ RELAXED = {
 }
 
 
-def cmd_relax(args: argparse.Namespace) -> None:
+def relax(seeds: str, variants: str, time_limit: float) -> None:
     """Where the integrality gap is: the MILP with some count variables continuous (docs/OFFLINE_OPT.md)."""
     import pyomo.environ as pyo
 
     from offline_opt.solvers import solve_model
 
-    for seed in parse_seeds(args.seeds):
-        for variant in args.variants.split(","):
+    for seed in parse_seeds(seeds):
+        for variant in variants.split(","):
             inst = instance(seed)
             m, H = build(inst).model, inst.num_machines
             for name in RELAXED[variant]:
@@ -134,14 +133,14 @@ def cmd_relax(args: argparse.Namespace) -> None:
                 m.se_link = pyo.Constraint(
                     keys, rule=lambda m, i, t, H=H: m.se_total[i, t] == sum(m.se[i, h, t] for h in range(H))
                 )
-            r = solve_model(m, "highs", args.time_limit, 1e-6)
+            r = solve_model(m, "highs", time_limit, 1e-6)
             print(
                 f"seed {seed} relaxed {variant}: {r.status} incumbent {r.objective} bound {r.bound} {r.wall_s:.1f} s",
                 flush=True,
             )
 
 
-def cmd_tightness(args: argparse.Namespace) -> None:
+def tightness(csv: str, out_path: str, diagnose: int, leaves: int, branch_time: float, time_limit: float) -> None:
     """The dual bound over the ratio study's proven instances (their OPT: ``ratio_low x total_utility`` of a proven
     row of ``--csv``; instances regenerated from the seeds), one JSON line each; for the ``--diagnose`` worst, the
     compact LP relaxation and the MILP with every count continuous (binaries kept), to locate the gap."""
@@ -155,15 +154,15 @@ def cmd_tightness(args: argparse.Namespace) -> None:
     from offline_opt.solvers import solve_model
     from pdors.workload import WorkloadConfig
 
-    df = pd.read_csv(args.csv)
+    df = pd.read_csv(csv)
     df = df[df["proven"] & (df["total_utility"] > 0)]
     key = ["seed", "machines", "workload.workload_scale"]
     opt = (df["ratio_low"] * df["total_utility"]).groupby([df[k] for k in key]).median().rename("opt").reset_index()
     rows: list[dict[str, Any]] = []
-    with open(args.out, "w") as out:
+    with open(out_path, "w") as out:
         for seed, machines, scale, value in opt.itertuples(index=False):
             inst = generate(WorkloadConfig(workload_scale=scale), int(machines), 10, 10, int(seed))
-            b = dual_bound(inst, branch_leaves=args.leaves, branch_time=args.branch_time)
+            b = dual_bound(inst, branch_leaves=leaves, branch_time=branch_time)
             wall = df[(df["seed"] == seed) & (df["machines"] == machines) & (df["workload.workload_scale"] == scale)]
             row = {"seed": int(seed), "machines": int(machines), "workload_scale": float(scale), "opt": float(value)}
             row |= {"milp_wall_s": float(wall["opt_wall_s"].iloc[0]), **b.to_dict(), "ratio": b.bound / value}
@@ -178,7 +177,7 @@ def cmd_tightness(args: argparse.Namespace) -> None:
         f"max {max(walls) * 1000:.1f} ms; "
         f"MILP median {_median([x['milp_wall_s'] for x in rows]):.1f} s"
     )
-    for x in sorted(rows, key=lambda x: -x["ratio"])[: args.diagnose]:
+    for x in sorted(rows, key=lambda x: -x["ratio"])[:diagnose]:
         inst = generate(WorkloadConfig(workload_scale=x["workload_scale"]), x["machines"], 10, 10, x["seed"])
         start = time.perf_counter()
         lp = lp_bound(inst, Strengthening())
@@ -187,7 +186,7 @@ def cmd_tightness(args: argparse.Namespace) -> None:
         for name in RELAXED["all"]:
             for v in getattr(m, name).values():
                 v.domain = pyo.NonNegativeReals
-        counts = solve_model(m, "highs", args.time_limit, 1e-6)
+        counts = solve_model(m, "highs", time_limit, 1e-6)
         print(
             f"seed {x['seed']} H {x['machines']} scale {x['workload_scale']}: OPT {x['opt']:.4f}, dual bound "
             f"{x['bound']:.4f} ({x['ratio']:.4f}x, {x['wall_s'] * 1000:.0f} ms), compact LP relaxation "
@@ -201,12 +200,12 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4f}"
 
 
-def cmd_ablation(args: argparse.Namespace) -> None:
-    with open(args.out, "a") as out:
-        for seed in parse_seeds(args.seeds):
+def ablation(seeds: str, time_limit: float, out_path: str) -> None:
+    with open(out_path, "a") as out:
+        for seed in parse_seeds(seeds):
             inst = instance(seed)
             for name, st in VARIANTS.items():
-                r = solve(inst, "highs", args.time_limit, 1e-6, st)
+                r = solve(inst, "highs", time_limit, 1e-6, st)
                 row = {
                     "seed": seed,
                     "variant": name,
@@ -229,9 +228,9 @@ def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def cmd_summary(args: argparse.Namespace) -> None:
+def summary(files: Sequence[str]) -> None:
     """The tables of the docs from ``ratio`` or ``ablation`` files."""
-    for path in args.files:
+    for path in files:
         rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
         print(f"## {path}")
         print(_ablation_table(rows) if rows and "variant" in rows[0] else _ratio_table(rows))
