@@ -92,3 +92,15 @@ def test_the_pdors_step_table_names_functions_that_exist() -> None:
         for part in rest if head not in places else [head, *rest]:
             assert hasattr(target, part), f"pdors/policies/pdors.py's step table names {name}: {where} has no {part}"
             target = getattr(target, part)
+
+
+def test_no_argument_parsing_outside_the_cli() -> None:
+    """docs/ARCHITECTURE.md, "One CLI convention": no ``argparse`` outside ``pdors_cli/``."""
+    parsing = sorted(
+        str(p.relative_to(ROOT))
+        for pkg in PACKAGES
+        if pkg != "pdors_cli"
+        for p in (ROOT / pkg).rglob("*.py")
+        if re.search(r"^\s*(import argparse|from argparse import)", p.read_text(), re.M)
+    )
+    assert not parsing, f"argparse outside pdors_cli/: {', '.join(parsing)}"
