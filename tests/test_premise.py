@@ -1,0 +1,109 @@
+"""Definition 1 (the allocation-cost relationship) replayed on a run, and the theorem check built on it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from tiny import tiny_instance
+
+from offline_opt.certified import certify
+from offline_opt.theorem import violations
+from pdors.premise import Premise, measure, theorem_violation
+from pdors.primal_dual.prices import PriceBounds
+from pdors.schedule import Schedule
+from pdors.workload import WorkloadConfig, generate
+
+CPU = 1  # resource index of cpu (pdors.model.RESOURCES)
+
+
+def two_jobs() -> tuple:
+    """One machine with 100 cpu, two slots. Job 0 (arrives 0): 1 worker + 1 PS of 1 cpu each in slot 0, so
+    Delta rho = 2, x = 0.02 of capacity. Job 1 (arrives 0, decided after job 0): 1 worker of 48 cpu + 1 PS of
+    2 cpu in slot 0, Delta rho = 50 on top of job 0's 2, x = 0.5."""
+    instance = tiny_instance(
+        [{}, {"worker_demand": (0, 48, 0, 0), "ps_demand": (0, 2, 0, 0)}],
+        machines=1,
+        slots=2,
+        capacity=(1.0, 100.0, 10.0, 10.0),
+    )
+    sched = Schedule.empty(instance)
+    sched.admitted[:] = True
+    sched.workers[0, :, 0] = 1
+    sched.servers[0, :, 0] = 1
+    return instance, sched
+
+
+def bounds(log_ratio_cpu: float) -> PriceBounds:
+    """L = 1; U^cpu = e^l, the other resources flat (U = L)."""
+    return PriceBounds(upper=np.array([1.0, math.exp(log_ratio_cpu), 1.0, 1.0]), lower=1.0)
+
+
+def by_hand(lr: float, before: float, step: float, k: float = 1.0 / 3.0, capacity: float = 100.0) -> float:
+    """Left side over right side of Definition 1 in one cell, from eq. (12) with L = 1: epsilon = max(1, lr)."""
+    p_before, p_after = math.exp(lr * before / capacity), math.exp(lr * (before + step) / capacity)
+    return (p_before * step) / (k * capacity / max(1.0, lr) * (p_after - p_before))
+
+
+def test_premise_holds_on_small_jobs_and_modest_price_range():
+    # l = ln(U/L) = 3: job 0 margin 2.911, job 1 (rho 2 -> 52) 4.5 / (e^1.5 - 1) = 1.292: both >= 1
+    instance, sched = two_jobs()
+    p = measure(instance, sched, bounds(3.0), gain=1.0, delta=1.0)
+    assert by_hand(3.0, 0.0, 2.0) == pytest.approx(0.18 / math.expm1(0.06))
+    assert by_hand(3.0, 2.0, 50.0) == pytest.approx(4.5 / math.expm1(1.5))
+    assert p.admissions == 2 and p.premise_share == 1.0 and p.holds
+    assert p.worst_margin == pytest.approx(by_hand(3.0, 2.0, 50.0), rel=1e-12)
+    assert p.cell_share_max == pytest.approx(0.5) and p.cell_share_median == pytest.approx(0.26)
+    assert p.epsilon == 3.0 and p.competitive_bound == pytest.approx(18.0) and p.theorem == 5
+
+
+def test_premise_fails_on_the_large_job_when_prices_span_e10():
+    # l = 10: job 0 margin 0.6 / (e^0.2 - 1) = 2.710 holds; job 1 15 / (e^5 - 1) = 0.1018 fails
+    instance, sched = two_jobs()
+    p = measure(instance, sched, bounds(10.0), gain=1.5, delta=0.5)
+    k = 0.5 / (3 * 1.5)
+    assert by_hand(10.0, 0.0, 2.0, k) > 1.0 > by_hand(10.0, 2.0, 50.0, k)
+    assert p.premise_share == 0.5 and not p.holds
+    assert p.worst_margin == pytest.approx(by_hand(10.0, 2.0, 50.0, k), rel=1e-12)
+    assert p.competitive_bound == pytest.approx(6 * 1.5 / 0.5 * 10.0) and p.theorem == 6
+
+
+def test_theorem_check_needs_the_premise_and_an_upper_ratio_above_the_bound():
+    holds = Premise(admissions=3, premise_share=1.0, competitive_bound=6.0, theorem=5, gain=1.0, delta=1.0, epsilon=1.0)
+    fails = Premise(admissions=3, premise_share=0.5, competitive_bound=6.0, theorem=5, gain=1.0, delta=1.0, epsilon=1.0)
+    assert theorem_violation(holds, 6.5) is not None
+    assert theorem_violation(holds, math.inf) is not None  # ALG = 0 < bound
+    assert theorem_violation(holds, 5.9) is None
+    assert theorem_violation(fails, 100.0) is None
+    assert theorem_violation(Premise(), 100.0) is None  # not PD-ORS
+
+
+def test_planted_violation_a_flat_price_fails_the_theorem_check(monkeypatch):
+    """PD-ORS forced to a wrong (flat) price: U^r = L makes every price increment 0, so Definition 1 holds
+    trivially and the bound is 6 G / delta = 6; admitting greedily on H = 3, I = 10, T = 80 (default workload,
+    seed 4) leaves the certified upper ratio above 6. The same instance under the real price fails the premise,
+    so it is no violation there."""
+    import pdors.policies.pdors as pdors_policy
+    from pdors.run import run
+
+    instance = generate(WorkloadConfig(), 3, 10, 80, 4)
+    spec = {"policy": "pdors", "machines": 3, "jobs": 10, "slots": 80, "seed": 4}
+    real = run(spec, instance)
+    real_bound = certify(instance, {"pdors": real.validation.total_utility})
+    assert not real.summary.premise.holds
+    assert violations({"pdors": real}, real_bound) == []
+
+    eq13_14 = pdors_policy.instance_price_bounds
+
+    def flat(inst, floor):
+        b = eq13_14(inst, floor)
+        return PriceBounds(upper=np.full_like(b.upper, b.lower), lower=b.lower)
+
+    monkeypatch.setattr(pdors_policy, "instance_price_bounds", flat)
+    planted = run(spec, instance)
+    assert planted.validation.ok and planted.summary.premise.holds
+    assert planted.summary.premise.competitive_bound == pytest.approx(6.0)
+    c = certify(instance, {"pdors": planted.validation.total_utility})
+    found = violations({"pdors": planted}, c)
+    assert len(found) == 1 and "Theorem 5 violated" in found[0]
