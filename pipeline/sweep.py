@@ -403,7 +403,7 @@ def _execute(
 def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``."""
-    from . import plots, summary, tracking
+    from . import plots, summary, theorem_check, tracking
     from .report import comparison, draw_all, runs_of
 
     tick = time.perf_counter()
@@ -436,7 +436,10 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
             f"  error: run {bad.run_id} ({bad.policy}, seed {bad.seed}) has utility {bad.total_utility:.10g}, "
             "more than its instance's OPT allows (beyond the gap): a bug in the model or the validator"
         )
-    status = 1 if counts.failed or counts.lost or counts.remaining or len(above) else 0
+    theorem = theorem_check.violations(runs)
+    for line in theorem_check.messages(theorem, theorem_check.save_instances(theorem, store.meta / "theorem")):
+        _say("  " + line)
+    status = 1 if counts.failed or counts.lost or counts.remaining or len(above) or len(theorem) else 0
     _stage("report", time.perf_counter() - tick)
     if not (manifest["mlflow"] if track is None else track):
         return status

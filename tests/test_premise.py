@@ -107,3 +107,31 @@ def test_planted_violation_a_flat_price_fails_the_theorem_check(monkeypatch):
     c = certify(instance, {"pdors": planted.validation.total_utility})
     found = violations({"pdors": planted}, c)
     assert len(found) == 1 and "Theorem 5 violated" in found[0]
+
+
+def test_sweep_record_check_flags_only_runs_whose_premise_holds(tmp_path):
+    """pipeline.theorem_check on a record: bound on OPT 100 (certified dual bound of the OPT row)."""
+    import json
+
+    import pandas as pd
+
+    from pdors.instance_io import load
+    from pipeline import theorem_check
+
+    spec = json.dumps({"policy": "pdors", "machines": 2, "jobs": 3, "slots": 4, "seed": 1})
+    opt = {"kind": "opt", "run_id": "o", "policy": None, "seed": 1, "total_utility": None, "spec": spec}
+    opt["opt.result"] = json.dumps({"status": "bound", "bound": 100.0, "proven_optimal": False, "mip_gap": 0.0})
+    sim = {"kind": "sim", "policy": "pdors", "seed": 1, "spec": spec, "opt.result": None}
+    rows = [
+        opt,
+        {**sim, "run_id": "bad", "total_utility": 10.0, "premise.premise_share": 1.0},  # 100 / 10 > 6
+        {**sim, "run_id": "premise-fails", "total_utility": 10.0, "premise.premise_share": 0.5},
+        {**sim, "run_id": "within", "total_utility": 50.0, "premise.premise_share": 1.0},  # 100 / 50 <= 6
+    ]
+    runs = pd.DataFrame(rows).assign(status="ok", instance_id="i", violations=0)
+    runs["premise.competitive_bound"] = [None, 6.0, 6.0, 6.0]
+    bad = theorem_check.violations(runs)
+    assert bad["run_id"].tolist() == ["bad"]
+    saved = theorem_check.save_instances(bad, tmp_path)
+    assert load(saved[0]).num_jobs == 3
+    assert "exceeds Theorems 5-6's bound 6" in theorem_check.messages(bad, saved)[0]
