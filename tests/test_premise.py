@@ -135,3 +135,43 @@ def test_sweep_record_check_flags_only_runs_whose_premise_holds(tmp_path):
     saved = theorem_check.save_instances(bad, tmp_path)
     assert load(saved[0]).num_jobs == 3
     assert "exceeds Theorems 5-6's bound 6" in theorem_check.messages(bad, saved)[0]
+
+
+@pytest.mark.slow
+def test_nightly_paper_part_fails_on_a_planted_violation_and_saves_the_instance(monkeypatch, tmp_path):
+    """The nightly's paper-scale check on the planted instance (drawn in place of a paper-scale one)."""
+    import pdors.policies.pdors as pdors_policy
+    from pipeline import nightly_paper
+
+    eq13_14 = pdors_policy.instance_price_bounds
+
+    def flat(inst, floor):
+        b = eq13_14(inst, floor)
+        return PriceBounds(upper=np.full_like(b.upper, b.lower), lower=b.lower)
+
+    monkeypatch.setattr(pdors_policy, "instance_price_bounds", flat)
+    monkeypatch.setattr(nightly_paper, "draw", lambda seed, setting: generate(WorkloadConfig(), 3, 10, 80, 4))
+    r = nightly_paper.check_one(4, "paper", tmp_path / "offenders")
+    assert r.premise is not None and r.premise.holds
+    assert len(r.theorem) == 1 and any("Theorem 5 violated" in o for o in r.offences)
+    assert r.saved == tmp_path / "offenders" / "paper-seed-4.json" and r.saved.exists()
+    assert "FAIL: " in nightly_paper.markdown([r])[-1] and "100% of" in nightly_paper.markdown([r])[-1]
+
+
+def test_premise_study_table_and_medians():
+    """studies.premise_size's summary: medians per grid point and the count of theorem violations."""
+    import pandas as pd
+
+    from studies import premise_size
+
+    row = {"machines": 2, "workload_scale": 0.1, "capacity_factor": 18.0, "admitted": 4, "competitive_bound": 200.0}
+    points = pd.DataFrame(
+        [
+            {**row, "seed": 1, "premise_share": 0.0, "cell_share_max": 1.0, "cell_share_median": 0.9},
+            {**row, "seed": 2, "premise_share": 1.0, "cell_share_max": 0.5, "cell_share_median": 0.1},
+        ]
+    ).assign(upper_ratio=[3.0, 5.0], theorem_violated=[False, True])
+    m = premise_size.medians(points)
+    assert m.loc[0, "premise_share"] == 0.5 and m.loc[0, "upper_ratio"] == 4.0
+    assert m.loc[0, "theorem_violations"] == 1 and m.loc[0, "runs"] == 2
+    assert "| 2 | 0.1 | 18 | 2 | 4 | 0.50 | 0.750 / 0.500 | 4.000 | 200.0 | 1 |" in premise_size.markdown(points)
