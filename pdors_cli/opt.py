@@ -143,6 +143,12 @@ def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> 
             f"  {name:>10}: utility {v.total_utility:.4f}, completed {int((v.completion >= 0).sum())}, "
             f"{len(v.violations)} violation(s)"
         )
+        if (premise := r.summary.premise).premise_share is not None:
+            print(
+                f"  {'':>10}  Definition 1 holds on {premise.premise_share:.0%} of {premise.admissions} admission(s) "
+                f"(largest share of a machine one job takes in a slot {premise.cell_share_max}); theorem "
+                f"{premise.theorem} bound {premise.competitive_bound:.4g}"
+            )
     _print_certified(c)
     size = {"machines": instance.num_machines, "jobs": instance.num_jobs, "slots": instance.slots}
     theorem = theorem_violations(runs, c)
