@@ -23,6 +23,7 @@ from pdors.run import RunResult, run
 from .certified import Certified, certify
 from .milp import Strengthening
 from .solve import DEFAULT_GAP, OptResult, ceiling, solve
+from .theorem import violations as theorem_violations
 
 
 @dataclass(kw_only=True)
@@ -37,6 +38,7 @@ class PolicyRatio:
     ratio_note: str = ""
     competitive_bound: float | None = None  # PD-ORS's 6 G_delta / delta max_r(1, ln U^r / L)
     wall_s: float = 0.0
+    premise_share: float | None = None  # PD-ORS: share of admissions where Definition 1 holds (pdors.premise)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -49,15 +51,17 @@ class Comparison:
     opt: OptResult
     policies: list[PolicyRatio] = field(default_factory=list)
     certified: Certified | None = None  # the dual bound and each policy's certified ratio interval
+    theorem: list[str] = field(default_factory=list)  # runs contradicting Theorems 5-6 (offline_opt.theorem)
 
     def ratio(self, policy: str) -> float | None:
         return next(p.ratio for p in self.policies if p.policy == policy)
 
     @property
     def errors(self) -> list[str]:
-        """Policies whose utility OPT's result rules out: each a model or validator bug."""
+        """Policies whose utility OPT's result rules out (each a model or validator bug), and runs contradicting
+        Theorems 5-6."""
         out = [f"{p.policy}: {p.ratio_note}" for p in self.policies if p.ratio_kind == "error"]
-        return out + (self.certified.errors if self.certified is not None else [])
+        return out + (self.certified.errors if self.certified is not None else []) + self.theorem
 
     def to_dict(self) -> dict:
         return {
@@ -66,6 +70,7 @@ class Comparison:
             "opt": self.opt.to_dict(),
             "policies": [p.to_dict() for p in self.policies],
             "certified": self.certified.to_dict() if self.certified is not None else None,
+            "theorem": self.theorem,
         }
 
 
@@ -154,6 +159,7 @@ def rate(opt: OptFacts, runs: dict[str, RunResult]) -> list[PolicyRatio]:
                 ratio_note=note,
                 competitive_bound=s.policy_stats.get("competitive_bound"),
                 wall_s=s.wall_s,
+                premise_share=s.premise.premise_share,
             )
         )
     return out
@@ -185,6 +191,7 @@ def compare(
     out.policies = rate(opt, runs)
     found = opt.objective if opt.objective is not None and not opt.violations else None
     out.certified = certify(instance, valid_utilities(runs), found)
+    out.theorem = theorem_violations(runs, out.certified)
     return out
 
 

@@ -14,6 +14,7 @@ from .config import build, to_dict
 from .load import fluid_completable, offered_load
 from .model import Instance
 from .policies import POLICIES, THESIS_POLICIES, make_policy, policy_config
+from .premise import of_run as premise_of_run
 from .run_summary import JobOutcome, Latency, RunSummary
 from .simulator import SimulationResult, simulate
 from .solo import fastest_completion, utility_ceiling
@@ -129,4 +130,5 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
             )
             for i in range(instance.num_jobs)
         ],
+        premise=premise_of_run(instance, sim.schedule, policy_config(spec.policy, spec.params), sim.stats),
     )

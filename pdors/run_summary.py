@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .premise import Premise
+
 
 @dataclass(frozen=True)
 class Latency:
@@ -60,6 +62,8 @@ class RunSummary:
     code_version: str
     spec: dict[str, Any]  # the resolved RunSpec: ``run(spec)`` reproduces the run
     jobs: list[JobOutcome] = field(default_factory=list)
+    # Definition 1 replayed on the run and Theorems 5-6's bound (pdors.premise; all None for non-PD-ORS policies)
+    premise: Premise = field(default_factory=Premise)
 
     def to_dict(self) -> dict:
         """Plain JSON-friendly data (``pdors simulate --json``, the sweep's task results)."""

@@ -30,6 +30,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="fresh instances at the paper's size (H = 100, I = 100, T = 80; seeds S+50 ..), judged against the "
         "certified dual bound",
     )
+    p.add_argument(
+        "--fig09",
+        type=int,
+        default=d.fig09,
+        help="fresh instances in Fig. 9's setting (H = 30, I = 100, T = 80; seeds S+70 ..), judged likewise",
+    )
     p.add_argument("--pinned", type=int, default=d.pinned, help="with --record: N instances to pin")
     p.add_argument(
         "--seed",
@@ -66,6 +72,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
                 "profile",
                 "fresh",
                 "paper",
+                "fig09",
                 "pinned",
                 "seed",
                 "solver",

@@ -111,6 +111,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
     )
     for p in c.policies:
         bound = f"; theoretical bound {p.competitive_bound:.3g}" if p.competitive_bound is not None else ""
+        bound += f"; Definition 1 holds on {p.premise_share:.0%} of admissions" if p.premise_share is not None else ""
         ratio = f"{p.ratio:.4f}" if p.ratio is not None else "n/a"
         kind = {"opt": "OPT/ALG", "upper": "bound/ALG (upper limit)", "none": "ratio", "error": "ERROR"}[p.ratio_kind]
         print(
@@ -123,12 +124,14 @@ def cmd_opt(args: argparse.Namespace) -> int:
     _write_json(args.json, c.to_dict())
     for error in c.errors:
         print(f"error: {error}")
+    _save_theorem_offender(c.theorem, instance, args.seed)
     return ExitStatus.OK if o.proven_optimal and not o.violations and not c.errors else ExitStatus.FAILED
 
 
 def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> int:
     from offline_opt.certified import certify
     from offline_opt.compare import run_policies, valid_utilities
+    from offline_opt.theorem import violations as theorem_violations
 
     runs = run_policies(instance, args.seed, workload)
     c = certify(instance, valid_utilities(runs))
@@ -141,12 +144,31 @@ def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> 
             f"  {name:>10}: utility {v.total_utility:.4f}, completed {int((v.completion >= 0).sum())}, "
             f"{len(v.violations)} violation(s)"
         )
+        if (premise := r.summary.premise).premise_share is not None:
+            print(
+                f"  {'':>10}  Definition 1 holds on {premise.premise_share:.0%} of {premise.admissions} admission(s) "
+                f"(largest share of a machine one job takes in a slot {premise.cell_share_max}); theorem "
+                f"{premise.theorem} bound {premise.competitive_bound:.4g}"
+            )
     _print_certified(c)
     size = {"machines": instance.num_machines, "jobs": instance.num_jobs, "slots": instance.slots}
-    _write_json(args.json, {"instance": dict(instance.meta), "size": size, "certified": c.to_dict()})
-    for error in c.errors:
+    theorem = theorem_violations(runs, c)
+    _write_json(
+        args.json, {"instance": dict(instance.meta), "size": size, "certified": c.to_dict(), "theorem": theorem}
+    )
+    for error in c.errors + theorem:
         print(f"error: {error}")
-    return ExitStatus.FAILED if c.errors else ExitStatus.OK
+    _save_theorem_offender(theorem, instance, args.seed)
+    return ExitStatus.FAILED if c.errors or theorem else ExitStatus.OK
+
+
+def _save_theorem_offender(theorem: list[str], instance: Instance, seed: int) -> None:
+    """A run contradicting Theorems 5-6 (offline_opt.theorem): the instance is kept for a replay."""
+    from offline_opt.theorem import DEFAULT_DIR, save_offender
+
+    if theorem:
+        name = f"H{instance.num_machines}-I{instance.num_jobs}-T{instance.slots}-seed{seed}"
+        print(f"instance saved: {save_offender(instance, DEFAULT_DIR, name)} (replay: pdors opt --instance)")
 
 
 def _print_certified(c: Certified) -> None:

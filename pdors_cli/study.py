@@ -43,6 +43,16 @@ def cmd_ratio_vs_load(args: argparse.Namespace) -> int:
     return ratio_vs_load.write(root, ids[0], Path(args.out))
 
 
+def cmd_premise(args: argparse.Namespace) -> int:
+    from pdors.config import ConfigError
+    from studies import premise_size
+
+    if not 1 <= args.seeds <= 20:
+        raise ConfigError("--seeds", f"must lie in [1, 20], got {args.seeds}")
+    print(premise_size.markdown(premise_size.run(Path(args.out), args.seeds)), end="")
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("study", help="the measurement studies behind the docs (OPT formulation, ratio vs load)")
     studies = p.add_subparsers(dest="study_command", required=True)
@@ -82,3 +92,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     q.add_argument("--sweep", help="sweep id (default: the only sweep under RESULTS)")
     q.add_argument("--out", required=True, help="directory for ratio_vs_load.{csv,md,png,pdf}")
     q.set_defaults(func=cmd_ratio_vs_load)
+    m = studies.add_parser("premise", help="Definition 1's share and PD-ORS's certified ratio against job size")
+    m.add_argument("--out", required=True, help="directory for premise_size.{csv,md,png,pdf}")
+    m.add_argument("--seeds", type=int, default=2, help="seeds 1..N per grid point (1-20)")
+    m.set_defaults(func=cmd_premise)

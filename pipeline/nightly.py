@@ -62,6 +62,7 @@ class Settings:
     profile: str = "small"
     fresh: int = 8
     paper: int = 3  # fresh paper-scale instances (pipeline.nightly_paper), certified by the dual bound
+    fig09: int = 2  # fresh instances of Fig. 9's setting (H = 30, I = 100, T = 80), likewise
     pinned: int = 10  # with --record: how many instances to pin
     seed: int | None = None  # first fresh seed (default: from the date); with --record the first seed scanned
     solver: str = "highs"
@@ -83,6 +84,8 @@ class Settings:
             out.append(f"fresh: must be >= 0, got {self.fresh}")
         if self.paper < 0:
             out.append(f"paper: must be >= 0, got {self.paper}")
+        if self.fig09 < 0:
+            out.append(f"fig09: must be >= 0, got {self.fig09}")
         if self.pinned < 1:
             out.append(f"pinned: must be >= 1, got {self.pinned}")
         if self.solver not in SOLVERS:
@@ -105,6 +108,10 @@ class Settings:
     def paper_seeds(self, today: date) -> list[int]:
         first = (date_seed(today) if self.seed is None else self.seed) + nightly_paper.SEED_OFFSET
         return list(range(first, first + self.paper))
+
+    def fig09_seeds(self, today: date) -> list[int]:
+        first = (date_seed(today) if self.seed is None else self.seed) + nightly_paper.FIG09_SEED_OFFSET
+        return list(range(first, first + self.fig09))
 
 
 @dataclass(kw_only=True)
@@ -270,9 +277,18 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
         report.fresh.append(f)
         bar.set_postfix(failed=sum(bool(x.offences) for x in report.fresh), refresh=False)
     bar.close()
-    report.paper = [nightly_paper.check_one(seed) for seed in settings.paper_seeds(today)]
+    offenders = report.directory / "offenders"
+    report.paper = [nightly_paper.check_one(seed, "paper", offenders) for seed in settings.paper_seeds(today)]
+    report.paper += [nightly_paper.check_one(seed, "fig09", offenders) for seed in settings.fig09_seeds(today)]
     _write(report)
     return report
+
+
+def reasons(report: Report) -> list[str]:
+    """Why the night is red (empty when green): regressions, violations, policies above a bound, theorem checks."""
+    out = [f"pinned seed {p.seed}: {why}" for p in report.pinned for why in p.problems]
+    out += [f"fresh seed {f.seed}: {why}" for f in report.fresh for why in f.offences]
+    return out + [f"{p.setting} seed {p.seed}: {why}" for p in report.paper for why in p.offences]
 
 
 def _span(span: tuple[float, float] | None) -> str:
@@ -295,15 +311,21 @@ def tables(report: Report) -> str:
         "",
         f"Rule: {rec['rule']}",
         "",
-        "| seed | OPT | PD-ORS record | PD-ORS tonight | OPT / PD-ORS | changes | verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "Premise: the share of PD-ORS's admissions on which Definition 1 (paper Appendix) holds, so that Theorems "
+        "5-6 apply (pdors/premise.py), with the largest share of a machine's capacity one job takes in one slot.",
+        "",
+        "| seed | OPT | PD-ORS record | PD-ORS tonight | OPT / PD-ORS | premise share | job cell share max | "
+        "theorem bound | changes | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for p in report.pinned:
         now = p.utilities.get("pdors")
         ratio = p.opt / now if now else None
         lines.append(
             f"| {p.seed} | {p.opt:.4f} | {number(p.recorded.get('pdors'))} | {number(now)} | "
-            f"{number(ratio, '.3f')} | {'; '.join(p.changes) or '-'} | "
+            f"{number(ratio, '.3f')} | {number(p.premise.get('premise_share'), '.0%')} | "
+            f"{number(p.premise.get('cell_share_max'), '.3f')} | {number(p.premise.get('competitive_bound'), '.1f')} | "
+            f"{'; '.join(p.changes) or '-'} | "
             f"{'FAIL: ' + '; '.join(p.problems) if p.problems else 'pass'} |"
         )
     policies = report.policies()
@@ -325,6 +347,7 @@ def tables(report: Report) -> str:
         *policies,
         "PD-ORS interval",
         "PD-ORS bound",
+        "premise share",
         "band",
         "verdict",
     ]
@@ -354,6 +377,7 @@ def tables(report: Report) -> str:
                     *ratios,
                     _span(f.interval),
                     number(f.pdors.competitive_bound, ".1f"),
+                    number(f.pdors.premise_share, ".0%"),
                     band,
                     "FAIL" if f.offences else "pass",
                 ]
@@ -372,6 +396,7 @@ def tables(report: Report) -> str:
         "",
     ]
     lines.append("**PASS**" if report.passed else f"**FAIL**: {report.failures} instance(s)")
+    lines += [f"- {why}" for why in reasons(report)]
     bad = [f for f in report.fresh if f.offences]
     if bad:
         lines += ["", "| seed | why | replay |", "| --- | --- | --- |"]
@@ -473,6 +498,17 @@ def run_metrics(report: Report) -> dict[str, float | int | None]:
     for policy in report.policies():
         out |= {f"ratio.{policy}.{k}": v for k, v in stats(report.ratios(policy)).items()}
     out["ratio_upper.pdors.max"] = max((f.interval[1] for f in report.fresh if f.interval), default=None)
+    shares = {
+        "pinned": [p.premise.get("premise_share") for p in report.pinned],
+        "fresh": [f.pdors.premise_share for f in report.fresh],
+        "paper": [p.premise.premise_share if p.premise else None for p in report.paper],
+    }
+    for part, values in shares.items():  # Definition 1's share of PD-ORS's admissions (pdors.premise)
+        known = [v for v in values if v is not None]
+        out[f"premise_share.{part}.mean"] = float(np.mean(known)) if known else None
+    out["theorem_violations"] = sum(len(p.theorem) for p in report.paper) + sum(
+        len(f.comparison.theorem) for f in report.fresh
+    )
     return out
 
 

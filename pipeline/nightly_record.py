@@ -11,8 +11,9 @@ generator cannot silently change the set.
 from __future__ import annotations
 
 import json
+import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -164,6 +165,7 @@ class Pinned:
     utilities: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # failures
     changes: list[str] = field(default_factory=list)  # every difference from the record, reported
+    premise: dict = field(default_factory=dict)  # PD-ORS's Definition 1 on this instance (pdors.premise.Premise)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -175,6 +177,7 @@ def check(rec: dict, tolerance: float) -> list[Pinned]:
     ``tolerance`` (relative)."""
     from offline_opt.compare import judge, run_policies
     from pdors.instance_io import from_dict
+    from pdors.premise import theorem_violation
 
     out = []
     for row in rec["instances"]:
@@ -193,6 +196,12 @@ def check(rec: dict, tolerance: float) -> list[Pinned]:
                 p.changes.append(f"{name}: new policy, utility {u:.6f} (not in the record)")
             elif abs(u - before) > 1e-9 * max(1.0, abs(before)):
                 p.changes.append(f"{name}: {before:.6f} -> {u:.6f} ({(u - before) / max(abs(before), 1e-12):+.2%})")
+        if "pdors" in runs:  # Theorems 5-6 against the proven OPT (pdors.premise)
+            p.premise = asdict(runs["pdors"].summary.premise)
+            u = runs["pdors"].validation.total_utility
+            upper = o["objective"] / u if u > 0 else (math.inf if o["objective"] > 0 else None)
+            why = theorem_violation(runs["pdors"].summary.premise, upper)
+            p.problems += [f"pdors: {why}"] if why else []
         pd_before, pd_now = p.recorded.get("pdors"), p.utilities.get("pdors")
         if pd_before is not None and pd_now is not None and pd_now < pd_before - tolerance * max(1.0, abs(pd_before)):
             p.problems.append(f"pdors utility {pd_now:.6f} below its record {pd_before:.6f} (tolerance {tolerance:g})")

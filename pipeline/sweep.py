@@ -402,7 +402,7 @@ def _execute(
 def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``."""
-    from . import plots, summary, tracking
+    from . import plots, summary, theorem_check, tracking
     from .report import comparison, draw_all, runs_of
 
     tick = time.perf_counter()
@@ -435,7 +435,11 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
             f"  error: run {bad.run_id} ({bad.policy}, seed {bad.seed}) has utility {bad.total_utility:.10g}, "
             "more than its instance's OPT allows (beyond the gap): a bug in the model or the validator"
         )
-    status = ExitStatus.FAILED if counts.failed or counts.lost or counts.remaining or len(above) else ExitStatus.OK
+    theorem = theorem_check.violations(runs)
+    for line in theorem_check.messages(theorem, theorem_check.save_instances(theorem, store.meta / "theorem")):
+        _say("  " + line)
+    failed = counts.failed or counts.lost or counts.remaining or len(above) or len(theorem)
+    status = ExitStatus.FAILED if failed else ExitStatus.OK
     _stage("report", time.perf_counter() - tick)
     if not (manifest["mlflow"] if track is None else track):
         return status
