@@ -438,8 +438,8 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     theorem = theorem_check.violations(runs)
     for line in theorem_check.messages(theorem, theorem_check.save_instances(theorem, store.meta / "theorem")):
         _say("  " + line)
-    failed = counts.failed or counts.lost or counts.remaining or len(above) or len(theorem)
-    status = ExitStatus.FAILED if failed else ExitStatus.OK
+    broken = counts.failed or counts.lost or counts.remaining or len(above) or len(theorem)
+    status = ExitStatus.FAILED if broken else ExitStatus.OK
     _stage("report", time.perf_counter() - tick)
     if not (manifest["mlflow"] if track is None else track):
         return status
