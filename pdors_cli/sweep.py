@@ -48,9 +48,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from pipeline import sweep
+    from pipeline import publish
 
-    return sweep.log(args.sweep, args.out, args.overrides)
+    return publish.log(args.sweep, args.out, args.overrides)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
