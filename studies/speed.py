@@ -326,10 +326,11 @@ PEAK_PROBE = (
 )
 
 
-# ``pipeline.sweep.run`` in a fresh process (as ``pdors sweep run``), its result written as JSON to argv[4].
+# ``pipeline.run_sweep`` in a fresh process (as ``pdors sweep run``), its result written as JSON to argv[4].
 SWEEP_PROBE = (
-    "import json, sys\nfrom dataclasses import asdict\nfrom pipeline.sweep import SweepOptions, run\n"
-    "r = run(sys.argv[1], SweepOptions(out=sys.argv[2], num_cpus=int(sys.argv[3]), overrides=sys.argv[5:]))\n"
+    "import json, sys\nfrom dataclasses import asdict\nfrom pipeline import run_sweep\n"
+    "from pipeline.sweep import SweepOptions\n"
+    "r = run_sweep(sys.argv[1], SweepOptions(out=sys.argv[2], num_cpus=int(sys.argv[3]), overrides=sys.argv[5:]))\n"
     "open(sys.argv[4], 'w').write(json.dumps({**asdict(r), 'root': str(r.root), 'runs_per_s': r.runs_per_s}))\n"
     "sys.exit(r.status)"
 )
