@@ -333,11 +333,12 @@ PEAK_PROBE = (
 )
 
 
-# ``pipeline.run_sweep`` in a fresh process (as ``pdors sweep run``), its result written as JSON to argv[4].
+# ``pipeline.run_sweep`` in a fresh process (as ``pdors sweep run``): argv[1] the config, argv[2] its SweepOptions
+# as JSON, argv[4:] its overrides; its result written as JSON to argv[3].
 SWEEP_PROBE = (
     "import json, sys\nfrom dataclasses import asdict\nfrom pipeline import run_sweep\n"
     "from pipeline.sweep import SweepOptions\n"
-    "r = run_sweep(sys.argv[1], SweepOptions(out=sys.argv[2], num_cpus=int(sys.argv[3]), overrides=sys.argv[5:]))\n"
+    "r = run_sweep(sys.argv[1], SweepOptions(**json.loads(sys.argv[2]), overrides=sys.argv[4:]))\n"
     "open(sys.argv[4], 'w').write(json.dumps({**asdict(r), 'root': str(r.root), 'runs_per_s': r.runs_per_s}))\n"
     "sys.exit(r.status)"
 )
@@ -365,7 +366,15 @@ def _pipeline_sweep(where: Path, name: str, seeds: int, num_cpus: int, *override
     tick = time.perf_counter()
     result = where / f"{name}.result.json"
     done = subprocess.run(
-        [sys.executable, "-c", SWEEP_PROBE, str(config), str(where / name), str(num_cpus), str(result), *overrides],
+        [
+            sys.executable,
+            "-c",
+            SWEEP_PROBE,
+            str(config),
+            json.dumps({"out": str(where / name), "num_cpus": num_cpus}),
+            str(result),
+            *overrides,
+        ],
         cwd=where,
         env=env,
         capture_output=True,
@@ -442,7 +451,6 @@ TIME_PROBE = (
     "r = resource.getrusage(resource.RUSAGE_CHILDREN)\nsys.stderr.write(done.stdout + done.stderr)\n"
     "print(done.returncode, wall, r.ru_utime + r.ru_stime)"
 )
-STAGE_LINE = "stages (s): "
 
 
 def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float, float, str]:
@@ -450,12 +458,6 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float,
     done = subprocess.run([sys.executable, "-c", TIME_PROBE, *argv], capture_output=True, text=True, cwd=cwd, env=env)
     code, wall, cpu = done.stdout.split()
     return int(code), float(wall), float(cpu), done.stderr
-
-
-def _stages_of(output: str) -> dict[str, float]:
-    """The stage seconds a sweep printed (``stages (s): ray_start 1.20, runs 3.40, ...``)."""
-    line = next(x for x in output.splitlines() if x.startswith(STAGE_LINE))
-    return {k: float(v) for k, v in (part.split() for part in line[len(STAGE_LINE) :].split(", "))}
 
 
 def bench_sweep_overhead(sizes: Sizes, source: Path | None = None) -> dict:
@@ -469,20 +471,27 @@ def bench_sweep_overhead(sizes: Sizes, source: Path | None = None) -> dict:
         env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{where / 'mlflow.db'}", "RAY_USAGE_STATS_ENABLED": "0"}
         if source is not None:
             env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
-        sweep = [*pdors, "sweep", "run", str(QUICKSTART), *seeds, "--out", str(where / "q"), "--num-cpus", "2"]
-        code, wall, _, out = _timed(sweep, where, env)
+        options = {"out": str(where / "q"), "num_cpus": 2}
+        result = where / "result.json"
+
+        def sweep(**more: bool) -> tuple[int, float, float, str]:
+            probe = [sys.executable, "-c", SWEEP_PROBE, str(QUICKSTART), json.dumps({**options, **more}), str(result)]
+            return _timed([*probe, *seeds], where, env)
+
+        code, wall, _, out = sweep()
         if code:
             raise RuntimeError(f"quickstart sweep failed ({code}): {out[-2000:]}")
-        stages = _stages_of(out)
-        again = _timed(sweep, where, env)
-        if again[0] == 2 and "--resume" in again[3]:  # the code before issue 37 demanded it
-            again = _timed([*sweep, "--resume"], where, env)
+        first = json.loads(result.read_text())
+        again = sweep()
+        if again[0] and "--resume" in again[3]:  # the code before issue 37 demanded it
+            again = sweep(resume=True)
         helps = {}
         for command in ("sweep", "simulate"):
             times = [_timed([*pdors, command, "--help"], where, env) for _ in range(sizes.pipeline_repeats)]
             helps[command] = (statistics.median(t[1] for t in times), statistics.median(t[2] for t in times))
+    stages = first["stages"]
     return {
-        "runs": int(out.split(" tasks (")[0].rsplit(" ", 1)[-1]),
+        "runs": first["ran"],
         "wall_s": wall,
         "stages": stages,
         "beside_runs_s": sum(v for k, v in stages.items() if k != "runs"),
