@@ -183,14 +183,12 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
     is written (a ``SweepError`` or ``ConfigError`` otherwise). ``progress``: where progress lines go (default:
     nowhere; with it, also a progress bar on standard error)."""
     o, overrides, say = options, list(options.overrides), progress or silent
-    address = o.ray_address or os.environ.get("RAY_ADDRESS") or None
-    if o.num_cpus is not None and address:
-        raise SweepError("--num-cpus: applies to a local Ray only; a cluster's CPUs are set where its nodes start")
+    address = _ray_address(o)
     data = schema.raw(config_path, overrides)
     plan = grid.expand(schema.parse(data, o.max_tasks))  # every spec validated: nothing is written before this
     root = Path(o.out or plan.config.output)
     _check_output(root)
-    _check_memory(plan, o.max_run_memory, 1 if o.in_process or address else o.num_cpus or os.cpu_count() or 1)
+    _check_memory(plan, o.max_run_memory, _runs_at_once(o, address))
     store = Store(root, plan.sweep_id)
     todo, damaged = _runs_to_do(store, plan, o.retry_failed)
     again = _resume_hint(config_path, overrides, root, o)
@@ -231,6 +229,19 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
 
             executor.disconnect()
     return result
+
+
+def _ray_address(o: SweepOptions) -> str | None:
+    """The Ray cluster to use (None: a local Ray), with --num-cpus refused for a cluster."""
+    address = o.ray_address or os.environ.get("RAY_ADDRESS") or None
+    if o.num_cpus is not None and address:
+        raise SweepError("--num-cpus: applies to a local Ray only; a cluster's CPUs are set where its nodes start")
+    return address
+
+
+def _runs_at_once(o: SweepOptions, address: str | None) -> int:
+    """How many runs share this machine's memory at once."""
+    return 1 if o.in_process or address else o.num_cpus or os.cpu_count() or 1
 
 
 def _resume_hint(config_path: str, overrides: list[str], root: Path, o: SweepOptions) -> str:
