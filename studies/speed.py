@@ -337,9 +337,9 @@ PEAK_PROBE = (
 # as JSON, argv[4:] its overrides; its result written as JSON to argv[3].
 SWEEP_PROBE = (
     "import json, sys\nfrom dataclasses import asdict\nfrom pipeline import run_sweep\n"
-    "from pipeline.sweep import SweepOptions\n"
-    "r = run_sweep(sys.argv[1], SweepOptions(**json.loads(sys.argv[2]), overrides=sys.argv[4:]))\n"
-    "open(sys.argv[4], 'w').write(json.dumps({**asdict(r), 'root': str(r.root), 'runs_per_s': r.runs_per_s}))\n"
+    "from pipeline.sweep import SweepOptions\nconfig, options, target, *overrides = sys.argv[1:]\n"
+    "r = run_sweep(config, SweepOptions(**json.loads(options), overrides=overrides))\n"
+    "open(target, 'w').write(json.dumps({**asdict(r), 'root': str(r.root), 'runs_per_s': r.runs_per_s}))\n"
     "sys.exit(r.status)"
 )
 
