@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup solvers browser postgres run lint test bench reproduce clean
+.PHONY: setup solvers browser postgres run lint test test-fast bench reproduce clean
 
 setup: $(STAMP) solvers browser postgres
 
@@ -47,6 +47,10 @@ lint: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# Everything but the integration tier (tests marked `slow`, pyproject.toml [tool.pytest.ini_options] markers).
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # Speed figures of docs/PERFORMANCE.md in one run (medians and ratios); `pdors bench --quick` for a short one.
 bench: setup

@@ -30,11 +30,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
-        "bench",
-        help="measure decision latency, run times per policy, OPT solve times, "
-        "Ray sweep throughput and peak memory; print tables",
-    )
+    p = subparsers.add_parser("bench")
     p.add_argument("--quick", action="store_true", help="small sizes: about 2 minutes instead of about 13")
     p.add_argument(
         "--only",

@@ -144,9 +144,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
-        "compare", help="run several policies over seeds on the same instances; print a Markdown table of total utility"
-    )
+    p = subparsers.add_parser("compare")
     p.add_argument("--policies", default="fifo,drf,dorm,oasis,pdors", help="comma-separated policy names")
     p.add_argument("--machines", type=int, default=100, help="H, machines")
     p.add_argument("--jobs", type=int, default=50, help="I, jobs")

@@ -3,29 +3,61 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from pdors.errors import ExitStatus, PdorsError
 
-from . import bench, compare, nightly, opt, show, simulate, study, sweep
+# (subcommand, its module in pdors_cli, its line in `pdors --help`). Only the module of the command invoked is
+# imported and adds its options (``register(subparsers)``; handlers are ``func(args) -> int``), so `pdors X --help`
+# costs X's imports alone: `sweep` and `simulate` import no Pyomo, Ray or MLflow.
+SUBCOMMANDS = (
+    ("simulate", "simulate", "simulate one policy on one instance and validate the schedule"),
+    (
+        "compare",
+        "compare",
+        "run several policies over seeds on the same instances; print a Markdown table of total utility",
+    ),
+    ("sweep", "sweep", "parameter sweeps: YAML grid -> Ray -> Parquet -> MLflow"),
+    ("report", "sweep", "a sweep's figures (PNG) and tables (CSV, Markdown), attached to its MLflow parent run"),
+    ("opt", "opt", "offline optimum (MILP) of one instance and each policy's ratio OPT/ALG"),
+    (
+        "nightly",
+        "nightly",
+        "regression check: PD-ORS on a pinned set against its record, and hard violations on fresh instances "
+        "against OPT",
+    ),
+    (
+        "bench",
+        "bench",
+        "measure decision latency, run times per policy, OPT solve times, Ray sweep throughput and peak memory; "
+        "print tables",
+    ),
+    ("show", "show", "draw one run's schedule: machines over slots (Gantt-style)"),
+    ("study", "study", "the measurement studies behind the docs (OPT formulation, ratio vs load)"),
+)
 
-# Each module adds its subcommands with ``register(subparsers)``; handlers are ``func(args) -> int``.
-SUBCOMMANDS = (simulate, compare, sweep, opt, nightly, bench, show, study)
 
-
-def parser() -> argparse.ArgumentParser:
+def parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser of ``argv``: every subcommand listed, the options of the one ``argv`` invokes."""
     ap = argparse.ArgumentParser(prog="pdors", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
-    for module in SUBCOMMANDS:
-        module.register(sub)
+    invoked = next((a for a in argv if not a.startswith("-")), None)
+    for name, module, _ in SUBCOMMANDS:
+        if name == invoked:
+            importlib.import_module(f"{__package__}.{module}").register(sub)
+    for name, _, help_ in SUBCOMMANDS:
+        if name not in sub.choices:
+            sub.add_parser(name, help=help_)
     return ap
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The arguments; ``KEY=VALUE`` overrides are taken after options too (``sweep run CONFIG --in-process
     seeds.count=5``): argparse's plain parsing stops collecting a positional list at the first option."""
-    ap = parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    ap = parser(argv)
     args, extra = ap.parse_known_args(argv)
     if extra and hasattr(args, "overrides") and not any(e.startswith("-") for e in extra):
         args.overrides = [*args.overrides, *extra]

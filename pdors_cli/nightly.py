@@ -13,11 +13,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     from pipeline.nightly import Settings
 
     d = Settings()
-    p = subparsers.add_parser(
-        "nightly",
-        help="regression check: PD-ORS on a pinned set against its record, and "
-        "hard violations on fresh instances against OPT",
-    )
+    p = subparsers.add_parser("nightly")
     p.add_argument(
         "--record", action="store_true", help="re-write the pinned set (--record-file) by its rule instead of checking"
     )

@@ -31,7 +31,7 @@ def _size_problem(machines: int, jobs: int, slots: int) -> str | None:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("opt", help="offline optimum (MILP) of one instance and each policy's ratio OPT/ALG")
+    p = subparsers.add_parser("opt")
     p.add_argument("--machines", type=int, default=SMALL_SIZE.machines, help="H, machines")
     p.add_argument("--jobs", type=int, default=SMALL_SIZE.jobs, help="I, jobs")
     p.add_argument("--slots", type=int, default=SMALL_SIZE.slots, help="T, slots in the horizon")

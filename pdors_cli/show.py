@@ -75,7 +75,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("show", help="draw one run's schedule: machines over slots (Gantt-style)")
+    p = subparsers.add_parser("show")
     p.add_argument(
         "schedule",
         metavar="SCHEDULE",

@@ -7,14 +7,15 @@ import json
 from pathlib import Path
 
 from pdors.errors import ExitStatus
-from pdors.instance_io import load
-from pdors.run import run
-from pdors.schedule_io import write as write_schedule
 
 from .run_spec import add_run_args, run_spec_from_args
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from pdors.instance_io import load  # here: `pdors simulate --help` needs neither PyArrow nor the simulator
+    from pdors.run import run
+    from pdors.schedule_io import write as write_schedule
+
     instance = load(args.instance) if args.instance else None
     if instance is not None:  # the memory check (in run_spec_from_args) takes the file's sizes
         args.machines, args.jobs, args.slots = instance.num_machines, instance.num_jobs, instance.slots
@@ -46,7 +47,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("simulate", help="simulate one policy on one instance and validate the schedule")
+    p = subparsers.add_parser("simulate")
     add_run_args(p)
     p.add_argument("--instance", help="instance JSON to use instead of generating one")
     p.add_argument("--json", help="write the run summary here")

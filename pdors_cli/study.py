@@ -54,7 +54,7 @@ def cmd_premise(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("study", help="the measurement studies behind the docs (OPT formulation, ratio vs load)")
+    p = subparsers.add_parser("study")
     studies = p.add_subparsers(dest="study_command", required=True)
     opt = studies.add_parser("opt", help="offline-optimum studies (docs/OFFLINE_OPT.md, docs/COMPETITIVE_RATIO.md)")
     sub = opt.add_subparsers(dest="study", required=True)

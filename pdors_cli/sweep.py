@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 
 from pdors.errors import InputError
-from pipeline.schema import DEFAULT_MAX_TASKS
-from pipeline.sizing import MACHINE_SHARE
+from pipeline.sizing import DEFAULT_MAX_TASKS, MACHINE_SHARE
 
 
 def _positive(text: str) -> int:
@@ -25,31 +24,32 @@ def _gigabytes(text: str) -> float:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipeline import sweep
+    from pipeline import publish, sweep
 
     try:
         options = sweep.SweepOptions(
-            args.out,
-            args.resume,
-            args.max_parallel,
-            args.ray_address,
-            args.in_process,
-            args.num_cpus,
-            args.overrides,
-            args.dry_run,
-            args.retry_failed,
-            args.max_run_memory,
-            args.max_tasks,
+            out=args.out,
+            resume=args.resume,
+            max_parallel=args.max_parallel,
+            ray_address=args.ray_address,
+            in_process=args.in_process,
+            num_cpus=args.num_cpus,
+            overrides=args.overrides,
+            dry_run=args.dry_run,
+            retry_failed=args.retry_failed,
+            max_run_memory=args.max_run_memory,
+            max_tasks=args.max_tasks,
         )
-        return sweep.run(args.config, options).status
+        recorded = sweep.run(args.config, options, sweep.say_out)
+        return publish.publish_run(recorded, sweep.say_out).status
     except ConnectionError as e:  # Ray or the MLflow server unreachable at the address given (the message names it)
         raise InputError(str(e)) from None
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from pipeline import sweep
+    from pipeline import publish
 
-    return sweep.log(args.sweep, args.out, args.overrides)
+    return publish.log(args.sweep, args.out, args.overrides)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -84,7 +84,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("sweep", help="parameter sweeps: YAML grid -> Ray -> Parquet -> MLflow")
+    p = subparsers.add_parser("sweep")
     sub = p.add_subparsers(dest="sweep_command", required=True)
     r = sub.add_parser(
         "run",
@@ -144,9 +144,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ls = sub.add_parser("list", help="every sweep with its counts")
     ls.add_argument("--out", help="output root (default: every root under results/)")
     ls.set_defaults(func=cmd_list)
-    rp = subparsers.add_parser(
-        "report", help="a sweep's figures (PNG) and tables (CSV, Markdown), attached to its MLflow parent run"
-    )
+    rp = subparsers.add_parser("report")
     rp.add_argument("sweep", metavar="SWEEP_OR_DIR", help=TARGET_HELP)
     rp.add_argument("--out", help="write the files here (default: <root>/sweeps/<id>/report)")
     _report_args(rp)

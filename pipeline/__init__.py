@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .sweep import SweepOptions, SweepResult
+    from .sweep import Say, SweepOptions, SweepResult
 
 __all__ = ["load_jobs", "load_runs", "run_sweep"]
 
 
-def run_sweep(config_path: str | Path, options: SweepOptions | None = None) -> SweepResult:
-    """Run the sweep config at ``config_path`` (``pdors sweep run``); ``options``: its command-line options."""
-    from .sweep import SweepOptions, run
+def run_sweep(config_path: str | Path, options: SweepOptions | None = None, progress: Say | None = None) -> SweepResult:
+    """Run the sweep config at ``config_path`` and publish it (``pdors sweep run``); ``options``: its command-line
+    options; ``progress``: where its progress lines go (default: nowhere, e.g. ``print``)."""
+    from .publish import publish_run
+    from .sweep import SweepOptions, run, silent
 
-    return run(str(config_path), options or SweepOptions())
+    return publish_run(run(str(config_path), options or SweepOptions(), progress), progress or silent)
 
 
 def load_runs(root: str | Path) -> pd.DataFrame:

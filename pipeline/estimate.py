@@ -13,10 +13,10 @@ import statistics
 from pathlib import Path
 
 from . import storage
-from .tasks import Plan, Task
+from .tasks import Plan, Task, TaskSpec
 
 
-def _cells(spec: dict) -> int:
+def _cells(spec: TaskSpec) -> int:
     return int(spec["machines"] * spec["jobs"] * spec["slots"])
 
 

@@ -41,20 +41,30 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
     schedule = None
     try:
         if task.kind == "sim":
-            done = run(task.spec)
+            done = run(dict(task.spec))
             result = done.summary.to_dict()
             if schedules:
                 from pdors.schedule_io import rows
 
                 schedule = {k: v.tolist() for k, v in rows(done.simulation.schedule).items()}
         else:
-            result = opt_task.solve(task.spec)
+            result = opt_task.solve(dict(task.spec))
         status, error = "ok", None
     except Exception as e:  # recorded, and the sweep goes on
         result, status = None, "failed"
         error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
+    node_id, node_ip = _node()
     return Outcome(
-        status, error, result, pdors.version.CODE_VERSION, *_node(), os.getpid(), started, time.time(), schedule
+        status=status,
+        error=error,
+        result=result,
+        code_version=pdors.version.CODE_VERSION,
+        node_id=node_id,
+        node_ip=node_ip,
+        worker_pid=os.getpid(),
+        started_at=started,
+        finished_at=time.time(),
+        schedule=schedule,
     )
 
 
@@ -173,7 +183,15 @@ def fan_out(
                     continue
                 outcomes = [
                     Outcome(
-                        "lost", f"{type(e).__name__}: {e}"[:4000], None, None, None, None, None, submitted, time.time()
+                        status="lost",
+                        error=f"{type(e).__name__}: {e}"[:4000],
+                        result=None,
+                        code_version=None,
+                        node_id=None,
+                        node_ip=None,
+                        worker_pid=None,
+                        started_at=submitted,
+                        finished_at=time.time(),
                     )
                 ]
             timed[0] += sum(o.finished_at - o.started_at for o in outcomes)

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from pdors.config import ConfigError, build, to_dict
 from pdors.policies import policy_config
@@ -23,7 +23,7 @@ from pdors.run import RunSpec
 from pdors.version import MODEL_VERSION  # part of every run id
 
 from .schema import INSTANCE_FIELDS, SweepConfig, paired
-from .tasks import OPT_POLICY, Plan, Task
+from .tasks import OPT_POLICY, Plan, Task, TaskSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,14 +101,22 @@ def _coords(config: SweepConfig, keys: list[str], to_spec: Callable[[str], str])
     ]
 
 
-def _resolved(spec: RunSpec) -> dict:
-    out: dict = to_dict(spec)
+def _resolved(spec: RunSpec) -> TaskSpec:
+    out = cast(TaskSpec, to_dict(spec))  # RunSpec's fields are TaskSpec's simulation keys
     out["params"] = to_dict(policy_config(spec.policy, spec.params))
     return out
 
 
-def _instance_part(spec: dict) -> dict:
-    return {k: spec[k] for k in (*INSTANCE_FIELDS, "seed")}
+def _instance_part(spec: TaskSpec) -> TaskSpec:
+    return TaskSpec(
+        machines=spec["machines"], jobs=spec["jobs"], slots=spec["slots"], workload=spec["workload"], seed=spec["seed"]
+    )
+
+
+def _seeded(spec: TaskSpec, seed: int) -> TaskSpec:
+    out = spec.copy()
+    out["seed"] = seed
+    return out
 
 
 @contextmanager
@@ -164,7 +172,7 @@ def _expand(config: SweepConfig) -> Plan:
                 if (why := _trace_problem(spec)) is not None:
                     raise _config_error(ConfigError("jobs", why), policy, point)
                 if instance_ids is None:  # the same for every policy at this instance point
-                    instance_ids = seeded_digests({k: spec[k] for k in INSTANCE_FIELDS}, seeds)
+                    instance_ids = seeded_digests({k: v for k, v in spec.items() if k in INSTANCE_FIELDS}, seeds)
                 tasks += _sim_tasks(spec, seeds, {c.axis: c.value for c in point}, instance_ids)
     if config.opt is not None:
         tasks += _opt_tasks(config, inst_axes, tasks)
@@ -176,7 +184,7 @@ def _expand(config: SweepConfig) -> Plan:
     )
 
 
-def _trace_problem(spec: dict) -> str | None:
+def _trace_problem(spec: TaskSpec) -> str | None:
     """A trace-driven instance needs at least I submissions in its trace (the trace itself was checked when
     the workload config was built)."""
     workload = spec["workload"]
@@ -209,7 +217,7 @@ def seeded_digests(obj: dict, seeds: list[int], n: int = 16) -> list[str]:
     return out
 
 
-def _sim_tasks(spec: dict, seeds: list[int], axes: dict, instance_ids: list[str]) -> list[Task]:
+def _sim_tasks(spec: TaskSpec, seeds: list[int], axes: dict, instance_ids: list[str]) -> list[Task]:
     """A point's simulation of every seed (its ``spec`` resolved once; each task's spec is a shallow copy with
     its seed); ``instance_ids``: of each seed's instance."""
     unseeded = {k: v for k, v in spec.items() if k != "seed"}
@@ -223,7 +231,7 @@ def _sim_tasks(spec: dict, seeds: list[int], axes: dict, instance_ids: list[str]
             point_id=point_id,
             instance_id=instance_id,
             seed=seed,
-            spec={**spec, "seed": seed},
+            spec=_seeded(spec, seed),
             axes=axes,
         )
         for seed, run_id, instance_id in zip(seeds, run_ids, instance_ids, strict=True)
@@ -241,7 +249,8 @@ def _opt_tasks(config: SweepConfig, inst_axes: list[str], sims: list[Task]) -> l
     for t in sims:
         if t.instance_id in out:
             continue
-        spec = {**_instance_part(t.spec), "opt": opt}
+        spec = _instance_part(t.spec)
+        spec["opt"] = opt
         unseeded = {k: v for k, v in spec.items() if k != "seed"}
         out[t.instance_id] = Task(
             run_id=digest({"kind": "opt", "model_version": MODEL_VERSION, **spec}),

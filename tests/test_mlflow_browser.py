@@ -21,7 +21,10 @@ from realstack import ROOT, config, end_session, in_netns_python, pdors, start, 
 CHROMIUM = shutil.which("chromium")
 SHOTS = ROOT / "results" / "test-artifacts" / "mlflow-browser"
 PORT = 5000  # the namespace is the test's own: no other server there
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make setup installs it)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make setup installs it)"),
+]
 
 # Runs inside the namespace: opens the URLs, waits for the rendered content, screenshots, reports the DOM.
 BROWSE = """

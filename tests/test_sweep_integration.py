@@ -85,7 +85,8 @@ def test_local_sweep_resume_and_parallelism(netns, env, tmp_path, monkeypatch):
 
     before = file_states(tmp_path / "a")
     rc, log = pdors(netns, env, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "a")
-    assert rc == 2 and "already has results" in log and "pass --resume" in log
+    assert rc == 0 and "8 already recorded, 0 to run" in log and "nothing to do" in log and "starting Ray" not in log
+    assert "MLflow:" not in log  # published before, nothing changed since: no report, no MLflow logging
     rc, log = pdors(netns, env, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "a", "--resume")
     assert rc == 0 and "8 already recorded, 0 to run" in log and "starting Ray" not in log
     assert file_states(tmp_path / "a") == before

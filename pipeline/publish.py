@@ -1,0 +1,181 @@
+"""Publishing a sweep: the summary table, plots, the report's figures and MLflow, all derived from the Parquet
+record (``pdors sweep run`` after its runs, and ``pdors sweep log``).
+
+What was published is remembered (``published.json`` beside the manifest: a digest of the manifest, every run's
+recorded status, the code and the tracking URI), so a sweep run again with nothing changed publishes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pdors.version
+from pdors import atomic
+from pdors.errors import ExitStatus
+
+from .credentials import one_line
+from .locate import locate
+from .provenance import git_commit
+from .storage import Store, manifest_of
+from .sweep import Say, SweepResult, say_out, silent, stops_recorded
+
+PUBLISHED = "published.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Published:
+    """What :func:`publish` did: the exit status (0, 1 runs failed, lost, not run or above OPT, 3 MLflow
+    failed), the seconds of its stages (``report``, ``mlflow``) and the MLflow comparison URL (None: not
+    logged)."""
+
+    status: int
+    stages: dict[str, float] = field(default_factory=dict)
+    url: str | None = None
+
+
+def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
+    """Publish what :func:`pipeline.sweep.run` recorded (``result``, updated and returned): skipped, with its
+    status as last published, when it ran nothing and nothing changed since the last publish."""
+    if not result.recorded:
+        return result
+    store = Store(result.root, result.sweep_id)
+    with stops_recorded(result, say):
+        manifest = manifest_of(store)
+        track = bool(manifest["mlflow"])
+        mark = _mark(store, manifest, track)
+        last = _last(store)
+        kept = all((store.meta / n).exists() for n in ("summary.md", "summary.csv", "report"))
+        if result.ran == 0 and kept and last is not None and last.get("mark") == mark:
+            result.status = int(last["status"])
+            say(f"nothing to do: every run is recorded and published as it stands (exit status {result.status})")
+        else:
+            done = publish(store, manifest, track, say)
+            result.status, result.url = done.status, done.url
+            result.stages.update(done.stages)
+            _remember(store, mark, done.status)
+    say("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.stages.items()))
+    if result.url:
+        say(f"MLflow comparison: {result.url}")
+    return result
+
+
+def _mark(store: Store, manifest: dict, track: bool) -> str:
+    """What a publish depends on (beside its files still being there): the manifest, each of its runs' recorded
+    status, the code, the tracking URI and whether MLflow is logged."""
+    recorded = store.index().status()
+    what = {
+        "manifest": manifest,
+        "runs": [recorded.get(r, "lost") for r in manifest["run_ids"]],
+        "code": [pdors.version.CODE_VERSION, git_commit()],
+        "tracking": os.environ.get("MLFLOW_TRACKING_URI"),
+        "track": track,
+    }
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _last(store: Store) -> dict | None:
+    """The record of the last publish, or None (none, or unreadable: publishing again costs only time)."""
+    try:
+        last = json.loads((store.meta / PUBLISHED).read_text())
+    except (OSError, ValueError):
+        return None
+    return last if isinstance(last, dict) else None
+
+
+def _remember(store: Store, mark: str, status: int) -> None:
+    """Record a publish, unless MLflow failed (the next run retries it)."""
+    if status == ExitStatus.MLFLOW_FAILED:
+        (store.meta / PUBLISHED).unlink(missing_ok=True)
+    else:
+        atomic.write(store.meta / PUBLISHED, json.dumps({"mark": mark, "status": status}))
+
+
+def publish(store: Store, manifest: dict, track: bool | None = None, say: Say = silent) -> Published:
+    """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
+    status of ``run``/``log``."""
+    from . import plots, summary, theorem_check, tracking
+    from .report import comparison, draw_all, runs_of
+
+    tick = time.perf_counter()
+    counts, runs = runs_of(store, manifest)
+    axes, reference = manifest["axes"], summary.reference_policy(manifest)
+    agg = comparison(runs, manifest)
+    table = summary.markdown(agg, axes, reference)
+    table += f"\nPaired over every grid point and seed, against {reference}:\n\n" + summary.paired_markdown(
+        summary.paired_overall(runs, axes, reference), reference
+    )
+    atomic.write(store.meta / "summary.csv", agg.to_csv(index=False))
+    atomic.write(store.meta / "summary.md", table)
+    plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png")
+    figures = draw_all(runs, manifest, store.meta / "report")
+    say("\n" + table)
+    for failed in runs[runs["status"] != "ok"].head(5).itertuples():
+        say(
+            f"  {failed.status} run {failed.run_id} ({failed.policy}, seed {failed.seed}): "
+            f"{str(failed.error).splitlines()[0]}"
+        )
+    say(
+        f"runs: {counts.total} total, {counts.ok} ok, {counts.failed} failed, {counts.lost} lost, "
+        f"{counts.remaining} not run"
+    )
+    say(f"Parquet: {store.part('runs')}  (jobs: {store.part('jobs')})")
+    say(f"summary: {store.meta / 'summary.md'}; plot: {plot}; report: {figures[-1]}")
+    above = summary.above_opt(runs)
+    for bad in above.head(10).itertuples():
+        say(
+            f"  error: run {bad.run_id} ({bad.policy}, seed {bad.seed}) has utility {bad.total_utility:.10g}, "
+            "more than its instance's OPT allows (beyond the gap): a bug in the model or the validator"
+        )
+    theorem = theorem_check.violations(runs)
+    for line in theorem_check.messages(theorem, theorem_check.save_instances(theorem, store.meta / "theorem")):
+        say("  " + line)
+    broken = counts.failed or counts.lost or counts.remaining or len(above) or len(theorem)
+    status = ExitStatus.FAILED if broken else ExitStatus.OK
+    stages = {"report": time.perf_counter() - tick}
+    if not (manifest["mlflow"] if track is None else track):
+        return Published(status=status, stages=stages)
+    tick = time.perf_counter()
+    # The default plot is not logged: the report's figures (and its HTML page) hold it.
+    artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
+    try:
+        logged = tracking.log_sweep(manifest, runs, agg, artifacts, store.root)
+        tracking.attach(manifest, figures, "report", store.root)
+    except Exception as e:  # Parquet is the record: say how to re-log, keep the results
+        say(
+            f"MLflow logging failed ({one_line(e)}); results are safe "
+            f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`"
+        )
+        return Published(status=status or ExitStatus.MLFLOW_FAILED, stages=stages)
+    stages["mlflow"] = time.perf_counter() - tick
+    say(
+        f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {logged.parent} "
+        f"with {len(agg)} child runs"
+        + (
+            ""
+            if tracking.tracking_uri().startswith(("http://", "https://"))
+            else f"; serve it with `mlflow ui --backend-store-uri {tracking.shown_uri()}` to open the URL below"
+        )
+    )
+    return Published(status=status, stages=stages, url=logged.url)
+
+
+def log(target: str | None, out: str | None, overrides: Sequence[str] = (), say: Say = say_out) -> int:
+    """``pdors sweep log``: re-log sweeps to MLflow from their Parquet record (``target``, ``overrides`` as
+    :func:`pipeline.locate.locate`)."""
+    status: int = ExitStatus.OK
+    urls: list[str] = []
+    for store in locate(target, out, overrides):
+        manifest = manifest_of(store)
+        mark = _mark(store, manifest, True)
+        done = publish(store, manifest, True, say)
+        _remember(store, mark, done.status)
+        status = max(status, done.status)
+        urls += [done.url] if done.url else []
+    for url in urls:
+        say(f"MLflow comparison: {url}")
+    return status

@@ -1,0 +1,55 @@
+"""Start-up cost where users wait: `pdors --help`, `pdors sweep --help`, `pdors simulate --help`, `sweep status`,
+`sweep list` and a sweep re-run with nothing to do import neither Pyomo, Ray nor MLflow (each command in a fresh
+interpreter, its ``sys.modules`` read at exit). Their times are in `pdors bench` (docs/PERFORMANCE.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from sweep_fixtures import TINY, write_config
+
+from pdors_cli.main import main
+
+HEAVY = ("pyomo", "ray", "mlflow")
+# Runs `pdors ARGV` in this interpreter and prints (exit status, the heavy packages imported) as JSON.
+PROBE = (
+    "import json, sys\nfrom pdors_cli.main import main\n"
+    "try:\n    code = main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+    f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})\n"
+    "print(json.dumps([code, heavy]), file=sys.stderr)"
+)
+
+
+def pdors(*argv: str, cwd: Path) -> tuple[int, list[str], str]:
+    """Exit status, heavy packages imported and standard output of `pdors ARGV` in a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=cwd, timeout=300)
+    code, heavy = json.loads(done.stderr.strip().splitlines()[-1])
+    return code, heavy, done.stdout
+
+
+def test_help_imports_no_solver_ray_or_mlflow(tmp_path: Path) -> None:
+    for argv in (["--help"], ["sweep", "--help"], ["sweep", "run", "--help"], ["simulate", "--help"]):
+        code, heavy, out = pdors(*argv, cwd=tmp_path)
+        assert code == 0 and heavy == [] and "usage: pdors" in out, (argv, heavy)
+
+
+def test_status_list_and_an_identical_rerun_import_no_solver_ray_or_mlflow(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "tiny.yaml", {**TINY, "mlflow": {"enabled": False}})
+    out = str(tmp_path / "out")
+    assert main(["sweep", "run", str(config), "--out", out, "--in-process"]) == 0
+    summary = tmp_path / "out" / "sweeps"
+    published = {p: p.stat().st_mtime_ns for p in summary.rglob("summary.md")}
+    for argv in (["sweep", "status", "--out", out], ["sweep", "list", "--out", out]):
+        code, heavy, text = pdors(*argv, cwd=tmp_path)
+        assert code == 0 and heavy == [] and "12 ok" in text.replace("     ", " "), (argv, heavy, text)
+    # the same sweep again, without --resume or --in-process: nothing to run (no Ray), nothing to publish
+    code, heavy, text = pdors("sweep", "run", str(config), "--out", out, cwd=tmp_path)
+    assert code == 0 and heavy == [] and "12 already recorded, 0 to run" in text and "nothing to do" in text, text
+    assert {p: p.stat().st_mtime_ns for p in summary.rglob("summary.md")} == published
+    # a published file removed: published again (the record of the publish is not trusted alone)
+    next(iter(published)).unlink()
+    code, heavy, text = pdors("sweep", "run", str(config), "--out", out, cwd=tmp_path)
+    assert code == 0 and "nothing to do" not in text and all(p.exists() for p in published), text
