@@ -26,7 +26,7 @@ from .tasks import OPT_POLICY, Plan, Task
 
 # Part of every run id: bump it when a policy's decisions, the simulator, the validator or the run summary may
 # change a recorded result, so that sweeps recompute instead of reusing runs recorded by older code.
-MODEL_VERSION = 2  # 2: issue 30 (PD-ORS workload grid and default reading; run summary fields)
+MODEL_VERSION = 3  # 2: issue 30 (PD-ORS workload grid, default reading, summary fields); 3: issue 37 (CPU latency)
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,8 @@ def bench_latency(sizes: Sizes, seed: int) -> list[dict]:
                 "slots": sizes.slots,
                 "p50_ms": lat.p50,
                 "p99_ms": lat.p99,
+                "cpu_p50_ms": s.decision_cpu_ms.p50,
+                "cpu_p99_ms": s.decision_cpu_ms.p99,
                 "wall_s": s.wall_s,
                 "cpu_s": cpu,
                 "total_utility": s.total_utility,
