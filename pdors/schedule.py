@@ -11,6 +11,8 @@ import numpy as np
 
 from .model import Instance
 
+DIGEST_BLOCK_CELLS = 1 << 20  # cells hashed per block by :meth:`Schedule.digest` (8 MiB as int64)
+
 
 @dataclass
 class Schedule:
@@ -50,8 +52,10 @@ class Schedule:
         digests mean identical schedules."""
         h = hashlib.blake2b(digest_size=16)
         for a in (self.workers, self.servers, self.admitted[None]):
-            for part in a:  # slot by slot: the same bytes as the whole array as int64, without a copy of it
-                h.update(np.ascontiguousarray(part, dtype="<i8").data)
+            # in blocks of slots: the same bytes as the whole array as int64, without a copy of it
+            step = max(1, DIGEST_BLOCK_CELLS // max(1, a[0].size))
+            for start in range(0, len(a), step):
+                h.update(np.ascontiguousarray(a[start : start + step], dtype="<i8").data)
         return h.hexdigest()
 
     def to_sparse(self) -> dict:

@@ -30,6 +30,7 @@ class SimulationResult:
     # the same decisions' CPU time of the simulating thread (``time.thread_time``): unlike the wall time, not
     # inflated by other processes sharing the cores
     decision_cpu_seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    slots_simulated: int = 0  # slots run before nothing could arrive or run any more (at most T)
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -79,7 +80,10 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
     latencies: list[float] = []
     cpu: list[float] = []
     policy.reset(instance, seed)
+    last_arrival = int(jobs.arrival.max())
+    planned_until = np.full(instance.num_jobs, -1, dtype=np.int64)  # last slot of each admitted plan
 
+    slots_run = 0
     for t in range(T):
         if isinstance(policy, PlanningPolicy):
             for i in np.flatnonzero(jobs.arrival == t):
@@ -92,6 +96,7 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
                     busy = np.flatnonzero(plan.workers.any(axis=1) | plan.servers.any(axis=1))
                     sched.workers[busy, i, :] = plan.workers[busy]
                     sched.servers[busy, i, :] = plan.servers[busy]
+                    planned_until[i] = busy[-1] if busy.size else -1
                     _reserve(reserved, instance, int(i), plan.workers, plan.servers, slice(None))
         elif isinstance(policy, SlotPolicy):
             tick, cpu_tick = time.perf_counter(), time.thread_time()
@@ -108,11 +113,30 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
         else:
             raise TypeError(f"{type(policy).__name__} is neither a PlanningPolicy nor a SlotPolicy")
         _run_slot(state, t)
+        slots_run = t + 1
+        if t >= last_arrival and _nothing_left(policy, sched.admitted, completed, planned_until, t):
+            break  # every later slot would allocate nothing: the schedule's remaining cells stay zero
 
     sched.claimed_completion[:] = completed
     return SimulationResult(
-        sched, np.array(latencies), time.perf_counter() - start, policy.summary(), decision_cpu_seconds=np.array(cpu)
+        sched,
+        np.array(latencies),
+        time.perf_counter() - start,
+        policy.summary(),
+        decision_cpu_seconds=np.array(cpu),
+        slots_simulated=slots_run,
     )
+
+
+def _nothing_left(
+    policy: Policy, admitted: np.ndarray, completed: np.ndarray, planned_until: np.ndarray, t: int
+) -> bool:
+    """After slot t, with every job arrived: whether no job can run any more. A slot policy may still give any
+    incomplete job tasks; a planning policy's jobs run only in their plans' slots, fixed at admission."""
+    incomplete = completed < 0
+    if isinstance(policy, PlanningPolicy):
+        return not (incomplete & admitted & (planned_until > t)).any()
+    return not incomplete.any()
 
 
 def _reserve(
