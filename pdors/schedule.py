@@ -5,6 +5,7 @@ check."""
 from __future__ import annotations
 
 import hashlib
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,8 +39,8 @@ class Schedule:
     def empty(cls, instance: Instance, restart_loss: float = 0.0) -> Schedule:
         shape = (instance.slots, instance.num_jobs, instance.num_machines)
         return cls(
-            workers=np.zeros(shape, dtype=np.int32),
-            servers=np.zeros(shape, dtype=np.int32),
+            workers=_zeros_by_page(shape, np.int32),
+            servers=_zeros_by_page(shape, np.int32),
             admitted=np.zeros(instance.num_jobs, dtype=bool),
             claimed_internal=np.zeros(shape[:2], dtype=bool),
             claimed_completion=np.full(instance.num_jobs, -1, dtype=np.int64),
@@ -69,3 +70,13 @@ class Schedule:
             "admitted": self.admitted.astype(int).tolist(),
             "restart_loss": self.restart_loss,
         }
+
+
+def _zeros_by_page(shape: tuple[int, ...], dtype: type[np.generic]) -> np.ndarray:
+    """Zeros in anonymous memory that the kernel backs page by page as it is written. ``np.zeros`` asks for huge
+    pages (2 MiB) on an array this large, so the few cells of a sparse schedule, spread over all slots, would make
+    the whole [T, I, H] array resident (docs/PERFORMANCE.md, "PD-ORS at 1000 x 1000")."""
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if size == 0:
+        return np.zeros(shape, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE), dtype=dtype).reshape(shape)

@@ -104,6 +104,7 @@ def _max_samples_per_slot(instance: Instance) -> np.ndarray:
     g_int, g_ext = ps_ratio(instance, True), ps_ratio(instance, False)
     rows, counts = np.unique(capacity, axis=0, return_counts=True)
     out = np.zeros(instance.num_jobs)
+    per_int, per_ext = jobs.time_per_sample(True), jobs.time_per_sample(False)
     for i in range(instance.num_jobs):
         batch, alpha, beta = int(jobs.batch[i]), jobs.worker_demand[i], jobs.ps_demand[i]
         w = np.arange(batch + 1)
@@ -112,13 +113,15 @@ def _max_samples_per_slot(instance: Instance) -> np.ndarray:
         w_int = int(np.flatnonzero(fits)[-1])
         w_ext = 0
         servers = _servers(w, g_ext[i], thesis)
-        if instance.num_machines >= 2 and _greedy_fits(rows, counts, alpha, beta, batch, int(servers[batch])):
+        if w_int / per_int[i] >= batch / per_ext[i]:
+            pass  # no external placement (at most F_i workers) beats the internal one: the max below is the same
+        elif instance.num_machines >= 2 and _greedy_fits(rows, counts, alpha, beta, batch, int(servers[batch])):
             w_ext = batch  # F_i itself fits: the most there can be
         elif instance.num_machines >= 2:
             hosted = _servers_on_machines(capacity, alpha, beta, batch)
             ok = (hosted >= servers) & (w >= 1)
             w_ext = int(np.flatnonzero(ok)[-1]) if ok.any() else 0
-        out[i] = max(w_int / jobs.time_per_sample(True)[i], w_ext / jobs.time_per_sample(False)[i])
+        out[i] = max(w_int / per_int[i], w_ext / per_ext[i])
     return out
 
 
