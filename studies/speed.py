@@ -27,7 +27,9 @@ Sections (``--only`` picks some, in this order):
   process), and the throughput of 1 against 2 workers on a smaller sweep of the same runs;
 * ``reproduction`` (only with ``--only``): an estimate of the full reproduction (every
   ``configs/fig*.yaml`` and ``configs/thesis*.yaml`` at full size) on 2 Ray workers: each config's tasks of
-  its first seed run here one by one (``pipeline.executor.execute``), scaled by the config's task count.
+  its first seed run here one by one (``pipeline.executor.execute``), scaled by the config's task count;
+* ``algorithm`` (only with ``--only``): tiny runs, PD-ORS's growth to H = I = 1000 and a long horizon, each beside
+  its before figure (:mod:`studies.algorithm_speed`).
 
 Timings depend on what else runs on the machine: every run also reports its CPU time, the load average is
 recorded, and ratios are taken within one bench run. ``--quick`` shrinks every size (about 2 minutes).
@@ -51,8 +53,10 @@ import numpy as np
 from pdors.markdown import number, table
 from pdors.run_summary import RunSummary
 
+from . import algorithm_speed
+
 SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
-EXTRA_SECTIONS = ("scale", "scale-pipeline", "reproduction")
+EXTRA_SECTIONS = ("scale", "scale-pipeline", "reproduction", "algorithm")
 REPRODUCTION = ("fig*.yaml", "thesis*.yaml")
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 QUICKSTART = CONFIGS / "quickstart.yaml"
@@ -76,6 +80,9 @@ class Sizes:
     pipeline_seeds: int  # seeds per cluster size of the scale-pipeline sweep (x 4 sizes)
     pipeline_ratio_seeds: int  # ... of its 1- vs 2-worker throughput sweeps
     pipeline_repeats: int  # ``sweep status`` timings (median)
+    growth: tuple[int, ...] = (250, 1000)  # H = I of the algorithm section's PD-ORS runs (T = 80)
+    long_slots: int = 3_000_000  # horizon of the algorithm section's 3-job run
+    tiny_seeds: int = 50  # seeds per cluster size of its tiny runs
 
 
 FULL = Sizes(
@@ -92,7 +99,9 @@ FULL = Sizes(
     500,
     5,
 )
-QUICK = Sizes((30, 100), 40, 40, (30, 40, 40), (1,), 10.0, (10, 20), 3, (200, 200, 40), 250, 100, 3)
+QUICK = Sizes(
+    (30, 100), 40, 40, (30, 40, 40), (1,), 10.0, (10, 20), 3, (200, 200, 40), 250, 100, 3, (100, 200), 300_000, 10
+)
 
 
 def _run(spec: dict[str, Any]) -> tuple[RunSummary, float]:
@@ -589,6 +598,8 @@ def report(results: dict) -> str:
             f"throughput on {r['ratio_runs']:,} runs: 1 worker {r['runs_per_s_1']:.0f} runs/s, 2 workers "
             f"{r['runs_per_s_2']:.0f} runs/s: x{r['scaling']:.2f} (target >= 1.8; needs two idle cores)",
         ]
+    if r := results.get("algorithm"):
+        out += algorithm_speed.report(r, BEFORE["algorithm"])
     if rows := results.get("memory"):
         out += ["\n## Peak memory of one task (fresh process)", _table(rows, ["task", "peak_rss_mib"])]
     if rows := results.get("reproduction"):
@@ -629,6 +640,7 @@ def run_bench(sections: list[str], sizes: Sizes, seed: int) -> dict:
         "scale": lambda: bench_scale(sizes, seed),
         "scale-pipeline": lambda: bench_pipeline(sizes),
         "reproduction": bench_reproduction,
+        "algorithm": lambda: algorithm_speed.bench_algorithm(sizes.growth, sizes.long_slots, sizes.tiny_seeds, seed),
     }
     for name in tqdm(sections, desc="pdors bench", unit="section", file=sys.stderr):
         results[name] = steps[name]()
