@@ -5,7 +5,9 @@ and reserve resources in future slots); slot policies allocate slot t. Then slot
 not yet complete job progresses by the samples of eq. (1) at the rate its placement earns (Fact 1), less the
 policy's ``restart_loss`` fraction in a slot where a job that ran before changes placement, and a job whose
 workload is done completes; a plan's later slots are released. The simulator's own bookkeeping becomes the
-schedule's claims, which the validator checks independently.
+schedule's claims, which the validator checks independently. The run ends after the last slot in which a job
+can still arrive or run (every job arrived and, for slot policies, complete; for planning policies, no admitted
+incomplete job holds a later slot of its plan): the later slots would allocate nothing.
 """
 
 from __future__ import annotations
