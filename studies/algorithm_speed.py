@@ -108,7 +108,12 @@ def report(r: dict[str, Any], before: dict[str, Any]) -> list[str]:
             f"{row['cpu_p50_ms']:.0f} / {row['cpu_p99_ms']:.0f} | {row['lp_solves']} | {row['digest']} |"
         )
     if grow["cpu_exponent"] is not None:
-        out.append(f"CPU growth exponent: n^{grow['cpu_exponent']:.2f} (before n^{before['pdors_cpu_exponent']:.2f})")
+        sizes = [row["size"] for row in grow["rows"]]
+        same = (sizes[0], sizes[-1]) == (min(old), max(old))  # the before exponent is over the stored sizes
+        out.append(
+            f"CPU growth exponent {sizes[0]} -> {sizes[-1]}: n^{grow['cpu_exponent']:.2f}"
+            + (f" (before n^{before['pdors_cpu_exponent']:.2f})" if same else "")
+        )
     out.append(
         f"3 jobs over {long['slots']:,} slots: {long['cpu_s']:.2f} s CPU, {long['slots_simulated']} slots simulated, "
         f"same result as over 20 slots: {long['same_result']} (before: {before['long_horizon']})"
