@@ -10,7 +10,9 @@ slot; resources are counts (gpu, cpu) or GB (mem, storage).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
@@ -141,6 +143,8 @@ class Instance:
     # With ``ps_bandwidth``: whether (3.5) s <= w holds; False is Algorithm 4 as printed, whose internal steps
     # 2-6 and external program (3.22)-(3.25) have no such check (docs/MODEL.md, "The thesis profile")
     ps_at_most_workers: bool = True
+    # values derived from this (read-only) instance, by the function that computes them: see :meth:`derived`
+    _derived: dict[Callable[[Instance], Any], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.ps_bandwidth is not None:
@@ -152,6 +156,16 @@ class Instance:
     @property
     def num_jobs(self) -> int:
         return len(self.jobs)
+
+    def derived(self, compute: Callable[[Instance], np.ndarray]) -> np.ndarray:
+        """``compute(self)``, computed once per instance and returned read-only: for pure functions of the instance
+        that several readers need (the policy and the run's summary), which the instance's read-only arrays
+        keep valid."""
+        if compute not in self._derived:
+            value = compute(self)
+            self._derived[compute] = _frozen(value, value.dtype)
+        out: np.ndarray = self._derived[compute]
+        return out
 
     @property
     def num_machines(self) -> int:

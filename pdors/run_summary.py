@@ -56,7 +56,8 @@ class RunSummary:
     later_than_solo_fastest: int  # completed jobs that finished after their fastest schedule alone would
     utilisation: dict[str, float]  # resource -> used / (capacity x T)
     violations: list[dict[str, Any]]  # the validator's findings, ``Violation.as_dict()``
-    decision_latency_ms: Latency
+    decision_latency_ms: Latency  # wall clock: includes waiting for a core on a loaded machine
+    decision_cpu_ms: Latency  # the same decisions in the thread's CPU time: comparable across machine loads
     policy_stats: dict[str, Any]
     wall_s: float
     code_version: str

@@ -5,11 +5,14 @@ check."""
 from __future__ import annotations
 
 import hashlib
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
 
 from .model import Instance
+
+DIGEST_BLOCK_CELLS = 1 << 20  # cells hashed per block by :meth:`Schedule.digest` (8 MiB as int64)
 
 
 @dataclass(kw_only=True)
@@ -36,8 +39,8 @@ class Schedule:
     def empty(cls, instance: Instance, restart_loss: float = 0.0) -> Schedule:
         shape = (instance.slots, instance.num_jobs, instance.num_machines)
         return cls(
-            workers=np.zeros(shape, dtype=np.int32),
-            servers=np.zeros(shape, dtype=np.int32),
+            workers=_zeros_by_page(shape, np.int32),
+            servers=_zeros_by_page(shape, np.int32),
             admitted=np.zeros(instance.num_jobs, dtype=bool),
             claimed_internal=np.zeros(shape[:2], dtype=bool),
             claimed_completion=np.full(instance.num_jobs, -1, dtype=np.int64),
@@ -50,8 +53,10 @@ class Schedule:
         digests mean identical schedules."""
         h = hashlib.blake2b(digest_size=16)
         for a in (self.workers, self.servers, self.admitted[None]):
-            for part in a:  # slot by slot: the same bytes as the whole array as int64, without a copy of it
-                h.update(np.ascontiguousarray(part, dtype="<i8").data)
+            # in blocks of slots: the same bytes as the whole array as int64, without a copy of it
+            step = max(1, DIGEST_BLOCK_CELLS // max(1, a[0].size))
+            for start in range(0, len(a), step):
+                h.update(np.ascontiguousarray(a[start : start + step], dtype="<i8").data)
         return h.hexdigest()
 
     def to_sparse(self) -> dict:
@@ -65,3 +70,13 @@ class Schedule:
             "admitted": self.admitted.astype(int).tolist(),
             "restart_loss": self.restart_loss,
         }
+
+
+def _zeros_by_page(shape: tuple[int, ...], dtype: type[np.generic]) -> np.ndarray:
+    """Zeros in anonymous memory that the kernel backs page by page as it is written. ``np.zeros`` asks for huge
+    pages (2 MiB) on an array this large, so the few cells of a sparse schedule, spread over all slots, would make
+    the whole [T, I, H] array resident (docs/PERFORMANCE.md, "PD-ORS at 1000 x 1000")."""
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if size == 0:
+        return np.zeros(shape, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE), dtype=dtype).reshape(shape)

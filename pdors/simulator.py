@@ -5,13 +5,15 @@ and reserve resources in future slots); slot policies allocate slot t. Then slot
 not yet complete job progresses by the samples of eq. (1) at the rate its placement earns (Fact 1), less the
 policy's ``restart_loss`` fraction in a slot where a job that ran before changes placement, and a job whose
 workload is done completes; a plan's later slots are released. The simulator's own bookkeeping becomes the
-schedule's claims, which the validator checks independently.
+schedule's claims, which the validator checks independently. The run ends after the last slot in which a job
+can still arrive or run (every job arrived and, for slot policies, complete; for planning policies, no admitted
+incomplete job holds a later slot of its plan): the later slots would allocate nothing.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,6 +29,10 @@ class SimulationResult:
     decision_seconds: np.ndarray  # one entry per decision (per job for planners, per slot otherwise)
     wall_seconds: float
     stats: dict
+    # the same decisions' CPU time of the simulating thread (``time.thread_time``): unlike the wall time, not
+    # inflated by other processes sharing the cores
+    decision_cpu_seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    slots_simulated: int = 0  # slots run before nothing could arrive or run any more (at most T)
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -74,24 +80,31 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
     state = _State.start(instance, policy.restart_loss)
     sched, reserved, completed, view = state.sched, state.reserved, state.completed, state.view
     latencies: list[float] = []
+    cpu: list[float] = []
     policy.reset(instance, seed)
+    last_arrival = int(jobs.arrival.max())
+    planned_until = np.full(instance.num_jobs, -1, dtype=np.int64)  # last slot of each admitted plan
 
+    slots_run = 0
     for t in range(T):
         if isinstance(policy, PlanningPolicy):
             for i in np.flatnonzero(jobs.arrival == t):
-                tick = time.perf_counter()
+                tick, cpu_tick = time.perf_counter(), time.thread_time()
                 plan = policy.plan(int(i), view(t))
                 latencies.append(time.perf_counter() - tick)
+                cpu.append(time.thread_time() - cpu_tick)
                 if plan is not None:  # job i's cells are all zero until now: only its busy slots are written
                     sched.admitted[i] = True
                     busy = np.flatnonzero(plan.workers.any(axis=1) | plan.servers.any(axis=1))
                     sched.workers[busy, i, :] = plan.workers[busy]
                     sched.servers[busy, i, :] = plan.servers[busy]
+                    planned_until[i] = busy[-1] if busy.size else -1
                     _reserve(reserved, instance, int(i), plan.workers, plan.servers, slice(None))
         elif isinstance(policy, SlotPolicy):
-            tick = time.perf_counter()
+            tick, cpu_tick = time.perf_counter(), time.thread_time()
             alloc: SlotAllocation = policy.allocate(view(t))
             latencies.append(time.perf_counter() - tick)
+            cpu.append(time.thread_time() - cpu_tick)
             active = (jobs.arrival <= t) & (completed < 0)
             # Only the jobs given something are written: slot t of the schedule is still all zero.
             rows = np.flatnonzero(active & (alloc.workers.any(axis=1) | alloc.servers.any(axis=1)))
@@ -102,6 +115,9 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
         else:
             raise TypeError(f"{type(policy).__name__} is neither a PlanningPolicy nor a SlotPolicy")
         _run_slot(state, t)
+        slots_run = t + 1
+        if t >= last_arrival and _nothing_left(policy, sched.admitted, completed, planned_until, t):
+            break  # every later slot would allocate nothing: the schedule's remaining cells stay zero
 
     sched.claimed_completion[:] = completed
     return SimulationResult(
@@ -109,7 +125,20 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
         decision_seconds=np.array(latencies),
         wall_seconds=time.perf_counter() - start,
         stats=policy.summary(),
+        decision_cpu_seconds=np.array(cpu),
+        slots_simulated=slots_run,
     )
+
+
+def _nothing_left(
+    policy: Policy, admitted: np.ndarray, completed: np.ndarray, planned_until: np.ndarray, t: int
+) -> bool:
+    """After slot t, with every job arrived: whether no job can run any more. A slot policy may still give any
+    incomplete job tasks; a planning policy's jobs run only in their plans' slots, fixed at admission."""
+    incomplete = completed < 0
+    if isinstance(policy, PlanningPolicy):
+        return not (incomplete & admitted & (planned_until > t)).any()
+    return not incomplete.any()
 
 
 def _reserve(

@@ -11,6 +11,7 @@ a_i on, so it needs n_i = ceil(V_i / m_i) slots.
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from .model import Instance
 from .thesis import ps_ratio
@@ -19,6 +20,8 @@ from .validator import WORKLOAD_RTOL
 # A plan may fall short of a cover by this relative amount (float noise in k V_i / Q x per-sample time), well
 # inside the validator's completion tolerance: an exact integer cover is then never rounded up to the next one.
 COVER_RTOL = WORKLOAD_RTOL / 10
+# below any sum of two counts (each at most a job's batch F_i): impossible stays negative in :func:`_max_plus`
+_IMPOSSIBLE = np.int64(-(1 << 40))
 
 
 def workers_for(samples: np.ndarray | float, per_sample: float) -> np.ndarray:
@@ -46,11 +49,11 @@ def _servers_hosted(capacity: np.ndarray, alpha: np.ndarray, beta: np.ndarray, c
 def _max_plus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(a * b)[w] = max over x of a[x] + b[w - x] (-1 = impossible), for w up to len(a) - 1."""
     n = len(a)
-    grid = np.full((n, 2 * n - 1), -1, dtype=np.int64)
-    total = np.where((a[:, None] >= 0) & (b[None, :] >= 0), a[:, None] + b[None, :], -1)
-    rows = np.repeat(np.arange(n), n)
-    grid[rows, rows + np.tile(np.arange(n), n)] = total.ravel()
-    out: np.ndarray = np.minimum(grid.max(axis=0)[:n], n - 1)
+    a_or_none = np.where(a >= 0, a, _IMPOSSIBLE)
+    padded = np.concatenate([np.full(n - 1, _IMPOSSIBLE), np.where(b >= 0, b, _IMPOSSIBLE)])
+    shifted = sliding_window_view(padded, n)[:, ::-1]  # [w, x] = b[w - x], impossible where x > w (a view)
+    best = (shifted + a_or_none[None, :]).max(axis=1)
+    out: np.ndarray = np.where(best >= 0, np.minimum(best, n - 1), -1)
     return out
 
 
@@ -90,12 +93,18 @@ def _greedy_fits(rows: np.ndarray, counts: np.ndarray, alpha: np.ndarray, beta: 
 
 
 def max_samples_per_slot(instance: Instance) -> np.ndarray:
-    """The most samples each job can process in one slot of the empty cluster, exactly (module doc)."""
+    """The most samples each job can process in one slot of the empty cluster, exactly (module doc); computed
+    once per instance (the policy and the run's summary share it), read-only."""
+    return instance.derived(_max_samples_per_slot)
+
+
+def _max_samples_per_slot(instance: Instance) -> np.ndarray:
     jobs, capacity = instance.jobs, instance.cluster.capacity
     thesis = instance.ps_bandwidth is not None and instance.ps_at_most_workers  # (3.5)
     g_int, g_ext = ps_ratio(instance, True), ps_ratio(instance, False)
     rows, counts = np.unique(capacity, axis=0, return_counts=True)
     out = np.zeros(instance.num_jobs)
+    per_int, per_ext = jobs.time_per_sample(True), jobs.time_per_sample(False)
     for i in range(instance.num_jobs):
         batch, alpha, beta = int(jobs.batch[i]), jobs.worker_demand[i], jobs.ps_demand[i]
         w = np.arange(batch + 1)
@@ -104,13 +113,15 @@ def max_samples_per_slot(instance: Instance) -> np.ndarray:
         w_int = int(np.flatnonzero(fits)[-1])
         w_ext = 0
         servers = _servers(w, g_ext[i], thesis)
-        if instance.num_machines >= 2 and _greedy_fits(rows, counts, alpha, beta, batch, int(servers[batch])):
+        if w_int / per_int[i] >= batch / per_ext[i]:
+            pass  # no external placement (at most F_i workers) beats the internal one: the max below is the same
+        elif instance.num_machines >= 2 and _greedy_fits(rows, counts, alpha, beta, batch, int(servers[batch])):
             w_ext = batch  # F_i itself fits: the most there can be
         elif instance.num_machines >= 2:
             hosted = _servers_on_machines(capacity, alpha, beta, batch)
             ok = (hosted >= servers) & (w >= 1)
             w_ext = int(np.flatnonzero(ok)[-1]) if ok.any() else 0
-        out[i] = max(w_int / jobs.time_per_sample(True)[i], w_ext / jobs.time_per_sample(False)[i])
+        out[i] = max(w_int / per_int[i], w_ext / per_ext[i])
     return out
 
 

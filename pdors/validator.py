@@ -73,7 +73,7 @@ def _usage(w: np.ndarray, s: np.ndarray, alpha: np.ndarray, beta: np.ndarray) ->
     T, _, H = w.shape
     usage = np.zeros((T, H, alpha.shape[1]))
     busy = np.asarray(w.any(axis=2) | s.any(axis=2))
-    for t in range(T):
+    for t in np.flatnonzero(busy.any(axis=1)).tolist():  # a slot without tasks uses exactly nothing
         rows = np.flatnonzero(busy[t])
         usage[t] = dot(w[t, rows].T, alpha[rows]) + dot(s[t, rows].T, beta[rows])
     return usage

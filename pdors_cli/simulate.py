@@ -27,7 +27,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(s.to_dict(), indent=1))
     if args.schedule:
         write_schedule(args.schedule, result.simulation.schedule)
-    lat = s.decision_latency_ms
+    lat, cpu = s.decision_latency_ms, s.decision_cpu_ms
     print(
         f"{s.policy}: H={s.machines} I={s.num_jobs} T={s.slots} seed={s.seed}\n"
         f"  total utility {s.total_utility:.3f}; admitted {s.admitted}, completed {s.completed}, "
@@ -36,7 +36,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         "  offered load "
         + ", ".join(f"{k} {v:.3g}" for k, v in s.offered_load.items())
         + f"; at most {s.fluid_completable} jobs can complete (fluid bound)\n"
-        f"  decision latency p50 {lat.p50:.1f} ms, p99 {lat.p99:.1f} ms; wall {s.wall_s:.2f} s\n"
+        f"  decision latency p50 {lat.p50:.1f} ms, p99 {lat.p99:.1f} ms (CPU p50 {cpu.p50:.1f} ms, p99 {cpu.p99:.1f} "
+        f"ms); wall {s.wall_s:.2f} s\n"
         f"  validator: {len(s.violations)} violation(s)"
         + (f"; JSON written to {args.json}" if args.json else "")
         + (f"; schedule written to {args.schedule}" if args.schedule else "")

@@ -79,6 +79,8 @@ TIMING_COLUMNS = (
     "wall_s",
     "decision_latency_ms.p50",
     "decision_latency_ms.p99",
+    "decision_cpu_ms.p50",
+    "decision_cpu_ms.p99",
     "started_at",
     "finished_at",
     "node_id",

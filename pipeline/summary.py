@@ -56,6 +56,7 @@ COUNT_METRICS = (
     "rejected",
     "violations",
     "decision_latency_ms.count",
+    "decision_cpu_ms.count",
     "fluid_completable",
     *POLICY_STAT_COUNTS,
 )
@@ -65,6 +66,8 @@ NONNEGATIVE_METRICS = (
     "wall_s",
     "decision_latency_ms.p50",
     "decision_latency_ms.p99",
+    "decision_cpu_ms.p50",
+    "decision_cpu_ms.p99",
     "offered_load.compute",
     "offered_load.internal",
     "offered_load.external",
@@ -413,6 +416,8 @@ LOWER_IS_BETTER = (
     "wall_s",
     "decision_latency_ms.p50",
     "decision_latency_ms.p99",
+    "decision_cpu_ms.p50",
+    "decision_cpu_ms.p99",
     "policy_stats.rounding_rejects",
     "policy_stats.infeasible_solves",
 )

@@ -33,7 +33,9 @@ Sections (``--only`` picks some, in this order):
   to measure instead (its directory first on ``PYTHONPATH``): how the before figures were taken;
 * ``reproduction`` (only with ``--only``): an estimate of the full reproduction (every
   ``configs/fig*.yaml`` and ``configs/thesis*.yaml`` at full size) on 2 Ray workers: each config's tasks of
-  its first seed run here one by one (``pipeline.executor.execute``), scaled by the config's task count.
+  its first seed run here one by one (``pipeline.executor.execute``), scaled by the config's task count;
+* ``algorithm`` (only with ``--only``): tiny runs, PD-ORS's growth to H = I = 1000 and a long horizon, each beside
+  its before figure (:mod:`studies.algorithm_speed`).
 
 Timings depend on what else runs on the machine: every run also reports its CPU time, the load average is
 recorded, and ratios are taken within one bench run. ``--quick`` shrinks every size (about 2 minutes).
@@ -57,8 +59,10 @@ import numpy as np
 from pdors.markdown import number, table
 from pdors.run_summary import RunSummary
 
+from . import algorithm_speed
+
 SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
-EXTRA_SECTIONS = ("scale", "scale-pipeline", "sweep-overhead", "reproduction")
+EXTRA_SECTIONS = ("scale", "scale-pipeline", "sweep-overhead", "reproduction", "algorithm")
 REPRODUCTION = ("fig*.yaml", "thesis*.yaml")
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 QUICKSTART = CONFIGS / "quickstart.yaml"
@@ -83,6 +87,9 @@ class Sizes:
     pipeline_seeds: int  # seeds per cluster size of the scale-pipeline sweep (x 4 sizes)
     pipeline_ratio_seeds: int  # ... of its 1- vs 2-worker throughput sweeps
     pipeline_repeats: int  # ``sweep status`` timings (median)
+    growth: tuple[int, ...] = (250, 1000)  # H = I of the algorithm section's PD-ORS runs (T = 80)
+    long_slots: int = 3_000_000  # horizon of the algorithm section's 3-job run
+    tiny_seeds: int = 50  # seeds per cluster size of its tiny runs
 
 
 FULL = Sizes(
@@ -112,6 +119,9 @@ QUICK = Sizes(
     pipeline_seeds=250,
     pipeline_ratio_seeds=100,
     pipeline_repeats=3,
+    growth=(100, 200),
+    long_slots=300_000,
+    tiny_seeds=10,
 )
 
 
@@ -136,6 +146,8 @@ def bench_latency(sizes: Sizes, seed: int) -> list[dict]:
                 "slots": sizes.slots,
                 "p50_ms": lat.p50,
                 "p99_ms": lat.p99,
+                "cpu_p50_ms": s.decision_cpu_ms.p50,
+                "cpu_p99_ms": s.decision_cpu_ms.p99,
                 "wall_s": s.wall_s,
                 "cpu_s": cpu,
                 "total_utility": s.total_utility,
@@ -697,6 +709,8 @@ def report(results: dict) -> str:
             f"{r['simulate_help_s']:.2f} s{was('simulate_help_s', '.2f')} (target <= 0.3 s each); CPU "
             f"{r['sweep_help_cpu_s']:.2f} s and {r['simulate_help_cpu_s']:.2f} s",
         ]
+    if r := results.get("algorithm"):
+        out += algorithm_speed.report(r, BEFORE["algorithm"])
     if rows := results.get("memory"):
         out += ["\n## Peak memory of one task (fresh process)", _table(rows, ["task", "peak_rss_mib"])]
     if rows := results.get("reproduction"):
@@ -738,6 +752,7 @@ def run_bench(sections: list[str], sizes: Sizes, seed: int) -> dict:
         "scale-pipeline": lambda: bench_pipeline(sizes),
         "sweep-overhead": lambda: bench_sweep_overhead(sizes),
         "reproduction": bench_reproduction,
+        "algorithm": lambda: algorithm_speed.bench_algorithm(sizes.growth, sizes.long_slots, sizes.tiny_seeds, seed),
     }
     for name in tqdm(sections, desc="pdors bench", unit="section", file=sys.stderr):
         results[name] = steps[name]()

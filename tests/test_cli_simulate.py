@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-TIMING = ("wall_s", "decision_latency_ms")
+TIMING = ("wall_s", "decision_latency_ms", "decision_cpu_ms")
 
 
 def _simulate(tmp_path, name, *extra, jobs=50, slots=20):

@@ -21,7 +21,7 @@ from pdors.run import run
 pytestmark = pytest.mark.slow
 
 PDORS = str(Path(sys.executable).parent / "pdors")
-TIMING_KEYS = ("wall_s", "decision_latency_ms")  # wall-clock measurements, not decisions
+TIMING_KEYS = ("wall_s", "decision_latency_ms", "decision_cpu_ms")  # wall-clock measurements, not decisions
 PAPER = dict(machines=100, jobs=100, slots=80, seed=1)
 SMALL = (dict(machines=8, jobs=16, slots=10, seed=2), dict(machines=20, jobs=30, slots=12, seed=3))
 

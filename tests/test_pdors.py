@@ -11,7 +11,7 @@ from tiny import tiny_instance
 from pdors.policies.pdors import PDORS, Config, RoundingConfig
 from pdors.primal_dual.gain import competitive_bound, gain_eq29, gain_eq30
 from pdors.primal_dual.prices import PriceBounds, price_bounds, prices
-from pdors.primal_dual.slot_cost import JobShape, LinearProgram, _round, slot_costs
+from pdors.primal_dual.slot_cost import JobShape, _round, slot_costs
 from pdors.simulator import simulate
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
@@ -78,7 +78,6 @@ def test_internal_case_picks_the_cheapest_feasible_machine():
         free,
         RoundingConfig(gain=1.0, delta=1.0),
         (0,),
-        LinearProgram(),
     )
     opt = costs.options[1]
     assert opt.internal and list(opt.machines) == [2] and costs.cost[1] == pytest.approx(2 * 2.0)
@@ -87,9 +86,7 @@ def test_internal_case_picks_the_cheapest_feasible_machine():
 def test_external_split_wins_when_it_is_cheaper():
     price = np.array([[0.0, 0.1], [0.0, 3.0], [0.0, 2.0]])
     free = np.array([[0.0, 1.0], [0.0, 4.0], [0.0, 4.0]])
-    costs = slot_costs(
-        _shape(), np.array([0.0, 2.0]), price, free, RoundingConfig(gain=1.0, delta=1.0), (0,), LinearProgram()
-    )
+    costs = slot_costs(_shape(), np.array([0.0, 2.0]), price, free, RoundingConfig(gain=1.0, delta=1.0), (0,))
     opt = costs.options[1]  # worker on machine 0, PS on machine 2: 2.1 < 4
     assert not opt.internal and costs.cost[1] == pytest.approx(2.1)
     assert dict(zip(opt.machines.tolist(), opt.workers.tolist(), strict=False)) == {0: 1, 2: 0}
@@ -99,9 +96,7 @@ def test_external_case_used_when_no_single_machine_fits():
     price = np.array([[0.0, 1.0], [0.0, 1.0]])
     free = np.array([[0.0, 4.0], [0.0, 4.0]])
     shape = _shape(gamma=4, batch=4)  # 8 samples -> 4 workers + 1 PS = 5 cpu > 4
-    costs = slot_costs(
-        shape, np.array([0.0, 8.0]), price, free, RoundingConfig(gain=1.0, delta=1.0), (3,), LinearProgram()
-    )
+    costs = slot_costs(shape, np.array([0.0, 8.0]), price, free, RoundingConfig(gain=1.0, delta=1.0), (3,))
     opt = costs.options[1]
     assert not opt.internal and opt.workers.sum() == 4 and opt.servers.sum() == 1
     assert costs.cost[1] == pytest.approx(5.0)

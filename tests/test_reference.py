@@ -17,7 +17,6 @@ from pdors.primal_dual.dynamic_program import plan_levels
 from pdors.primal_dual.slot_cost import (
     ClassMembers,
     JobShape,
-    LinearProgram,
     _count_bounds_allow,
     _disaggregate,
     _round,
@@ -173,7 +172,7 @@ def test_theta_matches_the_reference_on_random_slot_states(seed, gain):
     q = 8
     levels = np.arange(q + 1) * float(rng.uniform(5, 80)) / q
     rounding = RoundingConfig(gain=gain, delta=1.0, feasible_solutions=3, max_attempts=150)
-    fast = slot_costs(shape, levels, price, free, rounding, (seed, 7), LinearProgram())
+    fast = slot_costs(shape, levels, price, free, rounding, (seed, 7))
     for k in range(1, q + 1):
         opt = ref.theta(shape, levels[k], k, price, free, rounding, (seed, 7))
         assert fast.cost[k] == (opt.cost if opt else math.inf)

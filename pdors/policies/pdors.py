@@ -44,7 +44,6 @@ from ..primal_dual.prices import PriceBounds, SlotPrices, instance_price_bounds,
 from ..primal_dual.slot_cost import (
     ExternalSolve,
     JobShape,
-    LinearProgram,
     MachineClasses,
     SlotCosts,
     machine_classes,
@@ -104,7 +103,6 @@ class PDORS(PlanningPolicy):
             if self.config.workload_grid == "aligned"
             else [q] * instance.num_jobs
         )
-        self.lp = LinearProgram()
         self._solves: list[ExternalSolve] = []
         self._slots_skipped = 0
         self._lp_solves = 0
@@ -150,7 +148,6 @@ class PDORS(PlanningPolicy):
                     free[j],
                     self.rounding,
                     (self.seed, job, key),
-                    self.lp,
                     lazy=not self.config.round_all_levels,
                     classes=self._classes[a + j],
                     reject_on_failure=self.reject_on_failure,

@@ -90,7 +90,15 @@ class SlotPrices:
     def update(self, used: np.ndarray, start: int) -> np.ndarray:
         """Bring slots ``start``.. up to date with ``used`` = rho [T, H, R]; returns the slots recomputed."""
         if self.rho is None:
-            self.rho, self.price = used.copy(), self.price_of(self.bounds, used, self.capacity)
+            # A machine's price at rho = 0 is the same in every slot: computed once per machine and copied to the
+            # slots where nothing is committed yet (most of a long horizon), the rest row by row; same bits.
+            self.rho = used.copy()
+            self.price = np.array(
+                np.broadcast_to(self.price_of(self.bounds, np.zeros_like(self.capacity), self.capacity), used.shape)
+            )
+            slot, machine = np.nonzero(((used != 0) | np.signbit(used)).any(axis=2))
+            if slot.size:
+                self.price[slot, machine] = self.price_of(self.bounds, used[slot, machine], self.capacity[machine])
             return np.arange(len(used))
         # Eq. (12) is elementwise: only the (slot, machine) rows whose rho changed are recomputed.
         slot, machine = np.nonzero((used[start:] != self.rho[start:]).any(axis=2))

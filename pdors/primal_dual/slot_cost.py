@@ -127,7 +127,6 @@ class SlotState:
     demand: np.ndarray
     rounding: RoundingConfig
     seed_key: tuple
-    lp: LinearProgram
     reject_on_failure: bool = False  # a level whose rounding fails keeps its LP cost and is marked failed
 
     @functools.cached_property
@@ -139,15 +138,15 @@ class SlotState:
 class SlotCosts:
     """theta(t, v_k) for k = 0..Q (cost[0] = 0) of one slot state and the allocation behind each finite entry.
 
-    The external case is worked out only as far as the DP needs it. ``cost[k]`` starts as the cheaper of
-    the internal cost and a lower bound on any external cost (:func:`_separable_bound`); ``exact[k]`` tells
-    which entries are final. :meth:`refine` makes one exact: its first call solves this state's LP for every
-    candidate level (in increasing order on one warm HiGHS model, the order that fixes which optimal vertex
-    each level gets), which tightens every bound to the LP optimum less ``LP_BOUND_RTOL`` (no integer
-    solution beats it), then level k is rounded (Steps 9-11). The rounding of level k is seeded by
-    (``seed_key``, k), so when it happens changes nothing. A level with no feasible rounding gets the internal
-    cost; with ``reject_on_failure`` it keeps its LP cost instead (if below the internal one) and is
-    marked in ``failed``: a schedule that uses it discards the job (paper Section V).
+    The external case is worked out only as far as the DP needs it. ``cost[k]`` starts as the cheaper of the
+    internal cost and a lower bound on any external cost (:func:`_separable_bound`); ``exact[k]`` tells which
+    entries are final. :meth:`refine` makes one exact: it solves this state's LP for every candidate level up to k
+    not solved yet (in increasing order on the state's own warm HiGHS model, the order that fixes which optimal
+    vertex each level gets, continued where the last call stopped), which tightens those bounds to the LP optimum
+    less ``LP_BOUND_RTOL`` (no integer solution beats it), then level k is rounded (Steps 9-11). The rounding of
+    level k is seeded by (``seed_key``, k), so when it happens changes nothing. A level with no feasible rounding
+    gets the internal cost; with ``reject_on_failure`` it keeps its LP cost instead (if below the internal
+    one) and is marked in ``failed``: a schedule that uses it discards the job (paper Section V).
     """
 
     def __init__(self, cost: np.ndarray, options: list, exact: np.ndarray, candidates: list[int], state: SlotState):
@@ -156,16 +155,18 @@ class SlotCosts:
         self.external_solves: list[ExternalSolve] = []  # one per rounding
         self.lp_solves = 0
         self._candidates = candidates  # levels whose external case may beat the internal one
-        # level -> (class LP solution, LP cost), once solved
-        self._solutions: dict[int, tuple[tuple[np.ndarray, np.ndarray], float]] | None = None
+        # level -> (class LP solution, LP cost), once solved and until rounded
+        self._solutions: dict[int, tuple[tuple[np.ndarray, np.ndarray], float]] = {}
+        self._solved = 0  # candidates[:_solved] have had their LP solved
+        self._lp: LinearProgram | None = None  # this state's HiGHS model, from its first LP on
         self._state = state
 
     def refine(self, k: int) -> bool:
         """Make ``cost[k]`` exact; True if it was a bound (the row may have changed elsewhere too)."""
         if self.exact[k]:
             return False
-        if self._solutions is None:
-            self._solutions = self._solve_lps()
+        if k not in self._solutions:
+            self._solve_lps_through(k)
             if self.exact[k]:
                 return True
         st, (lp_sol, lp_cost) = self._state, self._solutions.pop(k)
@@ -184,21 +185,26 @@ class SlotCosts:
         self._settle(k, best)
         return True
 
-    def _solve_lps(self) -> dict[int, tuple[tuple[np.ndarray, np.ndarray], float]]:
-        """The class LP of every candidate level whose bound stays below the internal cost, by level."""
+    def _solve_lps_through(self, k: int) -> None:
+        """The class LPs of the candidate levels up to ``k`` not solved yet, in increasing order on this state's
+        own warm HiGHS model: the same sequence of solves, so the same optimal vertex per level, as solving them
+        all at once, paused where the DP needs no more. A level whose LP bound reaches its internal cost is
+        settled; the others' bounds rise to the LP optimum."""
         st = self._state
-        solutions = {}
-        _load_external_lp(st.job, st.p_w, st.p_s, st.cls_free, st.counts, st.lp)
-        for k in self._candidates:
-            solved = _solve_external_lp(st.demand[k], st.job, len(st.counts), st.lp)
+        if self._lp is None:
+            self._lp = LinearProgram()
+            _load_external_lp(st.job, st.p_w, st.p_s, st.cls_free, st.counts, self._lp)
+        while self._solved < len(self._candidates) and self._candidates[self._solved] <= k:
+            level = self._candidates[self._solved]
+            self._solved += 1
+            solved = _solve_external_lp(st.demand[level], st.job, len(st.counts), self._lp)
             self.lp_solves += 1
-            if solved is None or solved[1] >= self._internal(k):  # no rounding could beat internal
-                self._settle(k, None)
+            if solved is None or solved[1] >= self._internal(level):  # no rounding could beat internal
+                self._settle(level, None)
                 continue
             lp_sol, bound = solved
-            solutions[k] = (lp_sol, float(dot(lp_sol[0], st.p_w) + dot(lp_sol[1], st.p_s)))
-            self.cost[k] = max(self.cost[k], bound)
-        return solutions
+            self._solutions[level] = (lp_sol, float(dot(lp_sol[0], st.p_w) + dot(lp_sol[1], st.p_s)))
+            self.cost[level] = max(self.cost[level], bound)
 
     def _internal(self, k: int) -> float:
         return self.options[k].cost if self.options[k] is not None else np.inf
@@ -317,7 +323,6 @@ def slot_costs(
     free: np.ndarray,
     rounding: RoundingConfig,
     seed_key: tuple,
-    lp: LinearProgram,
     lazy: bool = False,
     classes: MachineClasses | None = None,
     reject_on_failure: bool = False,
@@ -383,7 +388,6 @@ def slot_costs(
         demand=demand,
         rounding=rounding,
         seed_key=seed_key,
-        lp=lp,
         reject_on_failure=reject_on_failure,
     )
     out = SlotCosts(cost, options, exact, candidates.tolist(), state)
