@@ -527,7 +527,7 @@ def bench_sweep_overhead(sizes: Sizes, source: Path | None = None) -> dict:
         "sweep_help_cpu_s": helps["sweep"][1],
         "simulate_help_s": helps["simulate"][0],
         "simulate_help_cpu_s": helps["simulate"][1],
-        "before": OVERHEAD_BEFORE if not seeds and source is None else None,
+        "before": OVERHEAD_BEFORE if source is None and first["ran"] == OVERHEAD_BEFORE["runs"] else None,
     }
 
 

@@ -64,6 +64,7 @@ def test_reachability_sends_basic_auth_from_the_uri_and_never_shows_it():
     assert SECRET not in str(bad_port.value)
 
 
+@pytest.mark.slow  # the integration tier: real sweeps, nightly and MLflow clients against a dead server
 def test_no_command_prints_or_writes_the_password(tmp_path):
     """sweep run, sweep log and nightly with a dead server behind a URI with a password."""
     env = {**os.environ, "MLFLOW_TRACKING_URI": DEAD_URI, "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}

@@ -19,6 +19,8 @@ from pipeline import grid, schema
 from pipeline.report import figures_of
 from pipeline.summary import axis_label
 
+pytestmark = pytest.mark.slow  # the integration tier: every config end to end with OPT solves and MLflow
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 SMALL_SIZES = {"machines": [2, 3], "jobs": [4, 5], "slots": [5, 6]}
