@@ -23,18 +23,10 @@ from matplotlib.figure import Figure
 from pdors import atomic
 
 from .columns import DERIVED_METRICS
+from .names import policy_name
 from .schema import POLICY_AXIS, FigureConfig
 from .summary import CONFIDENCE, figure_table
 
-POLICY_NAMES = {
-    "pdors": "PD-ORS",
-    "fifo": "FIFO",
-    "drf": "DRF",
-    "dorm": "Dorm",
-    "oasis": "OASiS",
-    "pollux": "Pollux",
-    "preemptive": "Preemptive",
-}
 # One colour and marker per policy in every figure (PD-ORS always red diamonds).
 POLICY_STYLE = {
     "pdors": ("C3", "D"),
@@ -74,10 +66,6 @@ METRIC_LABELS = {
     "policy_stats.rounding_rejects": "Jobs discarded for a failed rounding",
     "policy_stats.infeasible_solves": "External solves with no feasible rounding",
 }
-
-
-def policy_name(policy: str) -> str:
-    return POLICY_NAMES.get(policy, policy)
 
 
 def x_label(axis: str) -> str:

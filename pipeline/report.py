@@ -176,17 +176,25 @@ def report_sweeps(
     track: bool = True,
     root: str | None = None,
     overrides: Sequence[str] = (),
+    by: Sequence[str] = (),
 ) -> int:
     """``pdors report`` and ``pdors sweep report``: ``target`` as :func:`pipeline.locate.locate` (``root``: the
-    output root to look in); exit status 0, or 3 when the files are written but attaching them to MLflow
-    failed."""
+    output root to look in), printing each sweep's headline table (per value of the ``by`` axes); exit status
+    0, or 3 when the files are written but attaching them to MLflow failed."""
+    from . import headline
+
     stores = locate(target, root, overrides)
     status = 0
     for store in stores:
         manifest = manifest_of(store)
         counts, runs = runs_of(store, manifest)
         dest = store.meta / "report" if out is None else Path(out) / (str(store.sweep_id) if len(stores) > 1 else "")
+        try:
+            top = headline.table(runs, manifest["axes"], summary.reference_policy(manifest), by)
+        except ValueError as e:
+            raise SweepError(str(e)) from None
         paths = draw_all(runs, manifest, dest)
+        print(headline.text(top, summary.reference_policy(manifest), by), flush=True)
         print(
             f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {dest}: "
             + ", ".join(p.name for p in paths if p.suffix == ".png"),

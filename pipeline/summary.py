@@ -457,9 +457,10 @@ def with_job_metrics(runs: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
 
 def pairs(runs: pd.DataFrame, axes: list[str], reference: str, metric: str = "total_utility") -> pd.DataFrame:
     """One row per (simulation run of a policy other than ``reference``, its reference run on the same
-    instance and grid point): ``point_id, policy, <axes> (labels), instance_id, seed, value, reference``. A
-    reference run matches on every axis both runs have; a run without a unique match is left out (e.g. the
-    reference has a parameter axis the other policy lacks)."""
+    instance and grid point): ``point_id, policy, <axes> (labels), instance_id, seed, value, reference,
+    versus``. A reference run matches on every axis both runs have. Where the reference has parameter axes of
+    its own (``pdors.on_rounding_failure``: two readings), a run is paired with each reading separately:
+    ``versus`` names the reading (``axis=value, ...``; "" without such axes), so no pairing pools readings."""
     ok = runs[(runs["status"] == "ok") & (runs["kind"] == "sim")]
     ok = ok.assign(value=metric_values(ok, metric), **{a: ok[a].map(axis_label) for a in axes if a in ok})
     present = [a for a in axes if a in ok]
@@ -471,9 +472,15 @@ def pairs(runs: pd.DataFrame, axes: list[str], reference: str, metric: str = "to
         for a in present:
             if first[a] != "-":
                 match = match[match[a].isin([first[a], "-"])]
-        unique = match.drop_duplicates("instance_id", keep=False).set_index("instance_id")["value"]
-        out.append(g.assign(reference=g["instance_id"].map(unique)).dropna(subset=["reference"]))
-    columns = ["point_id", "policy", *present, "instance_id", "seed", "value", "reference"]
+        own = [a for a in present if first[a] == "-" and (match[a] != "-").any()]
+        readings = match.groupby(own, sort=False) if own else [((), match)]
+        for key, m in readings:
+            values = key if isinstance(key, tuple) else (key,)
+            versus = ", ".join(f"{a}={v}" for a, v in zip(own, values, strict=True))
+            unique = m.drop_duplicates("instance_id", keep=False).set_index("instance_id")["value"]
+            paired_runs = g.assign(reference=g["instance_id"].map(unique), versus=versus)
+            out.append(paired_runs.dropna(subset=["reference"]))
+    columns = ["point_id", "policy", *present, "instance_id", "seed", "value", "reference", "versus"]
     return pd.concat(out)[columns].reset_index(drop=True) if out else pd.DataFrame(columns=columns)
 
 
@@ -491,13 +498,16 @@ def paired_stats(pairs_frame: pd.DataFrame, by: list[str], metric: str = "total_
 def with_paired(agg: pd.DataFrame, runs: pd.DataFrame, axes: list[str], reference: str) -> pd.DataFrame:
     """``agg`` (:func:`aggregate`) with ``paired.<field>`` columns: each point's total utility against the
     reference's on the same instances (NaN on the reference's own rows)."""
-    stats = paired_stats(pairs(runs, axes, reference), ["point_id"]).set_index("point_id")
+    found = pairs(runs, axes, reference)
+    first_reading = found["versus"].iloc[0] if len(found) else ""  # one row per point: the grid's first reading
+    stats = paired_stats(found[found["versus"] == first_reading], ["point_id"]).set_index("point_id")
     return agg.join(stats.add_prefix(PAIRED_PREFIX), on="point_id")
 
 
 def paired_overall(runs: pd.DataFrame, axes: list[str], reference: str) -> pd.DataFrame:
-    """Per policy, its total utility against the reference's over every paired instance of the sweep."""
-    return paired_stats(pairs(runs, axes, reference), ["policy"])
+    """Per (reference reading, policy), its total utility against the reference's over every paired instance of
+    the sweep."""
+    return paired_stats(pairs(runs, axes, reference), ["versus", "policy"])
 
 
 def paired_markdown(overall: pd.DataFrame, reference: str) -> str:
@@ -512,11 +522,14 @@ def paired_markdown(overall: pd.DataFrame, reference: str) -> str:
         "ratio min-max",
         "Wilcoxon p",
     ]
+    readings = overall["versus"].ne("").any()  # the reference has readings: each pairs on its own
+    head = head[:1] + ([f"against {reference}"] if readings else []) + head[1:]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in overall.to_dict("records"):
         span = "-" if math.isnan(r["ratio_min"]) else f"{r['ratio_min']:.3g}-{r['ratio_max']:.3g}"
         cells = [
             r["policy"],
+            *([r["versus"]] if readings else []),
             r["n"],
             paired.wtl(r),
             paired.interval_text(r["diff_mean"], r["diff_low"], r["diff_high"]),

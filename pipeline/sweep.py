@@ -403,7 +403,7 @@ def _execute(
 def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``."""
-    from . import plots, summary, tracking
+    from . import headline, plots, summary, tracking
     from .report import comparison, draw_all, runs_of
 
     tick = time.perf_counter()
@@ -414,11 +414,12 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
     table += f"\nPaired over every grid point and seed, against {reference}:\n\n" + summary.paired_markdown(
         summary.paired_overall(runs, axes, reference), reference
     )
+    top = headline.table(runs, axes, reference)
     atomic.write(store.meta / "summary.csv", agg.to_csv(index=False))
-    atomic.write(store.meta / "summary.md", table)
+    atomic.write(store.meta / "summary.md", headline.markdown(top, reference) + "\n## Every grid point\n\n" + table)
     plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png")
     figures = draw_all(runs, manifest, store.meta / "report")
-    _say("\n" + table)
+    _say("\n" + headline.text(top, reference))
     for failed in runs[runs["status"] != "ok"].head(5).itertuples():
         _say(
             f"  {failed.status} run {failed.run_id} ({failed.policy}, seed {failed.seed}): "
@@ -429,7 +430,8 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
         f"{counts.remaining} not run"
     )
     _say(f"Parquet: {store.part('runs')}  (jobs: {store.part('jobs')})")
-    _say(f"summary: {store.meta / 'summary.md'}; plot: {plot}; report: {figures[-1]}")
+    _say(f"summary (every grid point): {store.meta / 'summary.md'}")
+    _say(f"report: {figures[-1]}  (plot: {plot.name})")
     above = summary.above_opt(runs)
     for bad in above.head(10).itertuples():
         _say(
