@@ -24,6 +24,7 @@ from pdors.config import build
 from . import plots, summary
 from .credentials import one_line
 from .locate import locate
+from .names import policy_name
 from .schema import POLICY_AXIS, FigureConfig
 from .storage import Counts, Store, SweepError, manifest_of, recorded_runs
 
@@ -140,7 +141,11 @@ def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
     paired = f"{manifest['name']}.paired"  # named by sweep: several sweeps may draw into one --out
     atomic.write(out / f"{paired}.csv", overall.to_csv(index=False))
     pair_png = plots.paired_figure(
-        pairs, axes, reference, f"{manifest['name']}: total utility against {reference}", out / f"{paired}.png"
+        pairs,
+        axes,
+        reference,
+        f"{manifest['name']}: total utility against {policy_name(reference)}",
+        out / f"{paired}.png",
     )
     drawn, paths = [], [*plots.formats(pair_png), out / f"{paired}.csv"]
     for fig in figures_of(manifest):

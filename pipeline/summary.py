@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from pdors.model import CRITICAL, INSENSITIVE, SENSITIVE
+from pdors.policies import POLICIES
 
 from . import paired
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
@@ -272,29 +273,42 @@ def confidence_interval(
 def panel_axes(fig: FigureConfig, axes: list[str]) -> list[str]:
     """The grid axes that get a panel per value: every axis but x, those fixed by ``where`` and those the
     figure averages over."""
-    return [a for a in axes if a != fig.x and a not in fig.where and a not in fig.average]
+    shown = [a for a in axes if a != fig.x and a not in fig.where and a not in fig.average]
+    return sorted(shown, key=lambda a: a.split(".")[0] in POLICIES)  # a policy's own axes vary fastest
+
+
+def _value_order(labels: list[str]) -> dict[str, float]:
+    """Panel values in numeric order where they are numbers, else in grid order."""
+    numbers = pd.to_numeric(pd.Series(labels), errors="coerce")
+    if numbers.notna().all():
+        return dict(zip(labels, numbers.astype(float), strict=True))
+    return {v: float(k) for k, v in enumerate(labels)}
 
 
 def _panels(ok: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     """``ok`` with a ``panel`` label (``axis=value, ...``; "" with no panel axes). A run lacking an axis
     (another policy's parameter) belongs to every panel of that axis."""
     ok = ok.assign(panel="")
-    for axis in axes:
+    order = []
+    for k, axis in enumerate(axes):
         labels = ok[axis].map(axis_label)
         values = [v for v in dict.fromkeys(labels) if v != "-"]
         if not values:  # only policies without this parameter are drawn
             continue
         ok = ok.assign(_value=labels.map(lambda v, values=values: values if v == "-" else [v])).explode("_value")
         ok["panel"] = ok["panel"].where(ok["panel"] == "", ok["panel"] + ", ") + f"{axis}=" + ok["_value"]
-    return ok.drop(columns="_value", errors="ignore")
+        ok[f"_order{k}"] = ok["_value"].map(_value_order(values))
+        order.append(f"_order{k}")
+    ok = ok.sort_values(order, kind="stable") if order else ok  # panels in the order of their axes' values
+    return ok.drop(columns=["_value", *order], errors="ignore")
 
 
 def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: Sequence[str] = (), reference: str = "") -> pd.DataFrame:
     """Per (panel, policy, x): n runs, mean, std, the ``CONFIDENCE`` Student-t interval on the mean (clipped to
     the metric's :func:`domain`), min and max of ``fig.metric``. A panel is one value of every grid axis in
     ``axes`` that the figure neither plots, fixes nor averages (:func:`panel_axes`): by default a point is
-    the mean over seeds only. Rows are ordered by ``fig.policies`` or else by first appearance (plan order:
-    grid, policy, seed); x is the axis value as text, ``-`` where a policy lacks the axis (another policy's
+    the mean over seeds only. Rows are ordered by panel, then by ``fig.policies`` or else the registry's
+    order (PD-ORS first); x is the axis value as text, ``-`` where a policy lacks the axis (another policy's
     parameter). With a ``reference`` policy: ``paired.<field>`` columns (:func:`figure_paired`)."""
     ok = with_ratio(runs)
     ok = ok[(ok["status"] == "ok") & (ok["kind"] == "sim")]
@@ -330,8 +344,10 @@ def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: Sequence[str] = ()
         stats = figure_paired(frame, fig, reference).add_prefix(PAIRED_PREFIX)
         keys = {f"{PAIRED_PREFIX}{k}": k for k in ("panel", "policy", "x")}
         table = table.merge(stats.rename(columns=keys), on=list(keys.values()), how="left")
-    if fig.policies:  # the figure's order, else plan order
-        table = table.sort_values("policy", key=lambda p: p.map(fig.policies.index), kind="stable")
+    order = list(fig.policies) or [*POLICIES, *dict.fromkeys(table["policy"])]  # the figure's, else PD-ORS first
+    panels = list(dict.fromkeys(table["panel"]))
+    rank = table["panel"].map(panels.index) * len(order) + table["policy"].map(order.index)
+    table = table.iloc[rank.argsort(kind="stable")]
     return table.reset_index(drop=True)
 
 
