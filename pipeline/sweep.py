@@ -28,7 +28,7 @@ import yaml
 from pdors import atomic
 from pdors.config import quote, to_dict
 
-from . import grid, schema, sizing
+from . import grid, schema, sizing, sweep_index
 from .credentials import one_line
 from .locate import locate, sweeps_under
 from .provenance import git_commit, packages
@@ -327,6 +327,7 @@ def _record_and_publish(
         header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
         atomic.write(store.meta / "config.yaml", header + yaml.safe_dump(data, sort_keys=False))
         atomic.write(manifest_path, json.dumps(manifest, indent=1))  # last: a sweep is resumable once it exists
+        sweep_index.remember(store.root)  # found by `sweep status|list` wherever --out put it
         store.set_aside(damaged)
         _execute(store, todo, cluster, max_parallel, commit, result, plan.config.schedules)
         tick = time.perf_counter()
@@ -461,7 +462,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
         + (
             ""
             if tracking.tracking_uri().startswith(("http://", "https://"))
-            else f"; serve it with `mlflow ui --backend-store-uri {tracking.shown_uri()}` to open the URL below"
+            else "; serve it with `.venv/bin/pdors ui` to open the URL below"
         )
     )
     _footer.append(f"MLflow comparison: {logged.url}")
