@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 from pdors.config import ConfigError
 
-from . import bench, compare, nightly, opt, show, simulate, study, sweep
+from . import bench, compare, nightly, opt, show, simulate, study, sweep, ui
 
 # Each module adds its subcommands with ``register(subparsers)``; handlers are ``func(args) -> int``.
-SUBCOMMANDS = (simulate, compare, sweep, opt, nightly, bench, show, study)
+SUBCOMMANDS = (simulate, compare, sweep, opt, nightly, bench, show, study, ui)
 
 
 def parser() -> argparse.ArgumentParser:
