@@ -50,6 +50,6 @@ def headline_table(
     """One row per policy (per value of the ``by`` axes): utility with its 95% interval, the paired ratio to the
     reference, W/T/L, completed share, certified OPT / ALG interval. ``sweep``: a config, sweep id or directory
     (default: the latest sweep under ``out``)."""
-    from .headline import of_sweep
+    from .report import headline_of
 
-    return of_sweep(None if sweep is None else str(sweep), None if out is None else str(out), by)[0]
+    return headline_of(None if sweep is None else str(sweep), None if out is None else str(out), by)[0]

@@ -244,18 +244,3 @@ def markdown(frame: pd.DataFrame, reference: str, by: Sequence[str] = ()) -> str
         out += ["| " + " | ".join(_cells(r, by)[: len(head)]) + " |" for _, r in block.iterrows()]
         out += [""]
     return "\n".join(out)
-
-
-def of_sweep(target: str | None, out: str | None = None, by: Sequence[str] = ()) -> tuple[pd.DataFrame, str]:
-    """The headline table of the sweep ``target`` names (:func:`pipeline.locate.locate`; the latest one under
-    ``out`` if None) and its reference policy."""
-    from .locate import locate
-    from .report import runs_of
-    from .storage import manifest_of
-    from .summary import reference_policy
-
-    store = locate(target, out)[-1]
-    manifest = manifest_of(store)
-    runs = runs_of(store, manifest)[1]
-    reference = reference_policy(manifest)
-    return table(runs, manifest["axes"], reference, by), reference

@@ -218,3 +218,15 @@ def report_sweeps(
             flush=True,
         )
     return status
+
+
+def headline_of(target: str | None, out: str | None = None, by: Sequence[str] = ()) -> tuple[pd.DataFrame, str]:
+    """The headline table of the sweep ``target`` names (:func:`pipeline.locate.locate`; the latest one under
+    ``out`` if None) and its reference policy."""
+    from . import headline
+
+    store = locate(target, out)[-1]
+    manifest = manifest_of(store)
+    runs = runs_of(store, manifest)[1]
+    reference = summary.reference_policy(manifest)
+    return headline.table(runs, manifest["axes"], reference, by), reference
