@@ -462,7 +462,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
         + (
             ""
             if tracking.tracking_uri().startswith(("http://", "https://"))
-            else "; serve it with `.venv/bin/pdors ui` to open the URL below"
+            else "\nserve it with `.venv/bin/pdors ui` to open the URL below"
         )
     )
     _footer.append(f"MLflow comparison: {logged.url}")
