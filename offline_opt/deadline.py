@@ -13,7 +13,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable
+import sys
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -38,7 +41,8 @@ def call_with_deadline(fn: Callable[..., Any], args: tuple[Any, ...], seconds: f
     ctx.set_forkserver_preload(_PRELOAD)
     receive, send = ctx.Pipe(duplex=False)
     process = ctx.Process(target=_child, args=(send, fn, args), daemon=True)
-    process.start()
+    with _without_main():
+        process.start()
     send.close()
     try:
         if not receive.poll(seconds):
@@ -54,6 +58,19 @@ def call_with_deadline(fn: Callable[..., Any], args: tuple[Any, ...], seconds: f
     if not ok:
         raise value
     return value
+
+
+@contextmanager
+def _without_main() -> Iterator[None]:
+    """Start the child without the caller's ``__main__``: multiprocessing would re-run the caller's script in it
+    (``python example.py`` without a ``__main__`` guard re-runs everything; ``python - < example.py`` has no
+    file to run and the child exits with 1). ``fn`` and its arguments pickle by reference to this package."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")  # no __file__, no __spec__: nothing to re-import
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
 
 
 def _kill_group(process: BaseProcess) -> None:

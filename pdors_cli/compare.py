@@ -11,119 +11,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from pdors.config import ConfigError, parse_seeds
-from pdors.markdown import number
-from pdors.markdown import table as markdown_table
 
 from .run_spec import add_memory_arg
 
 
-def run_all(args: argparse.Namespace, policies: list[str], seeds: list[int]) -> list[dict]:
-    """One row per (seed, policy): the validator's totals and the run's timings and policy statistics (with
-    ``args.retime``, also the schedule re-timed with the actual worker:PS ratio, under ``retime``)."""
-    from dataclasses import asdict
-
-    from pdors.retime import retime
-    from pdors.run import run
-
-    from .run_spec import run_spec_from_args
-
-    rows = []
-    for seed in seeds:
-        instance = None
-        for policy in policies:
-            spec = run_spec_from_args(argparse.Namespace(**{**vars(args), "policy": policy, "seed": seed}))
-            result = run(spec, instance)
-            instance = result.instance
-            s = result.summary
-            rows.append(
-                {
-                    "policy": policy,
-                    "seed": seed,
-                    "total_utility": s.total_utility,
-                    "admitted": s.admitted,
-                    "completed": s.completed,
-                    "violations": len(s.violations),
-                    "wall_s": s.wall_s,
-                    "policy_stats": s.policy_stats,
-                }
-            )
-            if args.retime:
-                rows[-1]["retime"] = asdict(retime(result.instance, result.simulation.schedule, result.validation))
-            print(
-                f"{policy} seed {seed}: utility {s.total_utility:.3f}, admitted {s.admitted}, completed "
-                f"{s.completed}, violations {len(s.violations)}, wall {s.wall_s:.2f} s",
-                file=sys.stderr,
-            )
-    return rows
-
-
-def aggregate(rows: list[dict], policies: list[str]) -> list[dict]:
-    """Per policy: total utility mean, sample std (n - 1; 0 for one seed), min, max; means of the counts."""
-    out = []
-    for policy in policies:
-        mine = [r for r in rows if r["policy"] == policy]
-        u = np.array([r["total_utility"] for r in mine])
-        out.append(
-            {
-                "policy": policy,
-                "seeds": len(mine),
-                "mean": float(u.mean()),
-                "std": float(u.std(ddof=1)) if len(u) > 1 else 0.0,
-                "min": float(u.min()),
-                "max": float(u.max()),
-                "admitted": float(np.mean([r["admitted"] for r in mine])),
-                "completed": float(np.mean([r["completed"] for r in mine])),
-                "violations": int(sum(r["violations"] for r in mine)),
-                "wall_s": float(np.mean([r["wall_s"] for r in mine])),
-            }
-        )
-    return out
-
-
-MEANS = ("mean", "std", "min", "max", "admitted", "completed")
-
-
-def markdown(table: list[dict[str, Any]]) -> str:
-    head = ["policy", "seeds", "total utility mean", "std", "min", "max", "admitted (mean)", "completed (mean)"]
-    head += ["violations", "wall s (mean)"]
-    rows = [
-        [t["policy"], t["seeds"], *(number(t[k], ".1f") for k in MEANS), t["violations"], number(t["wall_s"], ".2f")]
-        for t in table
-    ]
-    return markdown_table(head, rows, ["---"] + ["---:"] * (len(head) - 1))
-
-
-def retime_markdown(rows: list[dict], policies: list[str]) -> str:
-    """Per policy, over its seeds: (slot, job) pairs with workers, those with more PSs than ceil(w / gamma) (and
-    their jobs), those whose actual ratio is below gamma, and the mean utility and completions as run (nominal
-    gamma) and re-timed with the actual ratio."""
-    lines = [
-        "| policy | running (slot, job) pairs | more PSs than ceil(w / gamma): pairs · jobs "
-        "| sum w / sum s < gamma: pairs | utility, nominal gamma (as run) | re-timed with the actual ratio "
-        "| completed: as run · re-timed |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for policy in policies:
-        mine = [r["retime"] for r in rows if r["policy"] == policy]
-        total = {k: sum(m[k] for m in mine) for k in mine[0]}
-        nominal, actual = total["utility_nominal"] / len(mine), total["utility_actual"] / len(mine)
-        change = f"{100 * (actual / nominal - 1):+.1f} %" if nominal > 0 else "-"
-        below = f"{total['below_gamma']} ({total['below_gamma'] / total['running']:.0%})" if total["running"] else "0"
-        lines.append(
-            f"| {policy} | {total['running']} | {total['extra_ps']} · {total['extra_ps_jobs']} | {below} "
-            f"| {nominal:.1f} | {actual:.1f} ({change}) "
-            f"| {total['completed_nominal'] / len(mine):.1f} · {total['completed_actual'] / len(mine):.1f} |"
-        )
-    return "\n".join(lines)
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
     from pdors.policies import POLICIES
+    from pipeline import headline
+    from pipeline.compare import aggregate, markdown, retime_markdown, run_all
+    from pipeline.compare import headline as headline_table
 
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     unknown = [p for p in policies if p not in POLICIES]
@@ -131,8 +29,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError(
             "--policies", f"unknown policy {unknown[0] if unknown else '(none)'} (known: {', '.join(POLICIES)})"
         )
-    rows = run_all(args, policies, parse_seeds(args.seeds))
+    from .run_spec import run_spec_from_args
+
+    def spec_of(policy: str, seed: int) -> dict:
+        return run_spec_from_args(argparse.Namespace(**{**vars(args), "policy": policy, "seed": seed}))
+
+    rows = run_all(spec_of, policies, parse_seeds(args.seeds), args.retime)
     table = aggregate(rows, policies)
+    reference = "pdors" if "pdors" in policies else policies[0]
+    print(headline.text(headline_table(rows, policies, reference, args.jobs), reference))
     print(markdown(table))
     if args.retime:
         print("\nRe-timed with the actual worker:PS ratio (counts summed over seeds; utilities, completions: means):\n")

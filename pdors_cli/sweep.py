@@ -67,8 +67,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from pipeline import report
 
+    by = [a for a in (args.by or "").split(",") if a]
     return report.report_sweeps(
-        args.sweep, args.out, not args.no_mlflow, getattr(args, "root", None), getattr(args, "overrides", [])
+        args.sweep, args.out, not args.no_mlflow, getattr(args, "root", None), getattr(args, "overrides", []), by
     )
 
 
@@ -80,6 +81,7 @@ TARGET_HELP = (
 
 def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-mlflow", action="store_true", help="do not attach the files to MLflow")
+    p.add_argument("--by", metavar="AXIS[,AXIS]", help="headline table: a row per policy and value of these grid axes")
     p.set_defaults(func=cmd_report)
 
 

@@ -2,7 +2,8 @@
 
 The public API: :func:`run_sweep` (``pdors sweep run`` as a function, returning a :class:`~pipeline.sweep.SweepResult`),
 and the record of an output root as pandas DataFrames: :func:`load_runs` (one row per recorded run, each once:
-the runs ``pdors sweep status`` counts) and :func:`load_jobs` (one row per job of each of those runs).
+the runs ``pdors sweep status`` counts) and :func:`load_jobs` (one row per job of each of those runs);
+:func:`headline_table`: a sweep's headline table (:mod:`pipeline.headline`) as a DataFrame.
 Imports happen on call, so that ``import pipeline`` stays cheap for the modules below it.
 """
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
     from .sweep import Say, SweepOptions, SweepResult
 
-__all__ = ["load_jobs", "load_runs", "run_sweep"]
+__all__ = ["headline_table", "load_jobs", "load_runs", "run_sweep"]
 
 
 def run_sweep(config_path: str | Path, options: SweepOptions | None = None, progress: Say | None = None) -> SweepResult:
@@ -43,3 +44,14 @@ def load_jobs(root: str | Path) -> pd.DataFrame:
 
     jobs: pd.DataFrame = read(root, "jobs").to_pandas()
     return jobs
+
+
+def headline_table(
+    sweep: str | Path | None = None, out: str | Path | None = None, by: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """One row per policy (per value of the ``by`` axes): utility with its 95% interval, the paired ratio to the
+    reference, W/T/L, completed share, certified OPT / ALG interval. ``sweep``: a config, sweep id or directory
+    (default: the latest sweep under ``out``)."""
+    from .report import headline_of
+
+    return headline_of(None if sweep is None else str(sweep), None if out is None else str(out), by)[0]

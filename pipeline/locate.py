@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pdors.errors import SweepError
 
+from . import sweep_index
 from .storage import Store
 
 SEARCH_ROOT = Path("results")  # where sweeps are looked for when no --out is given (every output root below it)
@@ -17,9 +18,13 @@ CONFIG_SUFFIXES = (".yaml", ".yml")
 
 
 def _manifests(out: str | None) -> list[Path]:
+    """The manifests under ``out``, else under ``results/`` and every output root in the sweep index."""
     if out is not None:
         return sorted((Path(out) / "sweeps").glob("*/manifest.json"))
-    return sorted(SEARCH_ROOT.glob("**/sweeps/*/manifest.json")) if SEARCH_ROOT.is_dir() else []
+    local = sorted(SEARCH_ROOT.glob("**/sweeps/*/manifest.json")) if SEARCH_ROOT.is_dir() else []
+    indexed = [m for root in sweep_index.roots() for m in sorted((root / "sweeps").glob("*/manifest.json"))]
+    seen = {m.resolve() for m in local}
+    return local + [m for m in indexed if m.resolve() not in seen]
 
 
 def _store(manifest: Path) -> Store:
@@ -57,6 +62,10 @@ def _from_config(path: Path, out: str | None, overrides: list[str]) -> Store:
     store = Store(root, plan.sweep_id)
     if (store.meta / "manifest.json").is_file():
         return store
+    if out is None:  # run with another --out: the index knows where
+        elsewhere = [m for m in _manifests(None) if m.parent.name == plan.sweep_id]
+        if elsewhere:
+            return _store(elsewhere[-1])
     again = shlex.join(["pdors", "sweep", "run", str(path), *overrides, *(["--out", out] if out else [])])
     same = [s for s in sweeps_under(str(root)) if manifest_name(s) == plan.config.name]
     if overrides or not same:

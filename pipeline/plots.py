@@ -11,30 +11,22 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on workers or CI
-import math
 import zlib
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pdors import atomic
 
 from .columns import DERIVED_METRICS
+from .names import layout, own_axes, panel_words, policy_name
 from .schema import POLICY_AXIS, FigureConfig
 from .summary import CONFIDENCE, figure_table
 
-POLICY_NAMES = {
-    "pdors": "PD-ORS",
-    "fifo": "FIFO",
-    "drf": "DRF",
-    "dorm": "Dorm",
-    "oasis": "OASiS",
-    "pollux": "Pollux",
-    "preemptive": "Preemptive",
-}
 # One colour and marker per policy in every figure (PD-ORS always red diamonds).
 POLICY_STYLE = {
     "pdors": ("C3", "D"),
@@ -57,6 +49,7 @@ AXIS_LABELS = {
     "workload.bandwidth_ratio": "Internal / external bandwidth ratio $b^{(i)}/b^{(e)}$",
     "workload.mix": "Mix (insensitive, sensitive, critical)",
     "pdors.rounding.gain": r"Pre-rounding gain factor $G_\delta$",
+    "workload.workload_scale": "Workload scale (factor on $K_i$)",
     POLICY_AXIS: "Policy",
 }
 METRIC_LABELS = {
@@ -74,10 +67,6 @@ METRIC_LABELS = {
     "policy_stats.rounding_rejects": "Jobs discarded for a failed rounding",
     "policy_stats.infeasible_solves": "External solves with no feasible rounding",
 }
-
-
-def policy_name(policy: str) -> str:
-    return POLICY_NAMES.get(policy, policy)
 
 
 def x_label(axis: str) -> str:
@@ -136,22 +125,40 @@ def _lines(ax: Axes, table: pd.DataFrame, xs: list[str], pos: dict[str, float | 
 
 
 def _panel_title(panel: str, part: pd.DataFrame) -> str:
-    """The panel's label and the range of its points' mean offered load (the regime it shows)."""
+    """The panel's setting in words and the range of its points' mean offered load (the regime it shows)."""
+    words = panel_words(panel)
     load = part["offered_load"].dropna() if "offered_load" in part else pd.Series(dtype=float)
     if load.empty:
-        return panel
+        return words
     span = f"{load.min():.2g}" if f"{load.min():.2g}" == f"{load.max():.2g}" else f"{load.min():.2g}-{load.max():.2g}"
-    return f"{panel}{'; ' if panel else ''}offered load {span}"
+    return f"{words}{', ' if words else ''}offered load {span}"
+
+
+def _legend_outside(out: Figure, axes: np.ndarray) -> None:
+    """One legend for the figure, right of the panels (never over data); each policy once."""
+    entries: dict[str, Artist] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    if entries:
+        out.legend(list(entries.values()), list(entries), loc="outside right upper", fontsize=7)
 
 
 def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
     """The matplotlib Figure for one figure's table (columns ``summary.FIGURE_COLUMNS``): one panel per
     value of ``panel``."""
     panels = list(dict.fromkeys(table["panel"])) or [""]
-    cols = min(MAX_COLUMNS, len(panels))
-    rows = math.ceil(len(panels) / cols)
-    # Own y-axes: panels of two regimes differ several-fold in magnitude.
-    out, axes = plt.subplots(rows, cols, figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1] * rows), squeeze=False)
+    rows, cols = layout(panels)
+    # A y-axis per row: a row compares one regime's panels (its last setting varies along it); two regimes
+    # differ several-fold in magnitude.
+    out, axes = plt.subplots(
+        rows,
+        cols,
+        figsize=(PANEL_SIZE[0] * cols + 1.2, PANEL_SIZE[1] * rows),
+        squeeze=False,
+        sharey="row",
+        layout="constrained",
+    )
     xs = [v for v in dict.fromkeys(table["x"]) if v != "-"]
     numeric = bool(xs) and all(_number(v) is not None for v in xs)
     pos = {v: (_number(v) if numeric else k) for k, v in enumerate(xs)}
@@ -176,7 +183,6 @@ def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
                 ax.set_xticks([pos[v] for v in xs], [f"{pos[v]:g}" for v in xs], fontsize=8)
             else:
                 ax.set_xticks(range(len(xs)), xs, rotation=15, fontsize=7)
-            ax.legend(fontsize=7)
         if fig.normalise or fig.metric in DERIVED_METRICS:
             ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
         ax.set_yscale(fig.yscale)
@@ -185,8 +191,12 @@ def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
-    for ax in axes.flat[: len(panels)]:
+    for ax in axes[:, 0]:
         ax.set_ylabel(y_label(fig), fontsize=9)
+    for ax in axes.flat[: len(panels)]:
+        ax.yaxis.set_tick_params(labelleft=True)
+    if fig.x != POLICY_AXIS:
+        _legend_outside(out, axes)
     spread = "error bars" if fig.x == POLICY_AXIS else "bands"
     pooled = f"; pooled over {', '.join(fig.average)}" if fig.average else ""
     censored = "censored" in table and bool((table["censored"] > 0).any())
@@ -200,7 +210,6 @@ def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
         ),
         fontsize=8,
     )
-    out.tight_layout()
     return out
 
 
@@ -224,30 +233,59 @@ def formats(png: Path) -> list[Path]:
 def utility_vs_axis(runs: pd.DataFrame, axes: list[str], path: Path, metric: str = "total_utility") -> Path:
     """The sweep's default plot: ``metric`` against the first grid axis, one line per policy, one panel per
     value of the other axes; with no grid, one bar per policy."""
-    title = str(runs["sweep_id"].iloc[0]) if "sweep_id" in runs and len(runs) else metric
+    name = str(runs["sweep_id"].iloc[0]).rsplit("-", 1)[0] if "sweep_id" in runs and len(runs) else ""
+    title = f"{name}: {METRIC_LABELS.get(metric, metric).lower()}" if name else metric  # the name, not the hash
     fig = FigureConfig(name=path.stem, title=title, x=axes[0] if axes else POLICY_AXIS, metric=metric)
     return draw(figure_table(runs, fig, axes), fig, path)
 
 
 def paired_figure(pairs: pd.DataFrame, axes: list[str], reference: str, title: str, path: Path) -> Path:
+    """:func:`paired_plot` as ``path`` (PNG) and every other of ``FORMATS``."""
+    out = paired_plot(pairs, axes, reference, title)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in FORMATS:
+        with atomic.replacing(path.with_suffix(suffix)) as tmp:
+            out.savefig(tmp, dpi=DPI)
+    plt.close(out)
+    return path
+
+
+def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str) -> Figure:
     """Per-instance ratios value / ``reference`` (``pipeline.summary.pairs``; total utility) against the first
-    grid axis, one panel per value of the other axes: one dot per instance (policies side by side), a bar at
-    each point's geometric mean; log scale, a line at 1 (the reference). Below 1: the reference did better."""
-    x_axis = axes[0] if axes else POLICY_AXIS
-    others = [a for a in axes[1:] if a in pairs]
+    grid axis that is not the reference's own, one panel per reading of the reference (``versus``) and value of
+    the other axes: one dot per instance (policies side by side), a bar at each point's geometric mean; log
+    scale shared by every panel, a line at 1 (the reference). Below 1: the reference did better. Pairs where
+    either utility is 0 have no log ratio: their count is written in the panel."""
+    own = own_axes(reference, axes)
+    x_axis = next((a for a in axes if a not in own and a in pairs), POLICY_AXIS)
+    others = [a for a in axes if a != x_axis and a not in own and a in pairs]
+    pairs = pairs.assign(versus=pairs.get("versus", ""))
     ratios = pairs.assign(ratio=pairs["value"] / pairs["reference"])
-    ratios = ratios[(ratios["value"] > 0) & (ratios["reference"] > 0)]  # log scale: zero utilities left out
+    positive = (ratios["value"] > 0) & (ratios["reference"] > 0)
     labels = [", ".join(f"{a}={v}" for a, v in zip(others, key, strict=True)) for key in ratios[others].values]
-    ratios = ratios.assign(panel=labels if others else "")
-    xs = list(dict.fromkeys(ratios["policy"] if x_axis == POLICY_AXIS else ratios[x_axis]))
-    policies = list(dict.fromkeys(ratios["policy"]))
-    panels = list(dict.fromkeys(ratios["panel"])) or [""]
-    cols = min(MAX_COLUMNS, len(panels))
-    rows = math.ceil(len(panels) / cols)
-    out, grid = plt.subplots(rows, cols, figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1] * rows), squeeze=False)
+    ratios = ratios.assign(
+        panel=[
+            ", ".join(p for p in (v, o) if p)
+            for v, o in zip(ratios["versus"], labels or [""] * len(ratios), strict=True)
+        ]
+    )
+    drawn = ratios[positive]
+    xs = list(dict.fromkeys(drawn["policy"] if x_axis == POLICY_AXIS else drawn[x_axis]))
+    policies = list(dict.fromkeys(drawn["policy"]))
+    panels = list(dict.fromkeys(drawn["panel"])) or [""]  # a panel with no log ratio is not drawn
+    rows, cols = layout(panels)
+    out, grid = plt.subplots(
+        rows,
+        cols,
+        figsize=(PANEL_SIZE[0] * cols + 1.2, PANEL_SIZE[1] * rows),
+        squeeze=False,
+        sharey=True,
+        layout="constrained",
+    )
     width = 0.8 / max(len(policies), 1)
     for ax, name in zip(grid.flat, panels, strict=False):
-        part = ratios[ratios["panel"] == name]
+        part = ratios[(ratios["panel"] == name) & positive]
+        zero = int(((ratios["panel"] == name) & ~positive).sum())
         for k, policy in enumerate(policies):
             color, marker = policy_style(policy)
             mine = part[part["policy"] == policy]
@@ -259,26 +297,23 @@ def paired_figure(pairs: pd.DataFrame, axes: list[str], reference: str, title: s
             means = mine.assign(pos=pos).groupby("pos")["ratio"].apply(lambda r: float(np.exp(np.log(r).mean())))
             ax.hlines(means.to_numpy(), means.index - width / 2, means.index + width / 2, color=color, linewidth=2)
         ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
-        if part.empty:  # one policy only, or the reference has runs the others cannot be paired with
+        if part.empty:  # one policy only: nothing to pair
             ax.text(0.5, 0.5, "no paired instances", ha="center", va="center", transform=ax.transAxes, fontsize=8)
             continue
         ax.set_yscale("log")
         ax.set_xticks(range(len(xs)), [policy_name(v) if x_axis == POLICY_AXIS else v for v in xs], fontsize=7)
         ax.set_xlabel(x_label(x_axis), fontsize=8)
-        ax.set_ylabel(f"Total utility / {policy_name(reference)}'s (same instance)", fontsize=8)
-        ax.set_title(name, fontsize=7)
+        words = panel_words(name)
+        ax.set_title(words + (f"\n({zero} pairs with a zero utility not drawn)" if zero else ""), fontsize=7)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
+    for ax in grid[:, 0]:
+        ax.set_ylabel(f"Total utility / {policy_name(reference)}'s (same instance)", fontsize=8)
     for ax in grid.flat[len(panels) :]:
         ax.set_visible(False)
+    _legend_outside(out, grid)
     out.suptitle(
         f"{title}\npaired: one dot per instance (grid point x seed); bar: geometric mean; "
         f"below 1: {policy_name(reference)} did better",
         fontsize=8,
     )
-    out.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in FORMATS:
-        out.savefig(path.with_suffix(suffix), dpi=DPI)
-    plt.close(out)
-    return path
+    return out

@@ -98,7 +98,7 @@ def _remember(store: Store, mark: str, status: int) -> None:
 def publish(store: Store, manifest: dict, track: bool | None = None, say: Say = silent) -> Published:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``."""
-    from . import plots, summary, theorem_check, tracking
+    from . import headline, plots, summary, theorem_check, tracking
     from .report import comparison, draw_all, runs_of
 
     tick = time.perf_counter()
@@ -109,11 +109,12 @@ def publish(store: Store, manifest: dict, track: bool | None = None, say: Say = 
     table += f"\nPaired over every grid point and seed, against {reference}:\n\n" + summary.paired_markdown(
         summary.paired_overall(runs, axes, reference), reference
     )
+    top = headline.table(runs, axes, reference)
     atomic.write(store.meta / "summary.csv", agg.to_csv(index=False))
-    atomic.write(store.meta / "summary.md", table)
+    atomic.write(store.meta / "summary.md", headline.markdown(top, reference) + "\n## Every grid point\n\n" + table)
     plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png")
     figures = draw_all(runs, manifest, store.meta / "report")
-    say("\n" + table)
+    say("\n" + headline.text(top, reference))
     for failed in runs[runs["status"] != "ok"].head(5).itertuples():
         say(
             f"  {failed.status} run {failed.run_id} ({failed.policy}, seed {failed.seed}): "
@@ -124,7 +125,8 @@ def publish(store: Store, manifest: dict, track: bool | None = None, say: Say = 
         f"{counts.remaining} not run"
     )
     say(f"Parquet: {store.part('runs')}  (jobs: {store.part('jobs')})")
-    say(f"summary: {store.meta / 'summary.md'}; plot: {plot}; report: {figures[-1]}")
+    say(f"summary (every grid point): {store.meta / 'summary.md'}")
+    say(f"report: {figures[-1]}  (plot: {plot.name})")
     above = summary.above_opt(runs)
     for bad in above.head(10).itertuples():
         say(
@@ -158,7 +160,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None, say: Say = 
         + (
             ""
             if tracking.tracking_uri().startswith(("http://", "https://"))
-            else f"; serve it with `mlflow ui --backend-store-uri {tracking.shown_uri()}` to open the URL below"
+            else "\nserve it with `.venv/bin/pdors ui` to open the URL below"
         )
     )
     return Published(status=status, stages=stages, url=logged.url)

@@ -25,6 +25,7 @@ from pdors.errors import ExitStatus, SweepError
 from . import plots, summary
 from .credentials import one_line
 from .locate import locate
+from .names import policy_name
 from .schema import POLICY_AXIS, FigureConfig
 from .storage import Counts, Store, manifest_of, recorded_runs
 
@@ -141,7 +142,11 @@ def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
     paired = f"{manifest['name']}.paired"  # named by sweep: several sweeps may draw into one --out
     atomic.write(out / f"{paired}.csv", overall.to_csv(index=False))
     pair_png = plots.paired_figure(
-        pairs, axes, reference, f"{manifest['name']}: total utility against {reference}", out / f"{paired}.png"
+        pairs,
+        axes,
+        reference,
+        f"{manifest['name']}: total utility against {policy_name(reference)}",
+        out / f"{paired}.png",
     )
     drawn, paths = [], [*plots.formats(pair_png), out / f"{paired}.csv"]
     for fig in figures_of(manifest):
@@ -177,17 +182,25 @@ def report_sweeps(
     track: bool = True,
     root: str | None = None,
     overrides: Sequence[str] = (),
+    by: Sequence[str] = (),
 ) -> int:
     """``pdors report`` and ``pdors sweep report``: ``target`` as :func:`pipeline.locate.locate` (``root``: the
-    output root to look in); exit status 0, or ``MLFLOW_FAILED`` when the files are written but attaching them to
-    MLflow failed."""
+    output root to look in), printing each sweep's headline table (per value of the ``by`` axes); exit status
+    0, or ``MLFLOW_FAILED`` when the files are written but attaching them to MLflow failed."""
+    from . import headline
+
     stores = locate(target, root, overrides)
     status = ExitStatus.OK
     for store in stores:
         manifest = manifest_of(store)
         counts, runs = runs_of(store, manifest)
         dest = store.meta / "report" if out is None else Path(out) / (str(store.sweep_id) if len(stores) > 1 else "")
+        try:
+            top = headline.table(runs, manifest["axes"], summary.reference_policy(manifest), by)
+        except ValueError as e:
+            raise SweepError(str(e)) from None
         paths = draw_all(runs, manifest, dest)
+        print(headline.text(top, summary.reference_policy(manifest), by), flush=True)
         print(
             f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {dest}: "
             + ", ".join(p.name for p in paths if p.suffix == ".png"),
@@ -206,3 +219,15 @@ def report_sweeps(
             flush=True,
         )
     return status
+
+
+def headline_of(target: str | None, out: str | None = None, by: Sequence[str] = ()) -> tuple[pd.DataFrame, str]:
+    """The headline table of the sweep ``target`` names (:func:`pipeline.locate.locate`; the latest one under
+    ``out`` if None) and its reference policy."""
+    from . import headline
+
+    store = locate(target, out)[-1]
+    manifest = manifest_of(store)
+    runs = runs_of(store, manifest)[1]
+    reference = summary.reference_policy(manifest)
+    return headline.table(runs, manifest["axes"], reference, by), reference

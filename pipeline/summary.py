@@ -12,6 +12,7 @@ import pandas as pd
 
 from pdors.errors import InputError
 from pdors.model import CRITICAL, INSENSITIVE, SENSITIVE
+from pdors.policies import POLICIES
 
 from . import paired
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
@@ -276,29 +277,42 @@ def confidence_interval(
 def panel_axes(fig: FigureConfig, axes: list[str]) -> list[str]:
     """The grid axes that get a panel per value: every axis but x, those fixed by ``where`` and those the
     figure averages over."""
-    return [a for a in axes if a != fig.x and a not in fig.where and a not in fig.average]
+    shown = [a for a in axes if a != fig.x and a not in fig.where and a not in fig.average]
+    return sorted(shown, key=lambda a: a.split(".")[0] in POLICIES)  # a policy's own axes vary fastest
+
+
+def _value_order(labels: list[str]) -> dict[str, float]:
+    """Panel values in numeric order where they are numbers, else in grid order."""
+    numbers = pd.to_numeric(pd.Series(labels), errors="coerce")
+    if numbers.notna().all():
+        return dict(zip(labels, numbers.astype(float), strict=True))
+    return {v: float(k) for k, v in enumerate(labels)}
 
 
 def _panels(ok: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     """``ok`` with a ``panel`` label (``axis=value, ...``; "" with no panel axes). A run lacking an axis
     (another policy's parameter) belongs to every panel of that axis."""
     ok = ok.assign(panel="")
-    for axis in axes:
+    order = []
+    for k, axis in enumerate(axes):
         labels = ok[axis].map(axis_label)
         values = [v for v in dict.fromkeys(labels) if v != "-"]
         if not values:  # only policies without this parameter are drawn
             continue
         ok = ok.assign(_value=labels.map(lambda v, values=values: values if v == "-" else [v])).explode("_value")
         ok["panel"] = ok["panel"].where(ok["panel"] == "", ok["panel"] + ", ") + f"{axis}=" + ok["_value"]
-    return ok.drop(columns="_value", errors="ignore")
+        ok[f"_order{k}"] = ok["_value"].map(_value_order(values))
+        order.append(f"_order{k}")
+    ok = ok.sort_values(order, kind="stable") if order else ok  # panels in the order of their axes' values
+    return ok.drop(columns=["_value", *order], errors="ignore")
 
 
 def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: Sequence[str] = (), reference: str = "") -> pd.DataFrame:
     """Per (panel, policy, x): n runs, mean, std, the ``CONFIDENCE`` Student-t interval on the mean (clipped to
     the metric's :func:`domain`), min and max of ``fig.metric``. A panel is one value of every grid axis in
     ``axes`` that the figure neither plots, fixes nor averages (:func:`panel_axes`): by default a point is
-    the mean over seeds only. Rows are ordered by ``fig.policies`` or else by first appearance (plan order:
-    grid, policy, seed); x is the axis value as text, ``-`` where a policy lacks the axis (another policy's
+    the mean over seeds only. Rows are ordered by panel, then by ``fig.policies`` or else the registry's
+    order (PD-ORS first); x is the axis value as text, ``-`` where a policy lacks the axis (another policy's
     parameter). With a ``reference`` policy: ``paired.<field>`` columns (:func:`figure_paired`)."""
     ok = with_ratio(runs)
     ok = ok[(ok["status"] == "ok") & (ok["kind"] == "sim")]
@@ -334,8 +348,10 @@ def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: Sequence[str] = ()
         stats = figure_paired(frame, fig, reference).add_prefix(PAIRED_PREFIX)
         keys = {f"{PAIRED_PREFIX}{k}": k for k in ("panel", "policy", "x")}
         table = table.merge(stats.rename(columns=keys), on=list(keys.values()), how="left")
-    if fig.policies:  # the figure's order, else plan order
-        table = table.sort_values("policy", key=lambda p: p.map(fig.policies.index), kind="stable")
+    order = list(fig.policies) or [*POLICIES, *dict.fromkeys(table["policy"])]  # the figure's, else PD-ORS first
+    panels = list(dict.fromkeys(table["panel"]))
+    rank = table["panel"].map(panels.index) * len(order) + table["policy"].map(order.index)
+    table = table.iloc[rank.argsort(kind="stable")]
     return table.reset_index(drop=True)
 
 
@@ -463,9 +479,10 @@ def with_job_metrics(runs: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
 
 def pairs(runs: pd.DataFrame, axes: list[str], reference: str, metric: str = "total_utility") -> pd.DataFrame:
     """One row per (simulation run of a policy other than ``reference``, its reference run on the same
-    instance and grid point): ``point_id, policy, <axes> (labels), instance_id, seed, value, reference``. A
-    reference run matches on every axis both runs have; a run without a unique match is left out (e.g. the
-    reference has a parameter axis the other policy lacks)."""
+    instance and grid point): ``point_id, policy, <axes> (labels), instance_id, seed, value, reference,
+    versus``. A reference run matches on every axis both runs have. Where the reference has parameter axes of
+    its own (``pdors.on_rounding_failure``: two readings), a run is paired with each reading separately:
+    ``versus`` names the reading (``axis=value, ...``; "" without such axes), so no pairing pools readings."""
     ok = runs[(runs["status"] == "ok") & (runs["kind"] == "sim")]
     ok = ok.assign(value=metric_values(ok, metric), **{a: ok[a].map(axis_label) for a in axes if a in ok})
     present = [a for a in axes if a in ok]
@@ -477,9 +494,15 @@ def pairs(runs: pd.DataFrame, axes: list[str], reference: str, metric: str = "to
         for a in present:
             if first[a] != "-":
                 match = match[match[a].isin([first[a], "-"])]
-        unique = match.drop_duplicates("instance_id", keep=False).set_index("instance_id")["value"]
-        out.append(g.assign(reference=g["instance_id"].map(unique)).dropna(subset=["reference"]))
-    columns = ["point_id", "policy", *present, "instance_id", "seed", "value", "reference"]
+        own = [a for a in present if first[a] == "-" and (match[a] != "-").any()]
+        readings = match.groupby(own, sort=False) if own else [((), match)]
+        for key, m in readings:
+            values = key if isinstance(key, tuple) else (key,)
+            versus = ", ".join(f"{a}={v}" for a, v in zip(own, values, strict=True))
+            unique = m.drop_duplicates("instance_id", keep=False).set_index("instance_id")["value"]
+            paired_runs = g.assign(reference=g["instance_id"].map(unique), versus=versus)
+            out.append(paired_runs.dropna(subset=["reference"]))
+    columns = ["point_id", "policy", *present, "instance_id", "seed", "value", "reference", "versus"]
     return pd.concat(out)[columns].reset_index(drop=True) if out else pd.DataFrame(columns=columns)
 
 
@@ -497,13 +520,16 @@ def paired_stats(pairs_frame: pd.DataFrame, by: list[str], metric: str = "total_
 def with_paired(agg: pd.DataFrame, runs: pd.DataFrame, axes: list[str], reference: str) -> pd.DataFrame:
     """``agg`` (:func:`aggregate`) with ``paired.<field>`` columns: each point's total utility against the
     reference's on the same instances (NaN on the reference's own rows)."""
-    stats = paired_stats(pairs(runs, axes, reference), ["point_id"]).set_index("point_id")
+    found = pairs(runs, axes, reference)
+    first_reading = found["versus"].iloc[0] if len(found) else ""  # one row per point: the grid's first reading
+    stats = paired_stats(found[found["versus"] == first_reading], ["point_id"]).set_index("point_id")
     return agg.join(stats.add_prefix(PAIRED_PREFIX), on="point_id")
 
 
 def paired_overall(runs: pd.DataFrame, axes: list[str], reference: str) -> pd.DataFrame:
-    """Per policy, its total utility against the reference's over every paired instance of the sweep."""
-    return paired_stats(pairs(runs, axes, reference), ["policy"])
+    """Per (reference reading, policy), its total utility against the reference's over every paired instance of
+    the sweep."""
+    return paired_stats(pairs(runs, axes, reference), ["versus", "policy"])
 
 
 def paired_markdown(overall: pd.DataFrame, reference: str) -> str:
@@ -518,11 +544,14 @@ def paired_markdown(overall: pd.DataFrame, reference: str) -> str:
         "ratio min-max",
         "Wilcoxon p",
     ]
+    readings = overall["versus"].ne("").any()  # the reference has readings: each pairs on its own
+    head = head[:1] + ([f"against {reference}"] if readings else []) + head[1:]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in overall.to_dict("records"):
         span = "-" if math.isnan(r["ratio_min"]) else f"{r['ratio_min']:.3g}-{r['ratio_max']:.3g}"
         cells = [
             r["policy"],
+            *([r["versus"]] if readings else []),
             r["n"],
             paired.wtl(r),
             paired.interval_text(r["diff_mean"], r["diff_low"], r["diff_high"]),

@@ -29,7 +29,7 @@ from pdors import atomic
 from pdors.config import quote, to_dict
 from pdors.errors import ExitStatus, SweepError
 
-from . import grid, schema, sizing
+from . import grid, schema, sizing, sweep_index
 from .credentials import one_line
 from .locate import locate, sweeps_under
 from .provenance import git_commit, packages
@@ -333,6 +333,7 @@ def _write_config(store: Store, data: dict, config_path: str, overrides: list[st
     header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
     atomic.write(store.meta / "config.yaml", header + yaml.safe_dump(data, sort_keys=False))
     atomic.write(store.meta / "manifest.json", json.dumps(manifest, indent=1))
+    sweep_index.remember(store.root)  # found by `sweep status|list` wherever --out put it
 
 
 def _execute(

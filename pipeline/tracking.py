@@ -32,7 +32,7 @@ import math
 import os
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +43,7 @@ import pandas as pd
 from .credentials import redact, split_auth
 
 if TYPE_CHECKING:  # mlflow is imported where it is used: its import costs seconds
-    from mlflow.entities import Metric, Param, Run
+    from mlflow.entities import Metric, Param, Run, RunTag
     from mlflow.tracking import MlflowClient
 
 SWEEP_TAG, POINT_TAG, PARENT_TAG = "pdors.sweep_id", "pdors.point_id", "mlflow.parentRunId"
@@ -72,22 +72,30 @@ PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000  # MLflow's limits per log_batch
 SEED_SUFFIX = ".seed"  # per-seed values: a name of their own, so the bare name is the mean over seeds
 PAIRED_PREFIX = "paired."
 VIEW_TAG = "mlflow.sharedViewState."  # MLflow UI: an experiment tag per shared view, opened by its key
+# The headline metrics first: they must be in sight at 1600 px (the table renders only the columns in sight).
 VIEW_METRICS = (
     "total_utility",
-    "total_utility.std",
     "paired.ratio_gmean",
-    "paired.ratio_low",
-    "paired.ratio_high",
     "paired.wins",
     "paired.ties",
     "paired.losses",
     "completed_share",
+    "ratio_low",
+    "ratio_bound",
+    "paired.ratio_low",
+    "paired.ratio_high",
+    "total_utility.std",
+    "n",
     "median_training_time",
     "median_censored",
-    "n",
 )
 RUN_NAME_COLUMN = "attributes.`Run Name`"
-LOCAL_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves a local store by default
+UI_PORT_ENV, UI_PORT = "PDORS_UI_PORT", 5000  # where `pdors ui` serves a local store (the env var: another port)
+ORDER_TAG = "pdors.order"  # the runs table's order: the reference policy (PD-ORS) first, then the grid
+# MLflow's UI reads the page's mode from this URL parameter (else from the browser's storage, default GenAI:
+# a Traces/Sessions/Judges sidebar); the experiment tag alone does not switch it.
+UI_MODE = "workflowType=machine_learning"
+SHOWN_DIGITS = 4  # the children's metrics are rounded for display (the Parquet record keeps every digit)
 
 
 def tracking_uri() -> str:
@@ -217,24 +225,32 @@ def child_metric_values(row: pd.Series) -> dict:
     out = {"n": row["n"], "failed": row["failed"]}
     for k, v in zip(map(str, row.index), row, strict=True):
         if k.endswith(".mean"):
-            out[k[: -len(".mean")]] = v
+            out[k[: -len(".mean")]] = shown(v)
         elif k.endswith(".std") or k.startswith(PAIRED_PREFIX):
-            out[k] = v
+            out[k] = shown(v)
     return out
+
+
+def shown(value: Any) -> Any:
+    """``value`` to :data:`SHOWN_DIGITS` significant digits (MLflow's table prints every digit it is given)."""
+    if value is None or pd.isna(value) or not math.isfinite(float(value)) or float(value) == 0:
+        return value
+    return round(float(value), SHOWN_DIGITS - 1 - math.floor(math.log10(abs(float(value)))))
 
 
 def view_state(parent: str, axes: list[str]) -> dict:
     """The runs table's view of one sweep: its children only (flat: a filter unnests them), ordered by name
     (policy, then grid values), with the policy, grid and seeds params and then :data:`VIEW_METRICS` as the
     leftmost columns (the table renders only the columns in sight)."""
-    columns = [f"params.`{p}`" for p in ["policy", *axes, "seeds"]] + [f"metrics.`{m}`" for m in VIEW_METRICS]
+    columns = [f"metrics.`{m}`" for m in VIEW_METRICS] + [f"params.`{p}`" for p in ["policy", *axes, "seeds"]]
     return {
         "searchFilter": f"tags.`{PARENT_TAG}` = '{parent}'",
-        "orderByKey": "tags.`mlflow.runName`",
+        "orderByKey": f"tags.`{ORDER_TAG}`",
         "orderByAsc": True,
         "selectedColumns": columns,
         "columnOrder": [RUN_NAME_COLUMN, *columns],
-        "columnWidths": {RUN_NAME_COLUMN: 320},
+        # narrow enough that the headline metrics stay left of MLflow's Assistant panel at 1600 px
+        "columnWidths": {RUN_NAME_COLUMN: 190, **{c: 100 for c in columns[:6]}},
         "compareRunsMode": "TABLE",
     }
 
@@ -245,13 +261,18 @@ def view_key(state: dict) -> str:
 
 def view_url(base: str, exp_id: str, key: str) -> str:
     """The MLflow UI address of a shared view of experiment ``exp_id`` (``base``: the server, no credentials)."""
-    return f"{base.rstrip('/')}/#/experiments/{exp_id}/runs?viewStateShareKey={key}"
+    return f"{base.rstrip('/')}/#/experiments/{exp_id}/runs?viewStateShareKey={key}&{UI_MODE}"
+
+
+def ui_port() -> int:
+    """The port ``pdors ui`` serves on: ``$PDORS_UI_PORT``, else 5000."""
+    return int(os.environ.get(UI_PORT_ENV) or UI_PORT)
 
 
 def ui_base(uri: str) -> str:
-    """The UI that shows tracking URI ``uri``: the server itself (credentials removed), else ``mlflow ui``'s
-    default address."""
-    return split_auth(uri)[0] if uri.startswith(("http://", "https://")) else LOCAL_UI
+    """The UI that shows tracking URI ``uri``: the server itself (credentials removed), else ``pdors ui`` on
+    the loopback (:func:`ui_port`)."""
+    return split_auth(uri)[0] if uri.startswith(("http://", "https://")) else f"http://127.0.0.1:{ui_port()}"
 
 
 def publish_view(mlflow_client: MlflowClient, exp_id: str, parent: str, axes: list[str]) -> str:
@@ -303,12 +324,21 @@ def _child_content(row: pd.Series, point_runs: pd.DataFrame) -> tuple[list[Param
     return logged, values
 
 
-def log_batches(c: MlflowClient, run_id: str, logged: list[Param], values: list[Metric]) -> None:
-    """Params and metrics in as few ``log_batch`` calls as MLflow's limits allow."""
-    for k in range(0, len(logged), PARAMS_PER_BATCH):
-        c.log_batch(run_id, params=logged[k : k + PARAMS_PER_BATCH])
-    for k in range(0, len(values), METRICS_PER_BATCH):
-        c.log_batch(run_id, metrics=values[k : k + METRICS_PER_BATCH])
+def log_batches(
+    c: MlflowClient, run_id: str, logged: list[Param], values: list[Metric], tags: Sequence[RunTag] = ()
+) -> None:
+    """Params, metrics and tags in as few ``log_batch`` calls as MLflow's limits allow: one for a child (up to
+    100 params and 1000 entries in all)."""
+    tags = list(tags)
+    params_left, values_left = list(logged), list(values)
+    while True:
+        batch_params = params_left[:PARAMS_PER_BATCH]
+        room = METRICS_PER_BATCH - len(batch_params) - len(tags)
+        batch_metrics = values_left[:room]
+        c.log_batch(run_id, params=batch_params, metrics=batch_metrics, tags=tags)
+        params_left, values_left, tags = params_left[len(batch_params) :], values_left[len(batch_metrics) :], []
+        if not params_left and not values_left:
+            return
 
 
 def _log_child(
@@ -320,6 +350,7 @@ def _log_child(
     row: pd.Series,
     point_runs: pd.DataFrame,
     existing: Run | None,
+    reference: str,
 ) -> str:
     logged, values = _child_content(row, point_runs)
     if existing is not None and existing.data.tags.get(LAYOUT_TAG) != LAYOUT:
@@ -330,7 +361,7 @@ def _log_child(
             [[(p.key, p.value) for p in logged], [(m.key, m.value, m.timestamp, m.step) for m in values]]
         ).encode()
     ).hexdigest()[:20]
-    if existing is not None and existing.data.tags.get(CONTENT_TAG) == content:
+    if existing is not None and existing.data.tags.get(CONTENT_TAG) == content and ORDER_TAG in existing.data.tags:
         return str(existing.info.run_id)
     child = (
         existing.info.run_id
@@ -341,9 +372,11 @@ def _log_child(
             tags={PARENT_TAG: parent, SWEEP_TAG: sweep_id, POINT_TAG: row["point_id"], LAYOUT_TAG: LAYOUT},
         ).info.run_id
     )
-    log_batches(c, child, logged, values)
+    from mlflow.entities import RunTag
+
+    order = f"{0 if row['policy'] == reference else 1} {label}"
     c.log_text(child, seed_table(point_runs).to_csv(index=False), "seeds.csv")
-    c.set_tag(child, CONTENT_TAG, content)
+    log_batches(c, child, logged, values, [RunTag(ORDER_TAG, order), RunTag(CONTENT_TAG, content)])
     c.set_terminated(child)
     return str(child)
 
@@ -374,7 +407,7 @@ def log_sweep(
     :func:`pipeline.report.comparison`."""
     from mlflow.entities import RunTag
 
-    from .summary import with_ratio
+    from .summary import reference_policy, with_ratio
 
     check_reachable(tracking_uri())
     c = client()
@@ -445,6 +478,7 @@ def log_sweep(
                 row,
                 by_point[row["point_id"]],
                 children.get(row["point_id"]),
+                reference_policy(manifest),
             )
         c.set_terminated(parent)
         key = publish_view(c, exp_id, parent, manifest["axes"])

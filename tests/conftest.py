@@ -6,8 +6,13 @@ import os
 import secrets
 import shutil
 import subprocess
+import tempfile
 
 import pytest
+
+# The sweeps the tests run are indexed in a directory of their own, not the user's (pipeline/sweep_index.py);
+# tests of the index set PDORS_RESULTS themselves.
+os.environ["PDORS_RESULTS"] = tempfile.mkdtemp(prefix="pdors-test-index-")
 
 
 @pytest.fixture(scope="module")

@@ -122,8 +122,13 @@ def test_pairs_match_the_same_instance_and_skip_ambiguous_references(
     assert agg.loc[agg["policy"] == "pdors", "paired.n"].isna().all()
     table = summary.markdown(agg, flat, "pdors")
     assert "W/T/L of pdors" in table and "over pdors, geo. mean [95% CI]" in table
-    # with both gains, FIFO's instance has two PD-ORS runs: no pair in the summary, one per panel in a figure
-    assert summary.pairs(runs, axes, "pdors").empty
+    # with both gains, FIFO's instance has two PD-ORS runs: each FIFO run is paired with each gain separately
+    both = summary.pairs(runs, axes, "pdors")
+    fifo_all = runs[runs["policy"] == "fifo"]
+    assert len(both) == 2 * len(fifo_all) and both.groupby("versus").size().to_dict() == {
+        "pdors.rounding.gain=0.5": len(fifo_all),
+        "pdors.rounding.gain=1.0": len(fifo_all),
+    }
     fig = FigureConfig(name="u", title="u", x="machines")
     figure = summary.figure_table(runs, fig, axes, "pdors")
     fifo_points = figure[figure["policy"] == "fifo"]

@@ -60,6 +60,26 @@ def test_status_log_report_take_runs_overrides(
     assert "overrides (seeds.count=3) apply only after a sweep config" in capsys.readouterr().err
 
 
+def test_a_sweep_written_anywhere_is_found_by_list_and_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sweep run ... --out elsewhere`, then `sweep list` and `sweep status CONFIG OVERRIDES` without --out find
+    it through the sweep index (pipeline/sweep_index.py), from another working directory."""
+    monkeypatch.setenv("PDORS_RESULTS", str(tmp_path / "index"))
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    assert main(["sweep", "run", QUICKSTART, *SMALL, "seeds.count=2", "--out", str(elsewhere), "--in-process"]) == 0
+    sweep_id = capsys.readouterr().out.split("sweep ", 1)[1].split(":", 1)[0]
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path / "other")
+    assert main(["sweep", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert sweep_id in listed and str(elsewhere) in listed
+    assert main(["sweep", "status", QUICKSTART, *SMALL, "seeds.count=2"]) == 0
+    assert f"{sweep_id} ({elsewhere}): 4 tasks, 4 ok" in capsys.readouterr().out
+    assert (tmp_path / "index" / "sweep-roots.txt").read_text() == f"{elsewhere.resolve()}\n"
+
+
 def test_a_second_sweep_into_a_root_being_written_is_refused_before_it_writes(tmp_path: Path) -> None:
     """Sweeps under one root share its run record, so one writes at a time: a second sweep started while the
     first runs is refused with one line (exit 2) and writes nothing; started after it, it completes, and every

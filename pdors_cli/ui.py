@@ -1,0 +1,29 @@
+"""``pdors ui``: the MLflow UI over the local tracking store, on the loopback only, with this environment's
+``mlflow`` (so it need not be on PATH); the sweeps' printed URLs name its port (``$PDORS_UI_PORT``, else 5000)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    from pipeline import tracking
+
+    uri = tracking.tracking_uri()
+    if uri.startswith(("http://", "https://")):
+        print(f"pdors ui: MLFLOW_TRACKING_URI is a server ({tracking.shown_uri()}): open it there", file=sys.stderr)
+        return 2
+    port = args.port or tracking.ui_port()
+    mlflow = Path(sys.executable).parent / "mlflow"
+    print(f"MLflow UI of {tracking.shown_uri()}: http://127.0.0.1:{port}/#/experiments?{tracking.UI_MODE}", flush=True)
+    command = [str(mlflow), "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(port)]
+    os.execv(command[0], command)  # the server is this process: Ctrl-C stops it
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser("ui", help="serve the local MLflow store (127.0.0.1) to open the sweeps' URLs")
+    p.add_argument("--port", type=int, help="port (default: $PDORS_UI_PORT, else 5000: the port sweeps' URLs name)")
+    p.set_defaults(func=cmd_ui)
