@@ -26,7 +26,7 @@ from .tasks import OPT_POLICY, Plan, Task
 
 # Part of every run id: bump it when a policy's decisions, the simulator, the validator or the run summary may
 # change a recorded result, so that sweeps recompute instead of reusing runs recorded by older code.
-MODEL_VERSION = 2  # 2: issue 30 (PD-ORS workload grid and default reading; run summary fields)
+MODEL_VERSION = 3  # 3: issue 34 (the dual bound limited by leaves, not seconds; the primal schedule in OPT rows)
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,7 @@ def cmd_tightness(args: argparse.Namespace) -> None:
     with open(args.out, "w") as out:
         for seed, machines, scale, value in opt.itertuples(index=False):
             inst = generate(WorkloadConfig(workload_scale=scale), int(machines), 10, 10, int(seed))
-            b = dual_bound(inst, branch_leaves=args.leaves, branch_time=args.branch_time)
+            b = dual_bound(inst, branch_leaves=args.leaves)
             wall = df[(df["seed"] == seed) & (df["machines"] == machines) & (df["workload.workload_scale"] == scale)]
             row = {"seed": int(seed), "machines": int(machines), "workload_scale": float(scale), "opt": float(value)}
             row |= {"milp_wall_s": float(wall["opt_wall_s"].iloc[0]), **b.to_dict(), "ratio": b.bound / value}
