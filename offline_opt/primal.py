@@ -1,0 +1,410 @@
+"""A feasible offline schedule, a lower bound on OPT, from the dual bound's prices (docs/OFFLINE_OPT.md, "Primal").
+
+1. **Columns.** At the bound's root prices, each job's cheapest integer schedule completing by k (whole hull
+   vertices of the water-filling oracle of :mod:`.dual_bound`, taken in slope order until V') for the
+   ``K_PER_JOB`` completion slots of largest ``u - cost``; plus every completed job of each given policy schedule.
+2. **Integer restricted master.** HiGHS picks at most one column per job under the pooled capacity rows
+   (machines of one class pooled), limited by ``MIP_NODES`` branch-and-bound nodes: work, never seconds.
+3. **Machine assignment and repair.** The chosen jobs (largest utility first), then the rest, are placed one at a
+   time on concrete machines: a slot's planned allocation on the tightest machine that holds it (internal) or
+   spread (external); where it does not fit, the most samples that fit; a job still short is given idle slots,
+   later ones too (a later completion), and dropped if it cannot complete. Only what fits the residual capacity is
+   placed, so the schedule is feasible by construction; :func:`pdors.validator.validate` judges it.
+
+The result is the better of that schedule and the best given policy schedule, so it is never below the best policy.
+Every step counts work (nodes, slots, jobs) and none reads the clock: the result is the same on any machine load.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdors.highs_lp import highs_lp, new_highs
+from pdors.model import Instance
+from pdors.schedule import Schedule
+from pdors.validator import Validation, validate
+
+from .dual_bound import DualBound, costs, hull, options, price
+
+K_PER_JOB = 4  # completion slots per job offered to the master
+MIP_NODES = 500  # branch-and-bound nodes of the integer master
+MAX_CELLS = 20_000_000  # T x I x H of the dense schedule arrays built (two int32 arrays: 160 MB)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Primal:
+    """``utility``: the validated utility of ``schedule`` (a lower bound on OPT); ``source``: "rmp" (built here),
+    "policy <name>" (a given policy's schedule was better) or "none"; ``master``: the integer master's value under
+    pooled capacity (not a bound on anything: packing may lose some of it); ``master_status``: HiGHS's model status
+    (or why the master did not run); ``placed``: jobs the placement completed."""
+
+    schedule: Schedule | None
+    utility: float
+    source: str
+    master: float
+    master_status: str
+    columns: int
+    placed: int
+    violations: int
+    wall_s: float
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "schedule"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Column:
+    job: int
+    slot: int  # completion slot
+    utility: float
+    workers: np.ndarray  # [T] planned workers per slot (0: idle)
+    klass: np.ndarray  # [T] machine class of an internal allocation, -1 external
+    rows: np.ndarray  # capacity rows (t C + c) R + r
+    use: np.ndarray  # their usage
+
+
+def _price_columns(instance: Instance, prices: np.ndarray) -> list[_Column]:
+    opt = options(instance)
+    cs = costs(opt, prices)
+    hl = hull(opt, cs.kappa)
+    pr = price(opt, hl)
+    J, T, Q = hl.length.shape
+    C, R = opt.capacity.shape
+    gain = opt.utility - pr.cost
+    out = []
+    for i in range(J):
+        ks = [int(k) for k in np.argsort(-gain[i], kind="stable")[:K_PER_JOB] if np.isfinite(gain[i, k])]
+        for k in ks:
+            at = int(pr.cross[i, k])
+            pos = np.arange(at + 1)
+            seg_slot = pr.slot[i, pos]
+            take = pos[(seg_slot <= k) & (pr.length[i, pos] > 0)]
+            option = np.zeros(T, dtype=np.int64)
+            for p in take:  # segments of one slot come in hull order: the last taken is the slot's vertex
+                t, q = divmod(int(pr.order[i, p]), Q)
+                option[t] = max(option[t], int(hl.end[i, t, q]))
+            ts = np.flatnonzero(option)
+            o = option[ts]
+            w, s = opt.workers[i, o], opt.servers[i, o]
+            internal = opt.klass[o] >= 0
+            cw = np.where(internal, opt.klass[o], cs.ext_worker_class[i, ts])
+            cv = np.where(internal, opt.klass[o], cs.ext_server_class[i, ts])
+            rows = np.concatenate(
+                [((ts * C + cw)[:, None] * R + np.arange(R)), ((ts * C + cv)[:, None] * R + np.arange(R))]
+            )
+            use = np.concatenate([w[:, None] * opt.alpha[i], s[:, None] * opt.beta[i]])
+            workers, klass = np.zeros(T, dtype=np.int64), np.full(T, -1, dtype=np.int64)
+            workers[ts], klass[ts] = w, np.where(internal, opt.klass[o], -1)
+            out.append(
+                _Column(
+                    job=i,
+                    slot=k,
+                    utility=float(opt.utility[i, k]),
+                    workers=workers,
+                    klass=klass,
+                    rows=rows.ravel(),
+                    use=use.ravel(),
+                )
+            )
+    return out
+
+
+def _policy_columns(instance: Instance, schedule: Schedule, v: Validation, of_machine: np.ndarray) -> list[_Column]:
+    jobs = instance.jobs
+    C, R = int(of_machine.max()) + 1, len(instance.cluster.resources)
+    out = []
+    for i in np.flatnonzero(schedule.admitted & (v.completion >= 0)):
+        w, s = schedule.workers[:, i, :], schedule.servers[:, i, :]
+        per_machine = w[:, :, None] * jobs.worker_demand[i] + s[:, :, None] * jobs.ps_demand[i]
+        usage = np.einsum("thr,hc->tcr", per_machine, of_machine[:, None] == np.arange(C))
+        t, c, r = np.nonzero(usage)
+        wsum = w.sum(axis=1)
+        host = of_machine[(w + s).argmax(axis=1)]
+        out.append(
+            _Column(
+                job=int(i),
+                slot=int(v.completion[i]),
+                utility=float(v.utility[i]),
+                workers=wsum.astype(np.int64),
+                klass=np.where(v.internal[:, i], host, -1),
+                rows=(t * C + c) * R + r,
+                use=usage[t, c, r],
+            )
+        )
+    return out
+
+
+def _master(columns: list[_Column], jobs: int, capacity: np.ndarray) -> tuple[np.ndarray, float, str]:
+    """The integer restricted master: which columns (at most one per job) under the pooled capacity rows."""
+    n = len(columns)
+    cap = capacity.ravel()
+    col = np.concatenate([np.full(len(c.rows) + 1, j) for j, c in enumerate(columns)])
+    row = np.concatenate([np.concatenate([[c.job], jobs + c.rows]) for c in columns])
+    val = np.concatenate([np.concatenate([[1.0], c.use]) for c in columns])
+    key = col * (jobs + len(cap)) + row
+    key, inv = np.unique(key, return_inverse=True)
+    val = np.bincount(inv, weights=val)
+    col, row = key // (jobs + len(cap)), key % (jobs + len(cap))
+    start = np.searchsorted(col, np.arange(n + 1)).astype(np.int32)
+    upper = np.concatenate([np.ones(jobs), cap])
+    highs = new_highs()
+    highs.setOptionValue("mip_max_nodes", MIP_NODES)
+    cost = -np.array([c.utility for c in columns])
+    lp = highs_lp(
+        cost,
+        len(upper),
+        (start, row.astype(np.int32), val),
+        np.full(len(upper), -np.inf),
+        upper,
+        np.ones(n),
+        integer=True,
+    )
+    highs.passModel(lp)
+    highs.run()
+    status = highs.modelStatusToString(highs.getModelStatus())
+    x = np.asarray(highs.getSolution().col_value)
+    if len(x) != n:
+        return np.zeros(n, dtype=bool), 0.0, status
+    chosen = x > 0.5
+    return chosen, float(-cost[chosen].sum()), status
+
+
+class _Placer:
+    """Jobs placed one at a time on the residual capacity of concrete machines."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.inst = instance
+        jobs = instance.jobs
+        T, J, H = instance.slots, instance.num_jobs, instance.num_machines
+        self.cap = instance.cluster.capacity
+        self.res = np.broadcast_to(self.cap, (T, H, self.cap.shape[1])).copy()
+        self.w = np.zeros((T, J, H), dtype=np.int32)
+        self.s = np.zeros((T, J, H), dtype=np.int32)
+        self.per_sample = {True: jobs.time_per_sample(True), False: jobs.time_per_sample(False)}
+        self.scale = np.maximum(self.cap.max(axis=0), 1e-300)
+        self.of_machine = np.unique(self.cap, axis=0, return_inverse=True)[1].ravel()
+
+    def servers(self, i: int, w: np.ndarray, internal: bool) -> np.ndarray:
+        """PSs for ``w`` workers: ceil(w / gamma), and under the thesis's model enough for their traffic (3.4);
+        -1 where (3.5) s <= w cannot hold."""
+        jobs = self.inst.jobs
+        s = -(-w // int(jobs.gamma[i]))
+        bw_all = self.inst.ps_bandwidth
+        if bw_all is None:
+            return s
+        bw = jobs.bw_internal[i] if internal else jobs.bw_external[i]
+        s = np.maximum(s, np.ceil(w * bw / bw_all[i]).astype(np.int64))
+        return np.where((s > w) & self.inst.ps_at_most_workers, -1, s)
+
+    def internal_max(self, i: int, t: int, cap_w: int) -> np.ndarray:
+        """[H, N] whether w = 1..cap_w workers with their PSs fit machine h alone."""
+        jobs = self.inst.jobs
+        ws = np.arange(1, cap_w + 1)
+        ss = self.servers(i, ws, True)
+        use = ws[:, None] * jobs.worker_demand[i] + np.maximum(ss, 0)[:, None] * jobs.ps_demand[i]
+        out: np.ndarray = (use[None] <= self.res[t][:, None, :]).all(axis=2) & (ss >= 0)[None, :]
+        return out
+
+    def spread(self, i: int, t: int, W: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """W workers and their PSs over two or more machines (PSs first, each on the machines with most room)."""
+        jobs = self.inst.jobs
+        S = int(self.servers(i, np.array([W]), False)[0])
+        if S < 0:
+            return None
+        rr = self.res[t].copy()
+        out = []
+        for count, d in ((S, jobs.ps_demand[i]), (W, jobs.worker_demand[i])):
+            need = d > 0
+            room = np.floor(np.min(np.where(need, rr / np.where(need, d, 1.0), np.inf), axis=1))
+            room = np.minimum(room, count).astype(np.int64)
+            room = np.where((room[:, None] * d > rr).any(axis=1), room - 1, room).clip(0)
+            order = np.argsort(-room, kind="stable")
+            n = np.zeros(len(room), dtype=np.int64)
+            left = count
+            for h in order:
+                if left == 0:
+                    break
+                n[h] = min(left, room[h])
+                left -= n[h]
+            if left:
+                return None
+            rr -= n[:, None] * d
+            out.append(n)
+        s, w = out
+        if ((w + s) > 0).sum() < 2:
+            return None
+        return w, s
+
+    def put(self, i: int, t: int, w: np.ndarray, s: np.ndarray) -> None:
+        jobs = self.inst.jobs
+        self.w[t, i], self.s[t, i] = w, s
+        self.res[t] -= w[:, None] * jobs.worker_demand[i] + s[:, None] * jobs.ps_demand[i]
+
+    def take(self, i: int, t: int) -> None:
+        jobs = self.inst.jobs
+        w, s = self.w[t, i].astype(np.int64), self.s[t, i].astype(np.int64)
+        self.res[t] += w[:, None] * jobs.worker_demand[i] + s[:, None] * jobs.ps_demand[i]
+        self.w[t, i] = 0
+        self.s[t, i] = 0
+
+    def internal_at(self, i: int, t: int, W: int, fits: np.ndarray, klass: int) -> bool:
+        """W workers internally on the tightest machine (of ``klass`` if one holds them) that holds them."""
+        ok = fits[:, W - 1]
+        if klass >= 0 and (ok & (self.of_machine == klass)).any():
+            ok = ok & (self.of_machine == klass)
+        if not ok.any():
+            return False
+        jobs = self.inst.jobs
+        S = int(self.servers(i, np.array([W]), True)[0])
+        use = W * jobs.worker_demand[i] + S * jobs.ps_demand[i]
+        slack = ((self.res[t] - use) / self.scale).sum(axis=1)
+        h = int(np.argmin(np.where(ok, slack, np.inf)))
+        w, s = np.zeros(len(ok), dtype=np.int64), np.zeros(len(ok), dtype=np.int64)
+        w[h], s[h] = W, S
+        self.put(i, t, w, s)
+        return True
+
+    def slot(self, i: int, t: int, need: float, want: int, klass: int) -> None:
+        """Allocate job i in slot t: ``want`` workers (internal on ``klass``, or external if -1), no more than
+        ``need`` samples require; where that does not fit, the most samples that fit (0: the slot stays idle)."""
+        jobs = self.inst.jobs
+        cap_w = int(jobs.batch[i])
+        n_int = max(1, int(np.ceil(need * self.per_sample[True][i])))
+        n_ext = max(1, int(np.ceil(need * self.per_sample[False][i])))
+        fits = self.internal_max(i, t, cap_w)
+        if want > 0:
+            if klass >= 0 and self.internal_at(i, t, min(want, n_int, cap_w), fits, klass):
+                return
+            if klass < 0 and (wd := min(want, n_ext, cap_w)) and (got := self.spread(i, t, wd)) is not None:
+                self.put(i, t, *got)
+                return
+        if n_int <= cap_w and self.internal_at(i, t, n_int, fits, -1):
+            return
+        if n_ext <= cap_w and (got := self.spread(i, t, n_ext)) is not None:
+            self.put(i, t, *got)
+            return
+        best_int = int(np.where(fits, np.arange(1, cap_w + 1), 0).max(initial=0))
+        lo, hi = 0, min(cap_w, n_ext)  # the most external workers that spread: bisection on W
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.spread(i, t, mid) is not None:
+                lo = mid
+            else:
+                hi = mid - 1
+        if best_int == 0 and lo == 0:
+            return
+        if best_int / self.per_sample[True][i] >= lo / self.per_sample[False][i]:
+            self.internal_at(i, t, best_int, fits, -1)
+        else:
+            got = self.spread(i, t, lo)
+            assert got is not None
+            self.put(i, t, *got)
+
+    def samples(self, i: int) -> np.ndarray:
+        """[T] job i's samples per slot, as the validator computes them (restarts free)."""
+        w, s = self.w[:, i], self.s[:, i]
+        wsum = w.sum(axis=1)
+        internal = ((w > 0) | (s > 0)).sum(axis=1) == 1
+        per = np.where(internal, self.per_sample[True][i], self.per_sample[False][i])
+        out: np.ndarray = 1.0 * wsum / per
+        return np.where(wsum > 0, out, 0.0)
+
+    def job(self, i: int, plan: _Column | None) -> bool:
+        """Place job i (its ``plan``, then idle slots from its arrival on); False (and nothing placed) if it cannot
+        complete."""
+        jobs, T = self.inst.jobs, self.inst.slots
+        target = float(jobs.workload[i] * (1.0 - 1e-12))
+        done = 0.0
+        first = [] if plan is None else [t for t in range(T) if plan.workers[t] > 0]
+        rest = [t for t in range(int(jobs.arrival[i]), T) if t not in set(first)]
+        for t in first + rest:
+            if done >= target:
+                break
+            want = 0 if plan is None else int(plan.workers[t])
+            klass = -1 if plan is None else int(plan.klass[t])
+            self.slot(i, t, float(jobs.workload[i]) - done, want, klass)
+            done = float(self.samples(i).sum())
+        if np.cumsum(self.samples(i))[-1] >= target:
+            return True
+        for t in range(T):
+            if self.w[t, i].any() or self.s[t, i].any():
+                self.take(i, t)
+        return False
+
+
+def primal(
+    instance: Instance,
+    bound: DualBound,
+    policies: dict[str, tuple[Schedule, Validation]] | None = None,
+) -> Primal:
+    """The feasible schedule above, from ``bound``'s root prices and the given policies' validated schedules
+    (name -> (schedule, validation); a schedule with violations is left out)."""
+    start = time.perf_counter()
+    valid = {n: sv for n, sv in (policies or {}).items() if sv[1].ok}
+    best_name = max(valid, key=lambda n: (valid[n][1].total_utility, n), default=None)
+    best_u = valid[best_name][1].total_utility if best_name is not None else 0.0
+
+    def fallback(status: str, master: float = 0.0, columns: int = 0, placed: int = 0) -> Primal:
+        sched = valid[best_name][0] if best_name is not None else None
+        src = f"policy {best_name}" if best_name is not None else "none"
+        return Primal(
+            schedule=sched,
+            utility=best_u,
+            source=src,
+            master=master,
+            master_status=status,
+            columns=columns,
+            placed=placed,
+            violations=0,
+            wall_s=time.perf_counter() - start,
+        )
+
+    T, J, H = instance.slots, instance.num_jobs, instance.num_machines
+    if best_u >= bound.bound:
+        return fallback("skipped: a policy reaches the bound")
+    if T * J * H > MAX_CELLS:
+        return fallback(f"skipped: T I H over {MAX_CELLS:,} cells")
+    placer = _Placer(instance)
+    cols = _price_columns(instance, bound.prices)
+    for sched, v in valid.values():
+        cols += _policy_columns(instance, sched, v, placer.of_machine)
+    opt = options(instance)
+    chosen, master, status = _master(cols, J, np.broadcast_to(opt.capacity, (T, *opt.capacity.shape)))
+    picked = sorted((c for c, x in zip(cols, chosen, strict=True) if x), key=lambda c: (-c.utility, c.job))
+    placed = 0
+    for c in picked:
+        placed += placer.job(c.job, c)
+    rest = sorted(set(range(J)) - {c.job for c in picked}, key=lambda i: (-float(instance.jobs.theta1[i]), i))
+    for i in rest:
+        placed += placer.job(i, None)
+    schedule = _schedule(instance, placer)
+    v = validate(instance, schedule)
+    if not v.ok or v.total_utility <= best_u:
+        out = fallback(status, master, len(cols), placed)
+        return Primal(**{**out.__dict__, "violations": len(v.violations)})
+    return Primal(
+        schedule=schedule,
+        utility=v.total_utility,
+        source="rmp",
+        master=master,
+        master_status=status,
+        columns=len(cols),
+        placed=placed,
+        violations=0,
+        wall_s=time.perf_counter() - start,
+    )
+
+
+def _schedule(instance: Instance, placer: _Placer) -> Schedule:
+    """The placed counts with the claims the validator recomputes (locality, completion; restarts are free)."""
+    sched = Schedule.empty(instance)
+    sched.workers[:], sched.servers[:] = placer.w, placer.s
+    sched.admitted[:] = placer.w.sum(axis=(0, 2)) > 0
+    v = validate(instance, sched)
+    sched.claimed_internal[:] = v.internal
+    sched.claimed_completion[:] = v.completion
+    sched.claimed_restart[:] = v.restarts
+    return sched
