@@ -27,10 +27,12 @@ from pdors.model import Instance
 from pdors.schedule import Schedule
 from pdors.validator import Validation, validate
 
-from .dual_bound import DualBound, costs, hull, options, price
+from .bounds import CountLimits, count_limits
+from .dual_bound import Costs, DualBound, Hull, Options, Pricing, costs, hull, options, price
 
-K_PER_JOB = 4  # completion slots per job offered to the master
-MIP_NODES = 500  # branch-and-bound nodes of the integer master
+K_PER_JOB = 4  # completion slots per job and price scale offered to the master
+PRICE_SCALES = (0.5, 1.0, 2.0)  # the bound's prices scaled: cheap ones give fast columns, dear ones lean columns
+MIP_NODES = 50  # branch-and-bound nodes of the integer master
 MAX_CELLS = 20_000_000  # T x I x H of the dense schedule arrays built (two int32 arrays: 160 MB)
 
 
@@ -67,49 +69,100 @@ class _Column:
 
 
 def _price_columns(instance: Instance, prices: np.ndarray) -> list[_Column]:
-    opt = options(instance)
-    cs = costs(opt, prices)
-    hl = hull(opt, cs.kappa)
-    pr = price(opt, hl)
-    J, T, Q = hl.length.shape
-    C, R = opt.capacity.shape
-    gain = opt.utility - pr.cost
+    """Each job's integer columns at ``prices`` scaled by each of ``PRICE_SCALES`` (leaner schedules at higher
+    prices): the water-filling's segments in slope order until V', whole except the last, whose slot gets the
+    fewest workers of the segment's mode that cover what is left."""
+    opt, lim = options(instance), count_limits(instance)
     out = []
-    for i in range(J):
-        ks = [int(k) for k in np.argsort(-gain[i], kind="stable")[:K_PER_JOB] if np.isfinite(gain[i, k])]
-        for k in ks:
-            at = int(pr.cross[i, k])
-            pos = np.arange(at + 1)
-            seg_slot = pr.slot[i, pos]
-            take = pos[(seg_slot <= k) & (pr.length[i, pos] > 0)]
-            option = np.zeros(T, dtype=np.int64)
-            for p in take:  # segments of one slot come in hull order: the last taken is the slot's vertex
-                t, q = divmod(int(pr.order[i, p]), Q)
-                option[t] = max(option[t], int(hl.end[i, t, q]))
-            ts = np.flatnonzero(option)
-            o = option[ts]
-            w, s = opt.workers[i, o], opt.servers[i, o]
-            internal = opt.klass[o] >= 0
-            cw = np.where(internal, opt.klass[o], cs.ext_worker_class[i, ts])
-            cv = np.where(internal, opt.klass[o], cs.ext_server_class[i, ts])
-            rows = np.concatenate(
-                [((ts * C + cw)[:, None] * R + np.arange(R)), ((ts * C + cv)[:, None] * R + np.arange(R))]
-            )
-            use = np.concatenate([w[:, None] * opt.alpha[i], s[:, None] * opt.beta[i]])
-            workers, klass = np.zeros(T, dtype=np.int64), np.full(T, -1, dtype=np.int64)
-            workers[ts], klass[ts] = w, np.where(internal, opt.klass[o], -1)
-            out.append(
-                _Column(
-                    job=i,
-                    slot=k,
-                    utility=float(opt.utility[i, k]),
-                    workers=workers,
-                    klass=klass,
-                    rows=rows.ravel(),
-                    use=use.ravel(),
-                )
-            )
+    for scale in PRICE_SCALES:
+        cs = costs(opt, prices * scale)
+        hl = hull(opt, cs.kappa)
+        pr = price(opt, hl)
+        gain = opt.utility - pr.cost
+        for i in range(len(opt.target)):
+            ks = [int(k) for k in np.argsort(-gain[i], kind="stable")[:K_PER_JOB] if np.isfinite(gain[i, k])]
+            out += [_column(opt, cs, hl, pr, i, k, int(instance.jobs.gamma[i])) for k in ks]
+            if scale == 1.0:
+                out += [c for k in ks if (c := _even(instance, lim, opt, cs, prices, i, k)) is not None]
     return out
+
+
+def _even(
+    instance: Instance, lim: CountLimits, opt: Options, cs: Costs, prices: np.ndarray, i: int, k: int
+) -> _Column | None:
+    """Job i completing by k with the same fewest workers in every slot a_i..k: internal on the class where that
+    costs least at ``prices``, else external; None if neither holds them."""
+    jobs = instance.jobs
+    C, R = opt.capacity.shape
+    a, gamma = int(jobs.arrival[i]), int(jobs.gamma[i])
+    n = k - a + 1
+    ts = np.arange(a, k + 1)
+    w_int = int(np.ceil(opt.target[i] * jobs.time_per_sample(True)[i] / n))
+    w_ext = int(np.ceil(opt.target[i] * jobs.time_per_sample(False)[i] / n))
+    fit = np.flatnonzero(lim.w_internal[i] >= w_int)
+    if fit.size:
+        per = w_int * opt.alpha[i] + -(-w_int // gamma) * opt.beta[i]
+        c = int(fit[np.argmin([(prices[a : k + 1, c] @ per).sum() for c in fit])])
+        cw = cv = np.full(n, c)
+        w, klass = w_int, c
+    elif 0 < w_ext <= lim.w_external[i]:
+        cw, cv, w, klass = cs.ext_worker_class[i, ts], cs.ext_server_class[i, ts], w_ext, -1
+    else:
+        return None
+    rows = np.concatenate([((ts * C + cw)[:, None] * R + np.arange(R)), ((ts * C + cv)[:, None] * R + np.arange(R))])
+    use = np.concatenate([np.tile(w * opt.alpha[i], (n, 1)), np.tile(-(-w // gamma) * opt.beta[i], (n, 1))])
+    workers, klasses = np.zeros(opt.slots, dtype=np.int64), np.full(opt.slots, -1, dtype=np.int64)
+    workers[ts], klasses[ts] = w, klass
+    return _Column(
+        job=i,
+        slot=k,
+        utility=float(opt.utility[i, k]),
+        workers=workers,
+        klass=klasses,
+        rows=rows.ravel(),
+        use=use.ravel(),
+    )
+
+
+def _column(opt: Options, cs: Costs, hl: Hull, pr: Pricing, i: int, k: int, gamma: int) -> _Column:
+    _, T, Q = hl.length.shape
+    C, R = opt.capacity.shape
+    at = int(pr.cross[i, k])
+    pos = np.arange(at + 1)
+    take = pos[(pr.slot[i, pos] <= k) & (pr.length[i, pos] > 0)]
+    workers, klass = np.zeros(T, dtype=np.int64), np.full(T, -1, dtype=np.int64)
+    last_q = np.full(T, -1)
+    done = 0.0
+    for p in take:  # a slot's segments come in hull order: its last taken segment ends at its allocation
+        t, q = divmod(int(pr.order[i, p]), Q)
+        o0, o1 = int(hl.start[i, t, q]), int(hl.end[i, t, q])
+        w0, w1 = int(opt.workers[i, o0]), int(opt.workers[i, o1])
+        n = w1
+        left = opt.target[i] - done
+        if p == take[-1] and (o0 == 0 or opt.klass[o0] == opt.klass[o1]) and w1 > w0:
+            rate = opt.sigma[i, o1] / w1
+            n = min(w1, w0 + int(np.ceil(left / rate)))
+        if q > last_q[t]:
+            last_q[t] = q
+            workers[t], klass[t] = n, int(opt.klass[o1])
+        done += float(pr.length[i, p])
+    ts = np.flatnonzero(workers)
+    w = workers[ts]
+    s = -(-w // gamma)
+    internal = klass[ts] >= 0
+    cw = np.where(internal, klass[ts], cs.ext_worker_class[i, ts])
+    cv = np.where(internal, klass[ts], cs.ext_server_class[i, ts])
+    rows = np.concatenate([((ts * C + cw)[:, None] * R + np.arange(R)), ((ts * C + cv)[:, None] * R + np.arange(R))])
+    use = np.concatenate([w[:, None] * opt.alpha[i], s[:, None] * opt.beta[i]])
+    return _Column(
+        job=i,
+        slot=k,
+        utility=float(opt.utility[i, k]),
+        workers=workers,
+        klass=klass,
+        rows=rows.ravel(),
+        use=use.ravel(),
+    )
 
 
 def _policy_columns(instance: Instance, schedule: Schedule, v: Validation, of_machine: np.ndarray) -> list[_Column]:
@@ -269,9 +322,12 @@ class _Placer:
 
     def slot(self, i: int, t: int, need: float, want: int, klass: int) -> None:
         """Allocate job i in slot t: ``want`` workers (internal on ``klass``, or external if -1), no more than
-        ``need`` samples require; where that does not fit, the most samples that fit (0: the slot stays idle)."""
+        ``need`` samples require; where that does not fit, the most samples that fit, up to the planned ones (0: the
+        slot stays idle)."""
         jobs = self.inst.jobs
         cap_w = int(jobs.batch[i])
+        if want > 0:  # a plan's slot takes no more than its planned samples: the rest goes to idle slots
+            need = min(need, want / self.per_sample[klass >= 0][i])
         n_int = max(1, int(np.ceil(need * self.per_sample[True][i])))
         n_ext = max(1, int(np.ceil(need * self.per_sample[False][i])))
         fits = self.internal_max(i, t, cap_w)
