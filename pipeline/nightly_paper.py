@@ -51,13 +51,15 @@ def draw(seed: int) -> Instance:
 
 def check_one(seed: int) -> PaperScale:
     from offline_opt.certified import certify
-    from offline_opt.compare import run_policies, valid_utilities
+    from offline_opt.compare import policy_schedules, run_policies, valid_utilities
 
     instance = draw(seed)
     runs = run_policies(instance, seed, WORKLOAD)
     violations = {name: len(r.validation.violations) for name, r in runs.items()}
-    c = certify(instance, valid_utilities(runs))
+    c = certify(instance, valid_utilities(runs), schedules=policy_schedules(runs))
     offences = [f"{name} schedule has {n} validator violation(s)" for name, n in violations.items() if n]
+    if c.primal is not None and c.primal.violations:
+        offences.append(f"the primal schedule has {c.primal.violations} validator violation(s)")
     return PaperScale(seed, c, violations, offences + c.errors)
 
 
