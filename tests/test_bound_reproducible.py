@@ -1,4 +1,4 @@
-"""The dual bound (and the primal schedule) of an instance is the same on an idle and a loaded machine: every limit
+"""The dual bound and the primal schedule of an instance is the same on an idle and a loaded machine: every limit
 deciding it counts work, none reads the clock. Checked by computing it twice, once beside a process that burns
 CPU."""
 
@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from offline_opt.dual_bound import dual_bound
+from offline_opt.primal import primal
 from pdors.workload import WorkloadConfig, generate
 
 
@@ -32,8 +33,11 @@ def busy() -> Iterator[None]:
 
 def _bound() -> tuple:
     # Fig. 6's smallest setting (H = 10, I = 50, T = 20): the branching runs the whole leaf budget here
-    b = dual_bound(generate(WorkloadConfig(), 10, 50, 20, 1))
-    return b.bound, b.root, b.leaves, b.rounds, b.columns, b.prices.tobytes()
+    inst = generate(WorkloadConfig(), 10, 50, 20, 1)
+    b = dual_bound(inst)
+    p = primal(inst, b)
+    assert p.schedule is not None
+    return b.bound, b.root, b.leaves, b.rounds, b.columns, b.prices.tobytes(), p.utility, p.schedule.digest()
 
 
 @pytest.fixture
