@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -43,7 +44,7 @@ def heterogeneous(inst: Instance, seed: int) -> Instance:
 
 
 @pytest.mark.parametrize("profile", ["paper", "thesis"])
-def test_primal_is_valid_on_random_sizes_and_heterogeneous_machines(profile: str) -> None:
+def test_primal_is_valid_on_random_sizes_and_heterogeneous_machines(profile: Literal["paper", "thesis"]) -> None:
     rng = np.random.default_rng(34)
     built = 0
     for seed in range(1, 9):
