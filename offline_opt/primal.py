@@ -4,7 +4,8 @@
    vertices of the water-filling oracle of :mod:`.dual_bound`, taken in slope order until V') for the
    ``K_PER_JOB`` completion slots of largest ``u - cost``; plus every completed job of each given policy schedule.
 2. **Integer restricted master.** HiGHS picks at most one column per job under the pooled capacity rows
-   (machines of one class pooled), limited by ``MIP_NODES`` branch-and-bound nodes: work, never seconds.
+   (machines of one class pooled), limited by ``MIP_NODES`` branch-and-bound nodes: work, never seconds. With
+   policy schedules given it is solved with and without their columns, and the better placement is kept.
 3. **Machine assignment and repair.** The chosen jobs (largest utility first), then the rest, are placed one at a
    time on concrete machines: a slot's planned allocation on the tightest machine that holds it (internal) or
    spread (external); where it does not fit, the most samples that fit; a job still short is given idle slots,
@@ -27,7 +28,7 @@ from pdors.model import Instance
 from pdors.schedule import Schedule
 from pdors.validator import Validation, validate
 
-from .bounds import CountLimits, count_limits
+from .bounds import CountLimits, count_limits, machine_classes
 from .dual_bound import Costs, DualBound, Hull, Options, Pricing, costs, hull, options, price
 
 K_PER_JOB = 4  # completion slots per job and price scale offered to the master
@@ -423,10 +424,34 @@ def primal(
         return fallback("skipped: a policy reaches the bound")
     if T * J * H > MAX_CELLS:
         return fallback(f"skipped: T I H over {MAX_CELLS:,} cells")
+    priced = _price_columns(instance, bound.prices)
+    of_machine = machine_classes(instance).of_machine
+    extra = [c for sched, v in valid.values() for c in _policy_columns(instance, sched, v, of_machine)]
+    # the master with and without the policies' columns: either may place better (the master's pooled value is
+    # not what packs), so both are built and the better kept
+    tries = [_build(instance, priced + extra)] + ([_build(instance, priced)] if extra else [])
+    schedule, v, master, status, columns, placed = max(tries, key=lambda x: x[1].total_utility if x[1].ok else -1.0)
+    if not v.ok or v.total_utility <= best_u:
+        out = fallback(status, master, columns, placed)
+        return Primal(**{**out.__dict__, "violations": sum(len(x[1].violations) for x in tries)})
+    return Primal(
+        schedule=schedule,
+        utility=v.total_utility,
+        source="rmp",
+        master=master,
+        master_status=status,
+        columns=columns,
+        placed=placed,
+        violations=0,
+        wall_s=time.perf_counter() - start,
+    )
+
+
+def _build(instance: Instance, cols: list[_Column]) -> tuple[Schedule, Validation, float, str, int, int]:
+    """The master over ``cols``, its jobs placed (largest utility first), then the other jobs (largest theta1
+    first): (schedule, its validation, master value, master status, columns, jobs placed)."""
+    T, J = instance.slots, instance.num_jobs
     placer = _Placer(instance)
-    cols = _price_columns(instance, bound.prices)
-    for sched, v in valid.values():
-        cols += _policy_columns(instance, sched, v, placer.of_machine)
     opt = options(instance)
     chosen, master, status = _master(cols, J, np.broadcast_to(opt.capacity, (T, *opt.capacity.shape)))
     picked = sorted((c for c, x in zip(cols, chosen, strict=True) if x), key=lambda c: (-c.utility, c.job))
@@ -437,21 +462,7 @@ def primal(
     for i in rest:
         placed += placer.job(i, None)
     schedule = _schedule(instance, placer)
-    v = validate(instance, schedule)
-    if not v.ok or v.total_utility <= best_u:
-        out = fallback(status, master, len(cols), placed)
-        return Primal(**{**out.__dict__, "violations": len(v.violations)})
-    return Primal(
-        schedule=schedule,
-        utility=v.total_utility,
-        source="rmp",
-        master=master,
-        master_status=status,
-        columns=len(cols),
-        placed=placed,
-        violations=0,
-        wall_s=time.perf_counter() - start,
-    )
+    return schedule, validate(instance, schedule), master, status, len(cols), placed
 
 
 def _schedule(instance: Instance, placer: _Placer) -> Schedule:
