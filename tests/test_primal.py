@@ -18,8 +18,10 @@ from offline_opt.primal import Primal, primal
 from offline_opt.profile import small_profile, tiny_profile
 from pdors.instance_io import from_dict
 from pdors.model import Cluster, Instance
+from pdors.schedule_io import read
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
+from pdors_cli.main import main
 
 DATA = Path(__file__).parent / "data" / "ratio_study_proven.json"
 
@@ -87,3 +89,15 @@ def test_primal_is_never_below_the_best_policy(seed: int) -> None:
     best = max(valid_utilities(runs).values())
     p = checked(inst, policy_schedules(runs))
     assert p.utility >= best
+
+
+def test_opt_bound_writes_the_primal_schedule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``pdors opt --method bound --schedule``: the file holds a schedule the validator accepts, worth OPT_lower."""
+    out, js = tmp_path / "primal.parquet", tmp_path / "c.json"
+    args = ["opt", "--machines", "4", "--jobs", "10", "--slots", "10", "--seed", "2", "--method", "bound"]
+    assert main([*args, "--schedule", str(out), "--json", str(js)]) == 0
+    assert "primal schedule written to" in capsys.readouterr().out
+    inst = generate(small_profile(), 4, 10, 10, 2)
+    v = validate(inst, read(out))
+    cert = json.loads(js.read_text())["certified"]
+    assert v.ok and v.total_utility == cert["opt_lower"] > 0 and cert["primal"]["violations"] == 0
