@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from offline_opt.compare import policy_schedules, run_policies, valid_utilities
@@ -22,6 +23,7 @@ from pdors.schedule_io import read
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
 from pdors_cli.main import main
+from pipeline.summary import with_ratio
 
 DATA = Path(__file__).parent / "data" / "ratio_study_proven.json"
 
@@ -101,3 +103,29 @@ def test_opt_bound_writes_the_primal_schedule(tmp_path: Path, capsys: pytest.Cap
     v = validate(inst, read(out))
     cert = json.loads(js.read_text())["certified"]
     assert v.ok and v.total_utility == cert["opt_lower"] > 0 and cert["primal"]["violations"] == 0
+
+
+def test_a_sweeps_ratio_low_takes_the_primal_schedule() -> None:
+    """An OPT row's primal schedule (opt.result.primal) raises OPT_lower above every policy; one with violations or
+    that is a policy's own schedule does not count."""
+
+    def rated(primal_entry: dict) -> float:
+        result: dict[str, object] = {"method": "bound", "status": "bound", "objective": None, "bound": 100.0}
+        result |= {"dual_bound": {"bound": 100.0}, "primal": primal_entry}
+        runs = pd.DataFrame(
+            {
+                "kind": ["opt", "sim"],
+                "status": "ok",
+                "instance_id": "a",
+                "run_id": ["o", "p"],
+                "policy": ["opt", "pdors"],
+                "total_utility": [None, 50.0],
+                "violations": [None, 0],
+                "opt.result": [json.dumps(result), None],
+            }
+        )
+        return float(with_ratio(runs).set_index("run_id")["ratio_low"].to_numpy()[1])
+
+    assert rated({"utility": 90.0, "source": "rmp", "violations": 0}) == 1.8
+    assert rated({"utility": 90.0, "source": "rmp", "violations": 2}) == 1.0
+    assert rated({"utility": 90.0, "source": "policy pdors", "violations": 0}) == 1.0
