@@ -1,7 +1,8 @@
 """Certified ratio intervals: every policy's OPT / ALG placed in [OPT_lower / ALG, bound / ALG].
 
 ``bound`` is the dual bound (:mod:`offline_opt.dual_bound`, >= OPT, proven); ``OPT_lower`` the best validated
-schedule known: the MILP's incumbent where a solve ran, and every policy's own schedule (OPT is at least each).
+schedule known: the MILP's incumbent where a solve ran, the primal schedule built from the bound
+(:mod:`offline_opt.primal`) and every policy's own schedule (OPT is at least each).
 A policy above the bound is a bug in the model, the validator or the bound (``error``), as above a proven OPT.
 """
 
@@ -10,8 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pdors.model import Instance
+from pdors.schedule import Schedule
+from pdors.validator import Validation
 
 from .dual_bound import DualBound, dual_bound
+from .primal import Primal, primal
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,8 +34,9 @@ class RatioInterval:
 class Certified:
     bound: DualBound
     opt_lower: float
-    opt_lower_source: str  # "milp" or "policy <name>" (or "none": nothing completes)
+    opt_lower_source: str  # "milp", "primal" or "policy <name>" (or "none": nothing completes)
     ratios: list[RatioInterval] = field(default_factory=list)
+    primal: Primal | None = None  # the feasible schedule built from the bound (its schedule: OPT_lower's witness)
 
     @property
     def errors(self) -> list[str]:
@@ -48,13 +53,18 @@ class Certified:
             "opt_lower": self.opt_lower,
             "opt_lower_source": self.opt_lower_source,
             "ratios": [r.to_dict() for r in self.ratios],
+            "primal": self.primal.to_dict() if self.primal is not None else None,
         }
 
 
-def intervals(bound: DualBound, utilities: dict[str, float], incumbent: float | None = None) -> Certified:
+def intervals(
+    bound: DualBound, utilities: dict[str, float], incumbent: float | None = None, built: Primal | None = None
+) -> Certified:
     """``utilities``: each policy's validated utility (schedules with violations left out by the caller);
-    ``incumbent``: the validated utility of the MILP's schedule, if one was found."""
+    ``incumbent``: the validated utility of the MILP's schedule, if one was found; ``built``: the primal schedule."""
     lower, source = (incumbent, "milp") if incumbent is not None else (0.0, "none")
+    if built is not None and built.source == "rmp" and built.utility > lower:
+        lower, source = built.utility, "primal"
     for name, u in utilities.items():
         if u > lower:
             lower, source = u, f"policy {name}"
@@ -68,8 +78,16 @@ def intervals(bound: DualBound, utilities: dict[str, float], incumbent: float | 
         )
         for name, u in utilities.items()
     ]
-    return Certified(bound=bound, opt_lower=lower, opt_lower_source=source, ratios=ratios)
+    return Certified(bound=bound, opt_lower=lower, opt_lower_source=source, ratios=ratios, primal=built)
 
 
-def certify(instance: Instance, utilities: dict[str, float], incumbent: float | None = None) -> Certified:
-    return intervals(dual_bound(instance), utilities, incumbent)
+def certify(
+    instance: Instance,
+    utilities: dict[str, float],
+    incumbent: float | None = None,
+    schedules: dict[str, tuple[Schedule, Validation]] | None = None,
+) -> Certified:
+    """The bound, the primal schedule (from the bound and the policies' ``schedules``: name -> (schedule,
+    validation)) and every policy's interval."""
+    bound = dual_bound(instance)
+    return intervals(bound, utilities, incumbent, primal(instance, bound, schedules))

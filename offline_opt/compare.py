@@ -19,6 +19,8 @@ from typing import Protocol
 from pdors.model import Instance
 from pdors.policies import POLICIES
 from pdors.run import RunResult, run
+from pdors.schedule import Schedule
+from pdors.validator import Validation
 
 from .certified import Certified, certify
 from .milp import Strengthening
@@ -190,7 +192,7 @@ def compare(
     )
     out.policies = rate(opt, runs)
     found = opt.objective if opt.objective is not None and not opt.violations else None
-    out.certified = certify(instance, valid_utilities(runs), found)
+    out.certified = certify(instance, valid_utilities(runs), found, policy_schedules(runs))
     out.theorem = theorem_violations(runs, out.certified)
     return out
 
@@ -198,3 +200,8 @@ def compare(
 def valid_utilities(runs: dict) -> dict[str, float]:
     """Each policy's validated utility, policies whose schedule has a violation left out."""
     return {name: r.validation.total_utility for name, r in runs.items() if r.validation.ok}
+
+
+def policy_schedules(runs: dict) -> dict[str, tuple[Schedule, Validation]]:
+    """Each policy's schedule and its validation (the primal schedule's extra columns)."""
+    return {name: (r.simulation.schedule, r.validation) for name, r in runs.items()}

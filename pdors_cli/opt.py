@@ -65,6 +65,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="relative gap in [0, 1) at which the solver may stop: OPT is exact only to it",
     )
     p.add_argument("--json", help="write the comparison (OPT, schedule, policies, ratios) here")
+    p.add_argument(
+        "--schedule",
+        help="write the primal schedule (offline_opt/primal.py, the best feasible schedule built from the bound) here, "
+        "as pdors simulate --schedule does",
+    )
     p.set_defaults(func=cmd_opt)
 
 
@@ -88,7 +93,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
     workload = _workload(args.profile)
     loaded = load(args.instance) if args.instance else None
     sizes = (loaded.num_machines, loaded.num_jobs, loaded.slots) if loaded else (args.machines, args.jobs, args.slots)
-    if (why := _size_problem(*sizes)) is not None:  # the file's own sizes, before anything is built
+    if args.method == "milp" and (why := _size_problem(*sizes)) is not None:  # the file's own sizes, before building
         raise InputError(f"too large: {why}")
     instance = loaded or generate(workload, args.machines, args.jobs, args.slots, args.seed)
     if args.method == "bound":
@@ -121,6 +126,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
         )
     if c.certified is not None:
         _print_certified(c.certified)
+        _write_schedule(args.schedule, c.certified)
     _write_json(args.json, c.to_dict())
     for error in c.errors:
         print(f"error: {error}")
@@ -130,11 +136,11 @@ def cmd_opt(args: argparse.Namespace) -> int:
 
 def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> int:
     from offline_opt.certified import certify
-    from offline_opt.compare import run_policies, valid_utilities
+    from offline_opt.compare import policy_schedules, run_policies, valid_utilities
     from offline_opt.theorem import violations as theorem_violations
 
     runs = run_policies(instance, args.seed, workload)
-    c = certify(instance, valid_utilities(runs))
+    c = certify(instance, valid_utilities(runs), schedules=policy_schedules(runs))
     print(
         f"certified bound on OPT: H={instance.num_machines} I={instance.num_jobs} T={instance.slots} seed={args.seed}"
     )
@@ -151,6 +157,7 @@ def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> 
                 f"{premise.theorem} bound {premise.competitive_bound:.4g}"
             )
     _print_certified(c)
+    _write_schedule(args.schedule, c)
     size = {"machines": instance.num_machines, "jobs": instance.num_jobs, "slots": instance.slots}
     theorem = theorem_violations(runs, c)
     _write_json(
@@ -177,11 +184,28 @@ def _print_certified(c: Certified) -> None:
         f"  dual bound {b.bound:.6f} (certified >= OPT; {b.stopped} after {b.rounds} rounds, {b.columns} columns, "
         f"{b.classes} machine class(es), {b.wall_s:.3f} s); OPT >= {c.opt_lower:.6f} ({c.opt_lower_source})"
     )
+    if (p := c.primal) is not None:
+        print(
+            f"  primal schedule {p.utility:.6f} ({p.source}; master {p.master_status}, {p.columns} columns, "
+            f"{p.placed} jobs placed, {p.violations} violation(s), {p.wall_s:.3f} s)"
+        )
     for r in c.ratios:
         interval = f"[{r.low:.4f}, {r.high:.4f}]" if r.low is not None and r.high is not None else "n/a (ALG = 0)"
         print(
             f"  {r.policy:>10}: certified ratio OPT/ALG in {interval}" + ("  ERROR: above the bound" if r.error else "")
         )
+
+
+def _write_schedule(path: str | None, c: Certified) -> None:
+    from pdors.schedule_io import write
+
+    if not path:
+        return
+    if c.primal is None or c.primal.schedule is None:
+        print("  no primal schedule to write (no job completes in any known schedule)")
+        return
+    write(path, c.primal.schedule)
+    print(f"  primal schedule written to {path}")
 
 
 def _write_json(path: str | None, data: dict) -> None:

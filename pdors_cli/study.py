@@ -17,7 +17,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
         "ratio": lambda: f.ratio(a.seeds, a.solver, a.time_limit, a.out),
         "rerate": lambda: f.rerate(a.file, a.out),
         "relax": lambda: f.relax(a.seeds, a.variants, a.time_limit),
-        "tightness": lambda: f.tightness(a.csv, a.out, a.diagnose, a.leaves, a.branch_time, a.time_limit),
+        "tightness": lambda: f.tightness(a.csv, a.out, a.diagnose, a.leaves, a.time_limit),
         "ablation": lambda: f.ablation(a.seeds, a.time_limit, a.out),
         "summary": lambda: f.summary(a.files),
     }
@@ -77,8 +77,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     b = sub.add_parser("tightness", help="the dual bound / OPT over the ratio study's proven instances")
     b.add_argument("--csv", default="docs/figures/ratio_vs_load.csv")
     b.add_argument("--diagnose", type=int, default=5)
-    b.add_argument("--leaves", type=int, default=64, help="branching budget (1: the root's bound alone)")
-    b.add_argument("--branch-time", type=float, default=0.5)
+    b.add_argument("--leaves", type=int, default=32, help="branching budget (1: the root's bound alone)")
     b.add_argument("--time-limit", type=float, default=120.0)
     b.add_argument("--out", required=True)
     s = sub.add_parser("summary", help="the ratio / ablation tables of the docs from those files")

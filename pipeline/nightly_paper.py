@@ -71,16 +71,18 @@ def draw(seed: int, setting: str = "paper") -> Instance:
 def check_one(seed: int, setting: str = "paper", offenders: Path | None = None) -> PaperScale:
     """Every policy on a fresh instance of ``setting``; a failing instance is saved under ``offenders``."""
     from offline_opt.certified import certify
-    from offline_opt.compare import run_policies, valid_utilities
+    from offline_opt.compare import policy_schedules, run_policies, valid_utilities
     from offline_opt.theorem import save_offender
     from offline_opt.theorem import violations as theorem_violations
 
     instance = draw(seed, setting)
     runs = run_policies(instance, seed, WORKLOAD)
     violations = {name: len(r.validation.violations) for name, r in runs.items()}
-    c = certify(instance, valid_utilities(runs))
+    c = certify(instance, valid_utilities(runs), schedules=policy_schedules(runs))
     theorem = theorem_violations(runs, c)
     offences = [f"{name} schedule has {n} validator violation(s)" for name, n in violations.items() if n]
+    if c.primal is not None and c.primal.violations:
+        offences.append(f"the primal schedule has {c.primal.violations} validator violation(s)")
     premise = runs["pdors"].summary.premise if "pdors" in runs else None
     out = PaperScale(
         seed=seed,

@@ -43,13 +43,16 @@ def certified_bound(result: dict) -> float | None:
 
 
 def solve(spec: dict) -> dict:
-    """``spec``: an OPT task's spec (instance fields, seed, ``opt`` settings) -> the result dict."""
+    """``spec``: an OPT task's spec (instance fields, seed, ``opt`` settings) -> the result dict; ``primal`` is the
+    feasible schedule built from the dual bound (``offline_opt.primal``; its utility is a lower bound on OPT)."""
     import offline_opt
     from offline_opt.dual_bound import dual_bound
+    from offline_opt.primal import primal
 
     settings = spec["opt"]
     instance = make_instance(build(RunSpec, {k: v for k, v in spec.items() if k != "opt"}))
-    bound = dual_bound(instance).to_dict()
+    b = dual_bound(instance)
+    bound, built = b.to_dict(), primal(instance, b).to_dict()
     if settings.get("method", "milp") == "bound":
         return {
             "method": "bound",
@@ -59,8 +62,16 @@ def solve(spec: dict) -> dict:
             "bound": bound["bound"],
             "mip_gap": 0.0,
             "dual_bound": bound,
+            "primal": built,
         }
     result = offline_opt.solve(
         instance, solver=settings["solver"], time_limit=settings["time_limit"], mip_gap=settings["mip_gap"]
     ).to_dict()
-    return {**result, "method": "milp", "dual_bound": bound}
+    return {**result, "method": "milp", "dual_bound": bound, "primal": built}
+
+
+def primal_utility(result: dict) -> float | None:
+    """The validated utility of the primal schedule a recorded OPT ``result`` carries, if one was built."""
+    p = result.get("primal") or {}
+    ok = p.get("source") == "rmp" and p.get("violations") == 0
+    return float(p["utility"]) if ok else None

@@ -16,7 +16,7 @@ from pdors.policies import POLICIES
 
 from . import paired
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
-from .opt_task import ceiling, certified_bound
+from .opt_task import ceiling, certified_bound, primal_utility
 from .schema import POLICY_AXIS, FigureConfig, reference_of
 
 NUMERIC = [name for name, _ in METRICS]
@@ -103,10 +103,13 @@ def _upper_bound(row: pd.Series) -> float:
 
 
 def _incumbent(row: pd.Series) -> float:
-    """A lower bound on OPT from an OPT row: its validated schedule's utility (NaN if none, or it is invalid)."""
+    """A lower bound on OPT from an OPT row: the best of its validated schedule's utility and its primal schedule's
+    (NaN if neither)."""
     result = json.loads(row["opt.result"]) if isinstance(row.get("opt.result"), str) else {}
     ok = result.get("objective") is not None and result.get("status") != "invalid"
-    return float(result["objective"]) if ok else math.nan
+    known = [float(result["objective"])] if ok else []
+    known += [u for u in [primal_utility(result)] if u is not None]
+    return max(known, default=math.nan)
 
 
 def _ceiling(row: pd.Series) -> float:
@@ -132,7 +135,8 @@ def with_ratio(runs: pd.DataFrame) -> pd.DataFrame:
     runs["ratio"] = (runs["instance_id"].map(opt_rows["total_utility"]) / alg).clip(lower=1.0)
     upper = opt_rows.apply(_upper_bound, axis=1) if has_opt else pd.Series(dtype=float)
     runs["ratio_bound"] = (runs["instance_id"].map(upper) / alg).clip(lower=1.0)
-    # ratio_low: the best schedule known on the instance (the MILP's incumbent, every valid policy run) / ALG
+    # ratio_low: the best schedule known on the instance (the MILP's incumbent, the primal schedule, every valid
+    # policy run) / ALG
     clean = runs["violations"].fillna(0).eq(0) if "violations" in runs else True
     valid = (runs["kind"] == "sim") & (runs["status"] == "ok") & clean & ~runs["above_opt"]
     known = runs["total_utility"].where(valid).groupby(runs["instance_id"]).max()

@@ -140,7 +140,7 @@ def relax(seeds: str, variants: str, time_limit: float) -> None:
             )
 
 
-def tightness(csv: str, out_path: str, diagnose: int, leaves: int, branch_time: float, time_limit: float) -> None:
+def tightness(csv: str, out_path: str, diagnose: int, leaves: int, time_limit: float) -> None:
     """The dual bound over the ratio study's proven instances (their OPT: ``ratio_low x total_utility`` of a proven
     row of ``--csv``; instances regenerated from the seeds), one JSON line each; for the ``--diagnose`` worst, the
     compact LP relaxation and the MILP with every count continuous (binaries kept), to locate the gap."""
@@ -162,7 +162,7 @@ def tightness(csv: str, out_path: str, diagnose: int, leaves: int, branch_time: 
     with open(out_path, "w") as out:
         for seed, machines, scale, value in opt.itertuples(index=False):
             inst = generate(WorkloadConfig(workload_scale=scale), int(machines), 10, 10, int(seed))
-            b = dual_bound(inst, branch_leaves=leaves, branch_time=branch_time)
+            b = dual_bound(inst, branch_leaves=leaves)
             wall = df[(df["seed"] == seed) & (df["machines"] == machines) & (df["workload.workload_scale"] == scale)]
             row = {"seed": int(seed), "machines": int(machines), "workload_scale": float(scale), "opt": float(value)}
             row |= {"milp_wall_s": float(wall["opt_wall_s"].iloc[0]), **b.to_dict(), "ratio": b.bound / value}
