@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from .storage import Store, SweepError
+from .storage import Store, SweepError, manifest_of
 
 SEARCH_ROOT = Path("results")  # where sweeps are looked for when no --out is given (every output root below it)
 CONFIG_SUFFIXES = (".yaml", ".yml")
@@ -27,10 +26,9 @@ def _store(manifest: Path) -> Store:
 def _created(manifest: Path) -> str:
     """When a sweep was created ("" if its manifest is damaged: reading the sweep then says so, with the fix)."""
     try:
-        data = json.loads(manifest.read_bytes())
-    except ValueError:
+        return manifest_of(_store(manifest)).created_at
+    except SweepError:
         return ""
-    return str(data.get("created_at", "")) if isinstance(data, dict) else ""
 
 
 def sweeps_under(out: str | None) -> list[Store]:
@@ -71,11 +69,11 @@ def _from_config(path: Path, out: str | None, overrides: list[str]) -> Store:
 
 
 def manifest_name(store: Store) -> str:
-    return str(json.loads((store.meta / "manifest.json").read_text()).get("name", ""))
+    return manifest_of(store).name
 
 
 def _overrides_of(store: Store) -> str:
-    given = json.loads((store.meta / "manifest.json").read_text()).get("overrides", [])
+    given = manifest_of(store).overrides
     return "with " + shlex.join(given) if given else "no overrides"
 
 

@@ -63,6 +63,8 @@ from .columns import (
     SUMMARY_IDENTITY,
     arrow_type,
 )
+from .manifest import Manifest
+from .manifest import parse as parse_manifest
 from .schema import OptConfig
 from .tasks import Outcome, Task
 
@@ -521,7 +523,7 @@ class Store:
     def read(self, table: str = "runs", columns: list[str] | None = None) -> pa.Table:
         """The sweep's view: the recorded runs its manifest lists, with a ``sweep_id`` column."""
         try:
-            t = read(self.root, table, manifest_of(self)["run_ids"], columns)
+            t = read(self.root, table, manifest_of(self).run_ids, columns)
         except RecordDamaged as e:
             raise RecordDamaged(f"{e}; repair: `{resume_command(self)}`") from None
         return t.append_column("sweep_id", pa.array([self.sweep_id] * len(t), pa.string()))
@@ -563,30 +565,31 @@ def resume_command(store: Store, *extra: str) -> str:
     return shlex.join(["pdors", "sweep", "run", str(config), "--out", str(store.root), "--resume", *extra])
 
 
-def manifest_of(store: Store) -> dict:
+def manifest_of(store: Store) -> Manifest:
+    """The sweep's manifest (the one reader of ``manifest.json``)."""
     path = store.meta / "manifest.json"
     if store.sweep_id is None or not path.exists():
         known = sorted(p.name for p in (store.root / "sweeps").glob("*")) if (store.root / "sweeps").exists() else []
         raise SweepError(f"no sweep {store.sweep_id!r} under {store.root} (known: {', '.join(known) or 'none'})")
     try:
-        manifest = json.loads(path.read_bytes())
-    except ValueError as e:  # written atomically since; a manifest of older code cut short by a full disk
-        raise SweepError(f"{path} is damaged ({e}); rebuild it with `{resume_command(store)}`") from None
-    if not isinstance(manifest, dict):
-        raise SweepError(f"{path} is damaged (not a JSON object); rebuild it with `{resume_command(store)}`")
-    return manifest
+        return parse_manifest(json.loads(path.read_bytes()))
+    except (ValueError, RecursionError) as e:  # a manifest of older code cut short by a full disk, or edited
+        why = shorten(" ".join(str(e).split()), 200)
+        raise SweepError(f"{path} is damaged ({why}); rebuild it with `{resume_command(store)}`") from None
+    except OSError as e:
+        raise SweepError(f"{path} is unreadable ({e.strerror})") from None
 
 
-def count(manifest: dict, recorded: dict[str, str]) -> Counts:
+def count(manifest: Manifest, recorded: dict[str, str]) -> Counts:
     """A sweep's run counts by status, from ``recorded`` (run_id -> status)."""
-    states = [recorded.get(run_id) for run_id in manifest["run_ids"]]
-    return Counts(manifest["tasks"], *(states.count(s) for s in ("ok", "failed", "lost")))
+    states = [recorded.get(run_id) for run_id in manifest.run_ids]
+    return Counts(manifest.tasks, *(states.count(s) for s in ("ok", "failed", "lost")))
 
 
-def recorded_runs(store: Store, manifest: dict) -> tuple[Counts, pd.DataFrame]:
+def recorded_runs(store: Store, manifest: Manifest) -> tuple[Counts, pd.DataFrame]:
     """Run counts by status and the recorded runs (a DataFrame) in plan order."""
     runs = store.read("runs").to_pandas()
     if len(runs):  # plan order (grid, policy, seed), not file order, for tables and plots
-        order = {run_id: k for k, run_id in enumerate(manifest["run_ids"])}
+        order = {run_id: k for k, run_id in enumerate(manifest.run_ids)}
         runs = runs.sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
     return count(manifest, dict(zip(runs["run_id"], runs["status"], strict=False))), runs

@@ -14,6 +14,7 @@ from pdors.model import CRITICAL, INSENSITIVE, SENSITIVE
 
 from . import paired
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
+from .manifest import Manifest
 from .opt import ceiling, certified_bound
 from .schema import POLICY_AXIS, FigureConfig, reference_of
 
@@ -428,9 +429,9 @@ JOB_METRICS = (
 )
 
 
-def reference_policy(manifest: dict) -> str:
+def reference_policy(manifest: Manifest) -> str:
     """The sweep's reference policy for paired comparisons (``reference:``; older records: the default)."""
-    config = manifest["config"]
+    config = manifest.config
     return reference_of(config.get("reference"), list(config["policies"]))
 
 

@@ -7,8 +7,8 @@ no sweep recorded before it.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
-import json
 import os
 import shlex
 import signal
@@ -31,6 +31,7 @@ from pdors.config import quote, to_dict
 from . import grid, schema, sizing
 from .credentials import one_line
 from .locate import locate, sweeps_under
+from .manifest import Manifest
 from .provenance import git_commit, packages
 from .storage import Damage, Index, Store, SweepError, count, manifest_of, resume_command
 from .tasks import Plan, Task
@@ -98,25 +99,25 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C."""
 
 
-def _manifest(plan: Plan, config_path: str, overrides: Sequence[str], out: Path, commit: str) -> dict:
+def _manifest(plan: Plan, config_path: str, overrides: Sequence[str], out: Path, commit: str) -> Manifest:
     c = plan.config
-    return {
-        "sweep_id": plan.sweep_id,
-        "name": c.name,
-        "config_path": str(config_path),
-        "overrides": list(overrides),
-        "config": to_dict(c),
-        "axes": plan.axes,
-        "seeds": c.seed_list(),
-        "tasks": len(plan.tasks),
-        "run_ids": [t.run_id for t in plan.tasks],
-        "experiment": c.mlflow.experiment,
-        "mlflow": c.mlflow.enabled,
-        "output": str(out),
-        "git_commit": commit,
-        "packages": packages(),
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    return Manifest(
+        sweep_id=plan.sweep_id,
+        name=c.name,
+        config_path=str(config_path),
+        overrides=list(overrides),
+        config=to_dict(c),
+        axes=list(plan.axes),
+        seeds=c.seed_list(),
+        tasks=len(plan.tasks),
+        run_ids=[t.run_id for t in plan.tasks],
+        experiment=c.mlflow.experiment,
+        mlflow=c.mlflow.enabled,
+        output=str(out),
+        git_commit=commit,
+        packages=packages(),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
 
 
 def _say(text: str = "") -> None:
@@ -276,7 +277,7 @@ def _stopped(e: KeyboardInterrupt | OSError, again: str, root: Path) -> int:
     return DISK_FULL
 
 
-def _resumed_manifest(store: Store, fresh: dict) -> dict:
+def _resumed_manifest(store: Store, fresh: Manifest) -> Manifest:
     """The manifest a run continues with: ``fresh`` for a new sweep; for a resumed one its recorded manifest,
     with the config fields that may change (``RESUMABLE``) taken from ``fresh`` and the change recorded under
     ``resumed``. Any other difference is refused: the sweep id fixes the runs, not every field (a resumed sweep
@@ -289,7 +290,7 @@ def _resumed_manifest(store: Store, fresh: dict) -> dict:
     except SweepError as e:  # unreadable: it is rebuilt from the config, which determines it
         _say(f"{e}: rebuilding it from the config")
         return fresh
-    recorded, now = old["config"], fresh["config"]
+    recorded, now = old.config, fresh.config
     changed = [k for k in now if k in recorded and now[k] != recorded[k]]
     for key in changed:
         if key not in RESUMABLE:
@@ -298,20 +299,26 @@ def _resumed_manifest(store: Store, fresh: dict) -> dict:
                 f"a resumed sweep keeps it (only {', '.join(RESUMABLE)} may change): drop the change, or start "
                 "a new sweep under another --out"
             )
-    if changed:
-        recorded.update({k: now[k] for k in changed})
-        old.update(experiment=fresh["experiment"], mlflow=fresh["mlflow"], output=fresh["output"])
-        old.setdefault("resumed", []).append(
-            {"at": fresh["created_at"], "overrides": fresh["overrides"], "changed": {k: now[k] for k in changed}}
-        )
-        _say(f"resuming with changed {', '.join(changed)} (recorded in the manifest)")
-    return old
+    if not changed:
+        return old
+    _say(f"resuming with changed {', '.join(changed)} (recorded in the manifest)")
+    return dataclasses.replace(
+        old,
+        config={**recorded, **{k: now[k] for k in changed}},
+        experiment=fresh.experiment,
+        mlflow=fresh.mlflow,
+        output=fresh.output,
+        resumed=[
+            *old.resumed,
+            {"at": fresh.created_at, "overrides": fresh.overrides, "changed": {k: now[k] for k in changed}},
+        ],
+    )
 
 
 def _record_and_publish(
     store: Store,
     plan: Plan,
-    manifest: dict,
+    manifest: Manifest,
     data: dict,
     config_path: str,
     overrides: list[str],
@@ -326,7 +333,7 @@ def _record_and_publish(
         manifest_path = store.meta / "manifest.json"
         header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
         atomic.write(store.meta / "config.yaml", header + yaml.safe_dump(data, sort_keys=False))
-        atomic.write(manifest_path, json.dumps(manifest, indent=1))  # last: a sweep is resumable once it exists
+        atomic.write(manifest_path, manifest.to_json())  # last: a sweep is resumable once it exists
         store.set_aside(damaged)
         _execute(store, todo, cluster, max_parallel, commit, result, plan.config.schedules)
         tick = time.perf_counter()
@@ -400,7 +407,7 @@ def _execute(
     )
 
 
-def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
+def publish(store: Store, manifest: Manifest, track: bool | None = None) -> int:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``."""
     from . import plots, summary, tracking
@@ -408,7 +415,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
 
     tick = time.perf_counter()
     counts, runs = runs_of(store, manifest)
-    axes, reference = manifest["axes"], summary.reference_policy(manifest)
+    axes, reference = manifest.axes, summary.reference_policy(manifest)
     agg = comparison(runs, manifest)
     table = summary.markdown(agg, axes, reference)
     table += f"\nPaired over every grid point and seed, against {reference}:\n\n" + summary.paired_markdown(
@@ -438,7 +445,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
         )
     status = 1 if counts.failed or counts.lost or counts.remaining or len(above) else 0
     _stage("report", time.perf_counter() - tick)
-    if not (manifest["mlflow"] if track is None else track):
+    if not (manifest.mlflow if track is None else track):
         return status
     tick = time.perf_counter()
     # The default plot is not logged: the report's figures (and its HTML page) hold it.
@@ -454,7 +461,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None) -> int:
         return status or 3
     _stage("mlflow", time.perf_counter() - tick)
     _say(
-        f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {logged.parent} "
+        f"MLflow: {tracking.shown_uri()} experiment {manifest.experiment!r}, parent run {logged.parent} "
         f"with {len(agg)} child runs"
         + (
             ""
@@ -495,11 +502,11 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = ()) -
             f"{counts.lost} lost, {counts.remaining} not run; "
             + (f"{len(damaged)} damaged batches" if damaged else "records intact")
         )
-        nodes = runs_by_node(index, manifest["run_ids"])
+        nodes = runs_by_node(index, manifest.run_ids)
         if nodes:
             _say("  ran on: " + ", ".join(f"{ip}: {n} runs" for ip, n in nodes.items()))
         again = resume_command(store)
-        mine = set(manifest["run_ids"])
+        mine = set(manifest.run_ids)
         for d in damaged[:10]:
             held = f"{len(d.run_ids)} runs, {len(mine.intersection(d.run_ids))} of this sweep's" if d.run_ids else ""
             _say(f"  damaged: {store.root / 'runs' / d.batch}.parquet ({held or 'its runs unknown'}): {d.problem}")
@@ -528,9 +535,9 @@ def list_sweeps(out: str | None) -> int:
     for store in stores:
         manifest = manifest_of(store)
         have = recorded.setdefault(store.root, store.recorded())  # run_id and status columns only
-        states = [have.get(r) for r in manifest["run_ids"]]
+        states = [have.get(r) for r in manifest.run_ids]
         _say(
-            f"{manifest.get('created_at', '?'):<25} {store.sweep_id:<32} {len(states):>6} tasks "
+            f"{manifest.created_at or '?':<25} {store.sweep_id:<32} {len(states):>6} tasks "
             f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('lost'):>4} lost "
             f"{states.count(None):>6} not run  {store.root}"
         )

@@ -7,7 +7,6 @@ held, readers exit 1 naming the file and the repair command, and the repair reco
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from pathlib import Path
@@ -107,7 +106,7 @@ def test_resume_applies_or_refuses_each_change(tmp_path: Path, capsys: pytest.Ca
     args = ["mlflow.experiment=renamed", "--in-process", "--out", str(out), "--resume"]
     assert main(["sweep", "run", str(config), *args]) == 0
     assert "resuming with changed mlflow (recorded in the manifest)" in capsys.readouterr().out
-    manifest = json.loads((meta / "manifest.json").read_text())
-    assert manifest["experiment"] == "renamed" and manifest["config"]["mlflow"]["experiment"] == "renamed"
-    assert manifest["resumed"][0]["overrides"] == ["mlflow.experiment=renamed"]
+    manifest = storage.manifest_of(storage.Store(out, meta.name))
+    assert manifest.experiment == "renamed" and manifest.config["mlflow"]["experiment"] == "renamed"
+    assert manifest.resumed[0]["overrides"] == ["mlflow.experiment=renamed"]
     assert "experiment: renamed" in (meta / "config.yaml").read_text()
