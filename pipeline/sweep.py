@@ -501,6 +501,7 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = ()) -
             f"{store.sweep_id} ({store.root}): {counts.total} tasks, {counts.ok} ok, {counts.failed} failed, "
             f"{counts.lost} lost, {counts.remaining} not run; "
             + (f"{len(damaged)} damaged batches" if damaged else "records intact")
+            + (f"; {index.unsealed} batches older than digests (trusted: read unchecked)" if index.unsealed else "")
         )
         nodes = runs_by_node(index, manifest.run_ids)
         if nodes:

@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from pdors import atomic
+
 from .credentials import redact, split_auth
 from .manifest import Manifest
 
@@ -188,8 +190,8 @@ def _locked(root: Path, sweep_id: str) -> Iterator[None]:
     holder dies)."""
     path = Path(root) / "sweeps" / sweep_id / ".mlflow.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    with atomic.lock_file(path) as fd:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
 
 
