@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import bounded
 from .config import quote
 from .model import Cluster, Instance, Jobs
 
@@ -158,6 +159,16 @@ def from_dict(data: Any) -> Instance:
         raise InstanceError(field.removeprefix("cluster."), reason) from None  # the file's name of the field
 
 
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are distinct (a repeated key is refused: which value was meant is unknowable)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise InstanceError(quote(key), "given twice in one JSON object")
+        out[key] = value
+    return out
+
+
 def save(instance: Instance, path: str | Path) -> None:
     Path(path).write_text(json.dumps(to_dict(instance)))
 
@@ -166,15 +177,16 @@ def load(path: str | Path) -> Instance:
     """The instance in a JSON file; ``ValueError`` naming the file and the field if it is not one."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise InstanceError("file", f"{path.stat().st_size:,} bytes, over the limit of {MAX_BYTES:,}")
-        raw = path.read_bytes()
+        try:
+            raw = bounded.read(path, MAX_BYTES)
+        except bounded.InputTooLarge as e:
+            raise InstanceError("file", str(e).removeprefix(f"{path}: ")) from None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise InstanceError("file", f"not UTF-8 text (byte {e.start})") from None
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_unique)
         except json.JSONDecodeError as e:
             raise InstanceError("file", f"not JSON ({e})") from None
         except RecursionError:
