@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 
 from . import thesis
-from .config import range_problem
+from .config import MAX_INT, bounded, range_problem
 from .model import CRITICAL, INSENSITIVE, RESOURCES, SENSITIVE, Cluster, Instance, Jobs
 
 MBPS_TO_MB_PER_SLOT = 3600.0 / 8.0  # one slot is one hour [choice]
@@ -45,7 +45,7 @@ class TraceConfig:
 
     path: str = ""
     format: Literal["google", "philly"] = "google"
-    offset: int = 0
+    offset: int = bounded(0, -MAX_INT, 10**9, "submissions skipped; longer than any trace")
     per_seed: bool = True
     classes: bool = False
 
@@ -73,12 +73,13 @@ class WorkloadConfig:
     (:mod:`pdors.thesis`); the fields in ``PAPER_ONLY`` do not apply to it, the others (bandwidth ratio,
     capacity factor, utilities, mix, arrivals, workload scale) do."""
 
-    epochs: tuple[int, int] = (50, 200)
-    samples: tuple[int, int] = (20000, 500000)
+    # E x K (epochs x samples) must stay exact in float64 (2^53): 10^6 x 10^9 = 10^15 does
+    epochs: tuple[int, int] = bounded((50, 200), 0, 10**6, "epochs per job (E); the paper uses 50-200")
+    samples: tuple[int, int] = bounded((20000, 500000), 0, 10**9, "samples per epoch (K); paper: 2e4-5e5")
     grad_mb: tuple[float, float] = (30.0, 575.0)
     tau: tuple[float, float] = (1e-5, 1e-4)
-    gamma: tuple[int, int] = (1, 10)
-    batch: tuple[int, int] = (1, 200)
+    gamma: tuple[int, int] = bounded((1, 10), 0, 10**4, "gamma per job; the paper uses 1-10")
+    batch: tuple[int, int] = bounded((1, 200), 0, 10**5, "samples per worker per step; the paper uses 1-200")
     bw_external_mbps: tuple[float, float] = (100.0, 4000.0)
     bandwidth_ratio: float = 40.0
     worker_demand: Demand = field(default_factory=lambda: Demand((0, 4), (1, 10), (2, 32), (5, 10)))

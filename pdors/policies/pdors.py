@@ -14,6 +14,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..config import bounded
 from ..model import Instance
 from ..primal_dual.config import PrimalDualConfig
 from ..primal_dual.dynamic_program import aligned_levels, plan_levels
@@ -46,8 +47,8 @@ class RoundingConfig:
     gain: float | None = 1.0
     delta: float = 1.0
     theorem: Literal[29, 30] = 29
-    feasible_solutions: int = 5
-    max_attempts: int = 5000
+    feasible_solutions: int = bounded(5, 1, 10_000, "rounded cases kept per job; each is an LP")
+    max_attempts: int = bounded(5000, 1, 10**6, "roundings tried per job; each is a draw and a check")
     integer_optimum: bool = False  # thesis Fig. 3.14: also solve each rounded case's integer program (slow)
 
     def check(self) -> list[str]:
