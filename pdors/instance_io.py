@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import bounded
-from .config import quote
+from .config import Bounds, quote
 from .model import Cluster, Instance, Jobs
 
 FORMAT = "pdors-instance/1"
@@ -84,6 +84,24 @@ def _matrix(value: Any, where: str, rows: int | None, cols: int) -> list[list[fl
     return [_vector(row, f"{where}[{k}]", cols, False) for k, row in enumerate(_list(value, where, rows))]
 
 
+# The ranges of a job's integer fields: those of the sweep config's workload (pdors.workload.WorkloadConfig), so
+# E x K stays exact (10^6 x 10^9 < 2^53) and no array is sized by a value beyond what the model can run.
+JOB_BOUNDS = {
+    "epochs": Bounds(0, 10**6, "epochs per job (E)"),
+    "samples": Bounds(0, 10**9, "samples per epoch (K)"),
+    "gamma": Bounds(0, 10**4, "gamma per job"),
+    "batch": Bounds(0, 10**5, "samples per worker per step"),
+}
+
+
+def _bounded(values: list, where: str) -> list:
+    bounds = JOB_BOUNDS.get(where.removeprefix("jobs."))
+    for k, v in enumerate(values):
+        if bounds is not None and (why := bounds.problem(v)):
+            raise InstanceError(f"{where}[{k}]", why)
+    return values
+
+
 def _jobs(value: Any, resources: int) -> dict[str, list]:
     if not isinstance(value, dict):
         raise InstanceError("jobs", f"must be a mapping of per-job lists, got {type(value).__name__}")
@@ -98,7 +116,7 @@ def _jobs(value: Any, resources: int) -> dict[str, list]:
     return {
         n: _matrix(value[n], f"jobs.{n}", count, resources)
         if n in DEMANDS
-        else _vector(value[n], f"jobs.{n}", count, n in Jobs._INT_FIELDS)
+        else _bounded(_vector(value[n], f"jobs.{n}", count, n in Jobs._INT_FIELDS), f"jobs.{n}")
         for n in names
     }
 
