@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipeline.schema import DEFAULT_MAX_TASKS
+from pipeline.schema import DEFAULT_MAX_TASKS, MAX_TASKS_CEILING
 from pipeline.sizing import MACHINE_SHARE
 
 
@@ -15,6 +15,19 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+def _task_limit(text: str) -> int:
+    """``--max-tasks``: a whole number (``2e6`` too) in [1, MAX_TASKS_CEILING]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if not value.is_integer() or not 1 <= value <= MAX_TASKS_CEILING:
+        raise argparse.ArgumentTypeError(
+            f"{text} is outside [1, {MAX_TASKS_CEILING:,}]: a plan is expanded in memory, about 1 KB per task"
+        )
+    return int(value)
 
 
 def _gigabytes(text: str) -> float:
@@ -111,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     r.add_argument(
         "--max-tasks",
-        type=_positive,
+        type=_task_limit,
         default=DEFAULT_MAX_TASKS,
         metavar="N",
         help=f"refuse a sweep planning more tasks, before expanding it (default: {DEFAULT_MAX_TASKS:,})",

@@ -377,6 +377,8 @@ def _range(key: str, text: str) -> list:
 
 
 DEFAULT_MAX_TASKS = 1_000_000  # tasks one sweep may plan (``pdors sweep run --max-tasks`` raises it)
+# --max-tasks itself: a plan is expanded in memory (about 1 KB per task), so 5,000,000 tasks are about 5 GB
+MAX_TASKS_CEILING = 5_000_000
 
 
 def _length(key: str, values: Any) -> int:

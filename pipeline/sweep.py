@@ -127,6 +127,8 @@ def _say(text: str = "") -> None:
 def _check_output(root: Path) -> None:
     """The output root must be (or be creatable as) a directory."""
     for path in (root, *root.parents):
+        if path.is_symlink() and not path.exists():  # dangling, or a loop of links
+            raise SweepError(f"--out {root}: {path} is a symbolic link to nothing (dangling or a loop)")
         if path.exists():
             if not path.is_dir():
                 raise SweepError(f"--out {root}: {path} is a file, not a directory")
