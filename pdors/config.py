@@ -198,6 +198,12 @@ def _fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]
     return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls) if f.init}
 
 
+@functools.cache
+def _field_bounds(cls: type) -> dict[str, Bounds | None]:
+    hints, known = _fields(cls)
+    return {name: _bounds_of(f, hints[name]) for name, f in known.items()}
+
+
 def build(cls: type[T], data: Any, path: str = "") -> T:
     """Construct dataclass ``cls`` from ``data`` (a mapping or an instance), checking everything."""
     if isinstance(data, cls):
@@ -214,7 +220,7 @@ def build(cls: type[T], data: Any, path: str = "") -> T:
     for name, f in known.items():
         if name in data:
             kwargs[name] = _convert(hints[name], data[name], _join(path, name))
-            bounds = _bounds_of(f, hints[name])
+            bounds = _field_bounds(typing.cast(type, cls))[name]
             if bounds is not None and (why := bounds.problem(kwargs[name])):
                 raise ConfigError(_join(path, name), why)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
