@@ -26,7 +26,8 @@ if [ "$RAY_AUTH_MODE" = token ] && [ -z "${RAY_AUTH_TOKEN:-}" ]; then
   TOKEN_FILE="${RAY_AUTH_TOKEN_PATH:-$HOME/.ray/auth_token}"
   if [ ! -s "$TOKEN_FILE" ]; then
     if [ "$ROLE" = head ] && [ -z "${RAY_AUTH_TOKEN_PATH:-}" ]; then   # a new cluster: make its token
-      "$RAY" get-auth-token --generate >/dev/null
+      (umask 077 && "$RAY" get-auth-token --generate >/dev/null)
+      chmod 600 "$TOKEN_FILE"   # a credential: readable by its owner only, whatever Ray's default mode
       echo "$0: generated the cluster token $TOKEN_FILE: give it to every worker and client" >&2
     else
       echo "$0: RAY_AUTH_MODE=token but no token: set RAY_AUTH_TOKEN or copy the head's $TOKEN_FILE here" >&2

@@ -8,7 +8,9 @@ is durable.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +40,24 @@ def replacing(path: str | Path) -> Iterator[Path]:
         _fsync(path.parent)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def lock_file(path: str | Path) -> Iterator[int]:
+    """A lock file's descriptor: created if absent (mode 0600), never truncated, and never a symlink's target
+    (``O_NOFOLLOW``: a ``.lock`` planted as a link to another file is refused, that file untouched)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ValueError(f"{path} is a symbolic link; a lock file must be a regular file (remove it)") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path} is not a regular file; a lock file must be one (remove it)")
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def write(path: str | Path, data: str | bytes) -> None:

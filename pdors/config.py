@@ -16,6 +16,7 @@ import reprlib
 import types
 import typing
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
 from .errors import ConfigError, shorten
@@ -43,6 +44,44 @@ def quote(value: Any, limit: int = 80) -> str:
     """``repr(value)`` for an error message, bounded however large or deep the value (a 2 GB repr of an alias
     bomb must never reach a terminal): every error message quotes values through this."""
     return shorten(_REPR.repr(value), limit)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The values a numeric field may take (each number of a tuple field), and why, for the user."""
+
+    lo: float
+    hi: float
+    why: str
+
+    def problem(self, value: Any) -> str | None:
+        numbers = value if isinstance(value, (tuple, list)) else (value,)
+        for v in numbers:
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not self.lo <= v <= self.hi:
+                return f"{quote(v)} is outside [{self.lo:,.10g}, {self.hi:,.10g}]: {self.why}"
+        return None
+
+
+MAX_INT = 2**31 - 1
+# Every numeric field without a range of its own: sizes, counts and seeds beyond 2^31 - 1 have no meaning
+# for a slotted cluster model and overflow the int64 products the model forms from them.
+DEFAULT_BOUNDS = {
+    int: Bounds(-MAX_INT, MAX_INT, "the model's integer range"),
+    float: Bounds(-1e12, 1e12, "the model's numeric range"),
+}
+
+
+def bounded(default: Any, lo: float, hi: float, why: str) -> Any:
+    """A config field holding ``default`` whose values must lie in ``[lo, hi]`` (``why``: the reason, shown to
+    the user with the field, the value and the range)."""
+    return dataclasses.field(default=default, metadata={"bounds": Bounds(lo, hi, why)})
+
+
+def _bounds_of(f: dataclasses.Field[Any], tp: Any) -> Bounds | None:
+    if "bounds" in f.metadata:
+        return typing.cast(Bounds, f.metadata["bounds"])
+    kinds = {a for a in (tp, *get_args(tp)) if a in DEFAULT_BOUNDS}
+    return DEFAULT_BOUNDS[int] if int in kinds else DEFAULT_BOUNDS[float] if kinds else None
 
 
 Converter = Callable[[Any, Any, str], Any]  # (annotation, value, path) -> the converted value
@@ -158,6 +197,12 @@ def _fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]
     return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls) if f.init}
 
 
+@functools.cache
+def _field_bounds(cls: type) -> dict[str, Bounds | None]:
+    hints, known = _fields(cls)
+    return {name: _bounds_of(f, hints[name]) for name, f in known.items()}
+
+
 def build(cls: type[T], data: Any, path: str = "") -> T:
     """Construct dataclass ``cls`` from ``data`` (a mapping or an instance), checking everything."""
     if isinstance(data, cls):
@@ -174,6 +219,9 @@ def build(cls: type[T], data: Any, path: str = "") -> T:
     for name, f in known.items():
         if name in data:
             kwargs[name] = _convert(hints[name], data[name], _join(path, name))
+            bounds = _field_bounds(typing.cast(type, cls))[name]
+            if bounds is not None and (why := bounds.problem(kwargs[name])):
+                raise ConfigError(_join(path, name), why)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise ConfigError(_join(path, name), "required")
     obj = cls(**kwargs)

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .config import quote
+from . import bounded
+from .config import Bounds, quote
 from .errors import InputError
 from .model import Cluster, Instance, Jobs
 
@@ -84,6 +85,24 @@ def _matrix(value: Any, where: str, rows: int | None, cols: int) -> list[list[fl
     return [_vector(row, f"{where}[{k}]", cols, False) for k, row in enumerate(_list(value, where, rows))]
 
 
+# The ranges of a job's integer fields: those of the sweep config's workload (pdors.workload.WorkloadConfig), so
+# E x K stays exact (10^6 x 10^9 < 2^53) and no array is sized by a value beyond what the model can run.
+JOB_BOUNDS = {
+    "epochs": Bounds(0, 10**6, "epochs per job (E)"),
+    "samples": Bounds(0, 10**9, "samples per epoch (K)"),
+    "gamma": Bounds(0, 10**4, "gamma per job"),
+    "batch": Bounds(0, 10**5, "samples per worker per step"),
+}
+
+
+def _bounded(values: list, where: str) -> list:
+    bounds = JOB_BOUNDS.get(where.removeprefix("jobs."))
+    for k, v in enumerate(values):
+        if bounds is not None and (why := bounds.problem(v)):
+            raise InstanceError(f"{where}[{k}]", why)
+    return values
+
+
 def _jobs(value: Any, resources: int) -> dict[str, list]:
     if not isinstance(value, dict):
         raise InstanceError("jobs", f"must be a mapping of per-job lists, got {type(value).__name__}")
@@ -98,7 +117,7 @@ def _jobs(value: Any, resources: int) -> dict[str, list]:
     return {
         n: _matrix(value[n], f"jobs.{n}", count, resources)
         if n in DEMANDS
-        else _vector(value[n], f"jobs.{n}", count, n in Jobs._INT_FIELDS)
+        else _bounded(_vector(value[n], f"jobs.{n}", count, n in Jobs._INT_FIELDS), f"jobs.{n}")
         for n in names
     }
 
@@ -159,6 +178,16 @@ def from_dict(data: Any) -> Instance:
         raise InstanceError(field.removeprefix("cluster."), reason) from None  # the file's name of the field
 
 
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are distinct (a repeated key is refused: which value was meant is unknowable)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise InstanceError(quote(key), "given twice in one JSON object")
+        out[key] = value
+    return out
+
+
 def save(instance: Instance, path: str | Path) -> None:
     Path(path).write_text(json.dumps(to_dict(instance)))
 
@@ -167,15 +196,16 @@ def load(path: str | Path) -> Instance:
     """The instance in a JSON file; ``ValueError`` naming the file and the field if it is not one."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise InstanceError("file", f"{path.stat().st_size:,} bytes, over the limit of {MAX_BYTES:,}")
-        raw = path.read_bytes()
+        try:
+            raw = bounded.read(path, MAX_BYTES)
+        except bounded.InputTooLarge as e:
+            raise InstanceError("file", str(e).removeprefix(f"{path}: ")) from None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise InstanceError("file", f"not UTF-8 text (byte {e.start})") from None
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_unique)
         except json.JSONDecodeError as e:
             raise InstanceError("file", f"not JSON ({e})") from None
         except RecursionError:

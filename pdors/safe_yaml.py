@@ -102,5 +102,9 @@ def load(text: str | bytes, where: str) -> Any:
         raise ConfigError(where, f"not valid YAML: {shorten(' '.join(str(e).split()), 300)}") from None
     except RecursionError:
         raise ConfigError(where, "nested too deeply") from None
+    except ConfigError:
+        raise
+    except ValueError as e:  # an integer of thousands of digits (Python refuses to convert it)
+        raise ConfigError(where, f"a value cannot be read: {shorten(str(e), 120)}") from None
     finally:
         loader.dispose()

@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 
 from . import thesis
-from .config import range_problem
+from .config import MAX_INT, bounded, range_problem
 from .errors import InputError
 from .model import CRITICAL, INSENSITIVE, RESOURCES, SENSITIVE, Cluster, Instance, Jobs
 
@@ -46,7 +46,7 @@ class TraceConfig:
 
     path: str = ""
     format: Literal["google", "philly"] = "google"
-    offset: int = 0
+    offset: int = bounded(0, -MAX_INT, 10**9, "submissions skipped; longer than any trace")
     per_seed: bool = True
     classes: bool = False
 
@@ -74,12 +74,13 @@ class WorkloadConfig:
     (:mod:`pdors.thesis`); the fields in ``PAPER_ONLY`` do not apply to it, the others (bandwidth ratio,
     capacity factor, utilities, mix, arrivals, workload scale) do."""
 
-    epochs: tuple[int, int] = (50, 200)
-    samples: tuple[int, int] = (20000, 500000)
+    # E x K (epochs x samples) must stay exact in float64 (2^53): 10^6 x 10^9 = 10^15 does
+    epochs: tuple[int, int] = bounded((50, 200), 0, 10**6, "epochs per job (E); the paper uses 50-200")
+    samples: tuple[int, int] = bounded((20000, 500000), 0, 10**9, "samples per epoch (K); paper: 2e4-5e5")
     grad_mb: tuple[float, float] = (30.0, 575.0)
     tau: tuple[float, float] = (1e-5, 1e-4)
-    gamma: tuple[int, int] = (1, 10)
-    batch: tuple[int, int] = (1, 200)
+    gamma: tuple[int, int] = bounded((1, 10), 0, 10**4, "gamma per job; the paper uses 1-10")
+    batch: tuple[int, int] = bounded((1, 200), 0, 10**5, "samples per worker per step; the paper uses 1-200")
     bw_external_mbps: tuple[float, float] = (100.0, 4000.0)
     bandwidth_ratio: float = 40.0
     worker_demand: Demand = field(default_factory=lambda: Demand(gpu=(0, 4), cpu=(1, 10), mem=(2, 32), storage=(5, 10)))

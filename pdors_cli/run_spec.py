@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from pdors import safe_yaml
+from pdors import bounded, safe_yaml
 from pdors.config import ConfigError
 from pdors.errors import InputError
 from pdors.policies import POLICIES
@@ -15,7 +14,9 @@ from pipeline.sizing import MACHINE_SHARE, memory_problem
 
 def _load_yaml(path: str) -> dict:
     try:
-        data = safe_yaml.load(Path(path).read_bytes(), "--config")
+        data = safe_yaml.load(bounded.read(path, safe_yaml.MAX_BYTES), "--config")
+    except bounded.InputTooLarge as e:
+        raise ConfigError("--config", str(e)) from None
     except FileNotFoundError:
         raise ConfigError("--config", f"no such file: {path}") from None
     except ConfigError as e:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from pdors.errors import InputError
-from pipeline.sizing import DEFAULT_MAX_TASKS, MACHINE_SHARE
+from pipeline.sizing import DEFAULT_MAX_TASKS, MACHINE_SHARE, MAX_TASKS_CEILING
 
 
 def _positive(text: str) -> int:
@@ -14,6 +14,19 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+def _task_limit(text: str) -> int:
+    """``--max-tasks``: a whole number (``2e6`` too) in [1, MAX_TASKS_CEILING]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if not value.is_integer() or not 1 <= value <= MAX_TASKS_CEILING:
+        raise argparse.ArgumentTypeError(
+            f"{text} is outside [1, {MAX_TASKS_CEILING:,}]: a plan is expanded in memory, about 1 KB per task"
+        )
+    return int(value)
 
 
 def _gigabytes(text: str) -> float:
@@ -112,7 +125,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     r.add_argument(
         "--max-tasks",
-        type=_positive,
+        type=_task_limit,
         default=DEFAULT_MAX_TASKS,
         metavar="N",
         help=f"refuse a sweep planning more tasks, before expanding it (default: {DEFAULT_MAX_TASKS:,})",

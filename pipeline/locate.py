@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 from pdors.errors import SweepError
 
 from . import sweep_index
-from .storage import Store
+from .storage import Store, manifest_of
 
 SEARCH_ROOT = Path("results")  # where sweeps are looked for when no --out is given (every output root below it)
 CONFIG_SUFFIXES = (".yaml", ".yml")
@@ -34,10 +33,9 @@ def _store(manifest: Path) -> Store:
 def _created(manifest: Path) -> str:
     """When a sweep was created ("" if its manifest is damaged: reading the sweep then says so, with the fix)."""
     try:
-        data = json.loads(manifest.read_bytes())
-    except ValueError:
+        return manifest_of(_store(manifest)).created_at
+    except SweepError:
         return ""
-    return str(data.get("created_at", "")) if isinstance(data, dict) else ""
 
 
 def sweeps_under(out: str | None) -> list[Store]:
@@ -82,11 +80,11 @@ def _from_config(path: Path, out: str | None, overrides: list[str]) -> Store:
 
 
 def manifest_name(store: Store) -> str:
-    return str(json.loads((store.meta / "manifest.json").read_text()).get("name", ""))
+    return manifest_of(store).name
 
 
 def _overrides_of(store: Store) -> str:
-    given = json.loads((store.meta / "manifest.json").read_text()).get("overrides", [])
+    given = manifest_of(store).overrides
     return "with " + shlex.join(given) if given else "no overrides"
 
 

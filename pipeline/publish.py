@@ -20,6 +20,7 @@ from pdors.errors import ExitStatus
 
 from .credentials import one_line
 from .locate import locate
+from .manifest import Manifest
 from .provenance import git_commit
 from .storage import Store, manifest_of
 from .sweep import Say, SweepResult, say_out, silent, stops_recorded
@@ -46,7 +47,7 @@ def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
     store = Store(result.root, result.sweep_id)
     with stops_recorded(result, say):
         manifest = manifest_of(store)
-        track = bool(manifest["mlflow"])
+        track = bool(manifest.mlflow)
         mark = _mark(store, manifest, track)
         last = _last(store)
         kept = all((store.meta / n).exists() for n in ("summary.md", "summary.csv", "report"))
@@ -64,13 +65,13 @@ def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
     return result
 
 
-def _mark(store: Store, manifest: dict, track: bool) -> str:
+def _mark(store: Store, manifest: Manifest, track: bool) -> str:
     """What a publish depends on (beside its files still being there): the manifest, each of its runs' recorded
     status, the code, the tracking URI and whether MLflow is logged."""
     recorded = store.index().status()
     what = {
-        "manifest": manifest,
-        "runs": [recorded.get(r, "lost") for r in manifest["run_ids"]],
+        "manifest": manifest.to_json(),
+        "runs": [recorded.get(r, "lost") for r in manifest.run_ids],
         "code": [pdors.version.CODE_VERSION, git_commit()],
         "tracking": os.environ.get("MLFLOW_TRACKING_URI"),
         "track": track,
@@ -95,7 +96,7 @@ def _remember(store: Store, mark: str, status: int) -> None:
         atomic.write(store.meta / PUBLISHED, json.dumps({"mark": mark, "status": status}))
 
 
-def publish(store: Store, manifest: dict, track: bool | None = None, say: Say = silent) -> Published:
+def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Say = silent) -> Published:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``."""
     from . import headline, plots, summary, theorem_check, tracking
@@ -103,7 +104,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None, say: Say = 
 
     tick = time.perf_counter()
     counts, runs = runs_of(store, manifest)
-    axes, reference = manifest["axes"], summary.reference_policy(manifest)
+    axes, reference = manifest.axes, summary.reference_policy(manifest)
     agg = comparison(runs, manifest)
     table = summary.markdown(agg, axes, reference)
     table += f"\nPaired over every grid point and seed, against {reference}:\n\n" + summary.paired_markdown(
@@ -139,7 +140,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None, say: Say = 
     broken = counts.failed or counts.lost or counts.remaining or len(above) or len(theorem)
     status = ExitStatus.FAILED if broken else ExitStatus.OK
     stages = {"report": time.perf_counter() - tick}
-    if not (manifest["mlflow"] if track is None else track):
+    if not (manifest.mlflow if track is None else track):
         return Published(status=status, stages=stages)
     tick = time.perf_counter()
     # The default plot is not logged: the report's figures (and its HTML page) hold it.
@@ -155,7 +156,7 @@ def publish(store: Store, manifest: dict, track: bool | None = None, say: Say = 
         return Published(status=status or ExitStatus.MLFLOW_FAILED, stages=stages)
     stages["mlflow"] = time.perf_counter() - tick
     say(
-        f"MLflow: {tracking.shown_uri()} experiment {manifest['experiment']!r}, parent run {logged.parent} "
+        f"MLflow: {tracking.shown_uri()} experiment {manifest.experiment!r}, parent run {logged.parent} "
         f"with {len(agg)} child runs"
         + (
             ""

@@ -25,6 +25,7 @@ from pdors.errors import ExitStatus, SweepError
 from . import plots, summary
 from .credentials import one_line
 from .locate import locate
+from .manifest import Manifest
 from .names import policy_name
 from .schema import POLICY_AXIS, FigureConfig
 from .storage import Counts, Store, manifest_of, recorded_runs
@@ -33,7 +34,7 @@ JOB_COLUMNS = ["run_id", "arrival", "completion", "utility", "sensitivity"]
 IMAGE_RE = re.compile(r"!\[([^\]]*)\]\(([^)]+)\)")
 
 
-def runs_of(store: Store, manifest: dict) -> tuple[Counts, pd.DataFrame]:
+def runs_of(store: Store, manifest: Manifest) -> tuple[Counts, pd.DataFrame]:
     """The sweep's counts and recorded runs, with the per-run metrics drawn from their jobs
     (:func:`pipeline.summary.with_job_metrics`)."""
     counts, runs = recorded_runs(store, manifest)
@@ -42,32 +43,32 @@ def runs_of(store: Store, manifest: dict) -> tuple[Counts, pd.DataFrame]:
     return counts, summary.with_job_metrics(runs, store.read("jobs", JOB_COLUMNS).to_pandas())
 
 
-def comparison(runs: pd.DataFrame, manifest: dict) -> pd.DataFrame:
+def comparison(runs: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
     """One row per (grid point, policy): :func:`pipeline.summary.aggregate` with the paired columns against
     the sweep's reference policy."""
-    axes = manifest["axes"]
+    axes = manifest.axes
     return summary.with_paired(summary.aggregate(runs, axes), runs, axes, summary.reference_policy(manifest))
 
 
-def figures_of(manifest: dict) -> list[FigureConfig]:
-    specs = manifest["config"].get("report") or []
+def figures_of(manifest: Manifest) -> list[FigureConfig]:
+    specs = manifest.config.get("report") or []
     if specs:
         return [build(FigureConfig, spec, f"report[{k}]") for k, spec in enumerate(specs)]
-    axes = manifest["axes"]
+    axes = manifest.axes
     return [
-        FigureConfig(
-            name="total_utility", title=f"{manifest['name']}: total utility", x=axes[0] if axes else POLICY_AXIS
-        )
+        FigureConfig(name="total_utility", title=f"{manifest.name}: total utility", x=axes[0] if axes else POLICY_AXIS)
     ]
 
 
-def _index(manifest: dict, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]], overall: str, pair_png: Path) -> str:
+def _index(
+    manifest: Manifest, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]], overall: str, pair_png: Path
+) -> str:
     reference = summary.reference_policy(manifest)
     lines = [
-        f"# Report: sweep {manifest['sweep_id']}",
+        f"# Report: sweep {manifest.sweep_id}",
         "",
-        f"Config `{manifest['config_path']}`, seeds {manifest['seeds']}, git commit "
-        f"`{manifest['git_commit']}`. Values: mean ± std over the n runs with a value behind each point (its "
+        f"Config `{manifest.config_path}`, seeds {manifest.seeds}, git commit "
+        f"`{manifest.git_commit}`. Values: mean ± std over the n runs with a value behind each point (its "
         f"seeds, and the axes a figure averages over) and the {summary.CONFIDENCE:.0%} Student-t confidence "
         "interval on the mean, clipped to the metric's range; one panel per value of every other grid axis.",
         "",
@@ -132,20 +133,20 @@ def html_report(markdown: str, directory: Path) -> str:
     return f"{head}<body>{''.join(body)}</body></html>"
 
 
-def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
+def draw_all(runs: pd.DataFrame, manifest: Manifest, out: Path) -> list[Path]:
     """Every figure of the sweep as PNG, PDF, CSV and Markdown under ``out``, the paired figure and table, then
     the index as Markdown and as self-contained HTML; the paths."""
     out.mkdir(parents=True, exist_ok=True)
-    axes, reference = manifest["axes"], summary.reference_policy(manifest)
+    axes, reference = manifest.axes, summary.reference_policy(manifest)
     pairs = summary.pairs(runs, axes, reference)
     overall = summary.paired_overall(runs, axes, reference)
-    paired = f"{manifest['name']}.paired"  # named by sweep: several sweeps may draw into one --out
+    paired = f"{manifest.name}.paired"  # named by sweep: several sweeps may draw into one --out
     atomic.write(out / f"{paired}.csv", overall.to_csv(index=False))
     pair_png = plots.paired_figure(
         pairs,
         axes,
         reference,
-        f"{manifest['name']}: total utility against {policy_name(reference)}",
+        f"{manifest.name}: total utility against {policy_name(reference)}",
         out / f"{paired}.png",
     )
     drawn, paths = [], [*plots.formats(pair_png), out / f"{paired}.csv"]
@@ -159,14 +160,14 @@ def draw_all(runs: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
         png = plots.draw(table, fig, out / f"{fig.name}.png")
         drawn.append((fig, table, png))
         paths += [*plots.formats(png), out / f"{fig.name}.csv", out / f"{fig.name}.md"]
-    index = out / f"{manifest['name']}.report.md"
+    index = out / f"{manifest.name}.report.md"
     atomic.write(index, _index(manifest, drawn, summary.paired_markdown(overall, reference), pair_png))
     page = index.with_suffix(".html")
     atomic.write(page, html_report(index.read_text(), out))
     return [*paths, index, page]
 
 
-def _track(manifest: dict, runs: pd.DataFrame, paths: list[Path], root: Path) -> str | None:
+def _track(manifest: Manifest, runs: pd.DataFrame, paths: list[Path], root: Path) -> str | None:
     from . import tracking
 
     parent = tracking.attach(manifest, paths, "report", root)
@@ -196,7 +197,7 @@ def report_sweeps(
         counts, runs = runs_of(store, manifest)
         dest = store.meta / "report" if out is None else Path(out) / (str(store.sweep_id) if len(stores) > 1 else "")
         try:
-            top = headline.table(runs, manifest["axes"], summary.reference_policy(manifest), by)
+            top = headline.table(runs, manifest.axes, summary.reference_policy(manifest), by)
         except ValueError as e:
             raise SweepError(str(e)) from None
         paths = draw_all(runs, manifest, dest)
@@ -206,7 +207,7 @@ def report_sweeps(
             + ", ".join(p.name for p in paths if p.suffix == ".png"),
             flush=True,
         )
-        if not (track and manifest["mlflow"]):
+        if not (track and manifest.mlflow):
             continue
         try:
             parent = _track(manifest, runs, paths, store.root)
@@ -215,7 +216,7 @@ def report_sweeps(
             status = ExitStatus.MLFLOW_FAILED
             continue
         print(
-            f"  MLflow: attached to parent run {parent} (experiment {manifest['experiment']!r}) under report/",
+            f"  MLflow: attached to parent run {parent} (experiment {manifest.experiment!r}) under report/",
             flush=True,
         )
     return status
@@ -230,4 +231,4 @@ def headline_of(target: str | None, out: str | None = None, by: Sequence[str] = 
     manifest = manifest_of(store)
     runs = runs_of(store, manifest)[1]
     reference = summary.reference_policy(manifest)
-    return headline.table(runs, manifest["axes"], reference, by), reference
+    return headline.table(runs, manifest.axes, reference, by), reference

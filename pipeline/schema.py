@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pdors import safe_yaml
+from pdors import bounded, safe_yaml
 from pdors.config import ConfigError, build, quote, shorten
 from pdors.policies import POLICIES, policy_module
 
@@ -307,9 +307,9 @@ def raw(path: str | Path, overrides: Sequence[str] = ()) -> dict:
     """The config file's data with ``overrides`` applied, before validation (what ``config.yaml`` records)."""
     path = Path(path)
     try:
-        if why := safe_yaml.size_problem(path.stat().st_size):  # refused unread
-            raise ConfigError("CONFIG", f"{path}: {why}")
-        text = path.read_bytes()
+        text = bounded.read(path, safe_yaml.MAX_BYTES)
+    except bounded.InputTooLarge as e:
+        raise ConfigError("CONFIG", str(e)) from None
     except FileNotFoundError:
         raise ConfigError("CONFIG", f"no such file: {path}") from None
     try:

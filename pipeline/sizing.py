@@ -24,6 +24,8 @@ BASE_BYTES = 101.5 * 2**20  # fitted by fit() on the sizes of SIZES (python -m p
 BYTES_PER_CELL = 11.13
 MACHINE_SHARE = 0.5  # of the available memory, for runs; the rest for the driver, Ray and other work
 DEFAULT_MAX_TASKS = 1_000_000  # tasks one sweep may plan (``pdors sweep run --max-tasks`` raises it)
+# --max-tasks itself: a plan is expanded in memory (about 1 KB per task), so 5,000,000 tasks are about 5 GB
+MAX_TASKS_CEILING = 5_000_000
 FALLBACK_RUN_GB = 1.0  # per-run limit where the available memory is unknown (not Linux)
 PAPER_LARGEST = (100, 100, 80)  # H, I, T of the paper's largest run
 SIZES = [(10, 10, 10), (100, 100, 80), (300, 300, 80), (100, 1000, 80), (1000, 100, 80), (100, 100, 800)]

@@ -53,6 +53,7 @@ from pdors.errors import LockedError, RecordDamaged, SweepError
 from pdors.policies import POLICIES, policy_module
 from pdors.workload import WorkloadConfig
 
+from . import seal
 from .columns import (
     IDENTITY,
     JOBS_SCHEMA,
@@ -64,6 +65,8 @@ from .columns import (
     SUMMARY_IDENTITY,
     arrow_type,
 )
+from .manifest import Manifest
+from .manifest import parse as parse_manifest
 from .schema import OptConfig
 from .tasks import Outcome, Task
 
@@ -233,35 +236,45 @@ def _sha256(path: Path) -> str:
 
 
 @contextmanager
-def _sealed(path: Path) -> Iterator[Path]:
+def _sealed(path: Path, digest: list[str]) -> Iterator[Path]:
     """A temp path to write a record file to; its digest is written (atomically) before the file is moved into
-    place, so every record file has its digest (a crash between the two leaves a digest without a file)."""
+    place, so every record file has its digest (a crash between the two leaves a digest without a file), and
+    appended to ``digest``."""
     with atomic.replacing(path) as tmp:  # a failed write (a full disk) leaves no partial file behind
         yield tmp
-        atomic.write(digest_path(path), _sha256(tmp) + "\n")
+        digest.append(_sha256(tmp))
+        atomic.write(digest_path(path), digest[-1] + "\n")
 
 
-_verified: dict[tuple[str, int, int], str | None] = {}  # (path, size, mtime) -> problem: each file hashed once
+_hashed: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> SHA-256: each file hashed once
 
 
-def verify(path: Path) -> str | None:
-    """Why a record file does not match its recorded digest, or None (None too for a file of the earlier layout,
-    written without a digest)."""
+def verify(path: Path, want: str | None = None, required: bool = False) -> str | None:
+    """Why a record file does not match its digest (``want``, else its digest file), or None; a file without
+    either is None unless ``required`` (written since digests exist: :mod:`pipeline.seal`)."""
     try:
         st = path.stat()
         key = (str(path), st.st_size, st.st_mtime_ns)
-        if key not in _verified:
-            kept = digest_path(path)
-            want = kept.read_text().strip() if kept.exists() else None
-            _verified[key] = None if want is None or _sha256(path) == want else "content does not match its SHA-256"
-        return _verified[key]
+        kept = digest_path(path)
+        if want is None and kept.exists():
+            want = kept.read_bytes().decode("ascii").strip()
+        if want is None:
+            return f"has no digest file ({kept.name})" if required else None
+        if key not in _hashed:
+            _hashed[key] = _sha256(path)
+        return None if _hashed[key] == want else "content does not match its SHA-256"
+    except UnicodeDecodeError:
+        return f"has an unreadable digest file ({digest_path(path).name})"
     except OSError as e:
         return f"unreadable ({e.strerror})"
 
 
-def _write_atomic(table: pa.Table, path: Path) -> None:
-    with _sealed(path) as tmp:
-        pq.write_table(table, tmp, **PAGE_CHECKSUMS)
+def _write_atomic(table: pa.Table, path: Path, files: dict[str, str] | None = None) -> str:
+    """Write a record file (marked sealed; a runs file listing its batch's ``files``); returns its SHA-256."""
+    digest: list[str] = []
+    with _sealed(path, digest) as tmp:
+        pq.write_table(table.replace_schema_metadata(seal.metadata(files)), tmp, **PAGE_CHECKSUMS)
+    return digest[0]
 
 
 def _files(root: Path, table: str) -> list[Path]:
@@ -269,11 +282,13 @@ def _files(root: Path, table: str) -> list[Path]:
     return sorted(p for p in (root / table).glob("*.parquet") if not p.name.startswith((".", "_")))
 
 
-def _read(path: Path, columns: list[str]) -> pa.Table | None:
-    """Columns of one file, or None if it cannot be read as such (truncated, not Parquet, another table)."""
+def _read(path: Path, columns: list[str]) -> tuple[dict, dict[bytes, bytes] | None] | None:
+    """Columns of one file (as lists) and its footer metadata, or None if it cannot be read as such (truncated,
+    not Parquet, another table, a string that is not UTF-8)."""
     try:
-        return pq.read_table(path, columns=columns, page_checksum_verification=True)
-    except (OSError, pa.ArrowException, KeyError):
+        t = pq.read_table(path, columns=columns, page_checksum_verification=True)
+        return t.to_pydict(), t.schema.metadata
+    except (OSError, pa.ArrowException, KeyError, ValueError):
         return None
 
 
@@ -292,16 +307,22 @@ class Damage:
     problem: str
 
 
-def _partner_problem(root: Path, batch: str, runs: pa.Table) -> str | None:
-    """Whether the jobs file of a runs file holds as many rows as its ok simulations have jobs (footer only)."""
+def _partner_problem(root: Path, batch: str, runs: dict, meta: dict[bytes, bytes] | None) -> str | None:
+    """Whether the other files of a runs file's batch are those it lists (a sealed batch), each matching its
+    digest, and the jobs file holds as many rows as its ok simulations have jobs (footer only)."""
     sim_ok = [
-        j
-        for k, s, j in zip(runs["kind"].to_pylist(), runs["status"].to_pylist(), runs["jobs"].to_pylist(), strict=False)
-        if k == "sim" and s == "ok"
+        j for k, s, j in zip(runs["kind"], runs["status"], runs["jobs"], strict=False) if k == "sim" and s == "ok"
     ]
+    files = seal.listed(meta)
+    if seal.sealed(meta) and files is None:
+        return "runs file lists no files of its batch"
     for table in PER_RUN_TABLES:
         partner = root / table / f"{batch}.parquet"
-        if partner.exists() and (why := verify(partner)):
+        if files is not None and table in files and not partner.exists():
+            return f"{table} file missing ({partner})"
+        if files is not None and table not in files and partner.exists():
+            return f"{table} file {partner} is not one its runs file lists"
+        if partner.exists() and (why := verify(partner, None if files is None else files[table])):
             return f"{table} file {why}"
     path = root / "jobs" / f"{batch}.parquet"
     expected = sum(sim_ok)
@@ -324,6 +345,7 @@ class Index:
     rows: dict[str, int]  # intact batch -> rows in its runs file (superseded ones included)
     damaged: list[Damage]
     node: dict[str, str | None]  # run_id -> address of the Ray node that ran it (None: run without Ray)
+    unsealed: int = 0  # intact batches written before digests existed: read unchecked (pipeline.seal)
 
     def status(self) -> dict[str, str]:
         return {run_id: status for run_id, (_, status) in self.chosen.items()}
@@ -343,21 +365,24 @@ def index(root: str | Path) -> Index:
     chosen: dict[str, tuple[str, str]] = {}
     node: dict[str, str | None] = {}
     rows, damaged = {}, []
+    unsealed = 0
     for f in _files(root, "runs"):
-        why = verify(f)
-        t = _read(f, ["run_id", "status", "kind", "jobs", "node_ip"])
-        if t is None:
-            damaged.append(Damage(f.stem, (), f"runs file {why or 'unreadable'}"))
+        read_ = _read(f, ["run_id", "status", "kind", "jobs", "node_ip"])
+        if read_ is None:
+            damaged.append(Damage(f.stem, (), f"runs file {verify(f) or 'unreadable'}"))
             continue
-        ids = t["run_id"].to_pylist()  # a file failing its digest may still tell which runs it held
-        problem = f"runs file {why}" if why else _partner_problem(root, f.stem, t)
+        t, meta = read_
+        why = verify(f, required=seal.sealed(meta))
+        ids = t["run_id"]  # a file failing its digest may still tell which runs it held
+        problem = f"runs file {why}" if why else _partner_problem(root, f.stem, t, meta)
         if problem:
             damaged.append(Damage(f.stem, tuple(ids), problem))
             continue
+        unsealed += not seal.sealed(meta)
         rows[f.stem] = len(ids)
         chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"].to_pylist(), strict=True))
         node.update(zip(ids, t["node_ip"].to_pylist(), strict=True))
-    return Index(chosen=chosen, rows=rows, damaged=damaged, node=node)
+    return Index(chosen=chosen, rows=rows, damaged=damaged, node=node, unsealed=unsealed)
 
 
 MERGE_ROWS = 65_536  # rows per row group of a merged file: few groups, bounded memory
@@ -385,7 +410,7 @@ def _scan(
             yield from ds.dataset(path, format=VERIFIED, schema=schema).to_batches(
                 columns=columns, filter=pc.field("run_id").isin(ids)
             )
-    except (OSError, pa.ArrowException) as e:  # damaged after ``index`` checked it, or a page failing its CRC
+    except (OSError, pa.ArrowException, ValueError) as e:  # damaged after ``index`` checked it, a page failing its CRC
         raise RecordDamaged(
             f"a {table} file under {root} cannot be read ({shorten(' '.join(str(e).split()), 300)})"
         ) from None
@@ -451,9 +476,9 @@ class Store:
         """One writer per output root (sweeps share its record); the OS drops the lock when the process dies,
         even by SIGKILL."""
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "w") as f:
+        with atomic.lock_file(self.root / ".lock") as fd:
             try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise LockedError(f"{self.root} is being written by another sweep; wait for it to finish") from None
             for table in TABLES:  # temp files of a writer that died mid-write
@@ -466,13 +491,15 @@ class Store:
         if not done:
             return
         name = f"{self._name()}.parquet"
+        files = {}
         jobs = [row for task, outcome in done for row in job_rows(task, outcome)]
         if jobs:
-            _write_atomic(to_table(jobs, JOBS_SCHEMA), self.root / "jobs" / name)
+            files["jobs"] = _write_atomic(to_table(jobs, JOBS_SCHEMA), self.root / "jobs" / name)
         cells = [schedule_table(task, outcome) for task, outcome in done if outcome.schedule is not None]
         if cells:
-            _write_atomic(pa.concat_tables(cells), self.root / "schedules" / name)
-        _write_atomic(to_table([run_row(t, o, git_commit) for t, o in done], runs_schema()), self.root / "runs" / name)
+            files["schedules"] = _write_atomic(pa.concat_tables(cells), self.root / "schedules" / name)
+        runs = to_table([run_row(t, o, git_commit) for t, o in done], runs_schema())
+        _write_atomic(runs, self.root / "runs" / name, files)
 
     def set_aside(self, damaged: list[Damage]) -> None:
         """Rename damaged batches' files to hidden names: never read again, their runs computed anew."""
@@ -494,8 +521,13 @@ class Store:
         merged, held = list(idx.rows), idx.batches_of()
         if len(merged) > 1 or (merged and idx.rows[merged[0]] > len(held.get(merged[0], []))):
             name = f"{self._name()}.parquet"
+            files: dict[str, str] = {}
             for table in (*PER_RUN_TABLES, "runs"):
-                _merge(_scan(self.root, table, held, idx.rows, None), schema_of(table), self.root / table / name)
+                rows = _scan(self.root, table, held, idx.rows, None)
+                meta = seal.metadata(files if table == "runs" else None)
+                digest = _merge(rows, schema_of(table).with_metadata(meta), self.root / table / name)
+                if digest is not None:
+                    files[table] = digest
             for table in ("runs", *PER_RUN_TABLES):
                 for batch in merged:
                     _remove(self.root / table / f"{batch}.parquet")
@@ -514,7 +546,7 @@ class Store:
     def read(self, table: str = "runs", columns: list[str] | None = None) -> pa.Table:
         """The sweep's view: the recorded runs its manifest lists, with a ``sweep_id`` column."""
         try:
-            t = read(self.root, table, manifest_of(self)["run_ids"], columns)
+            t = read(self.root, table, manifest_of(self).run_ids, columns)
         except RecordDamaged as e:
             raise RecordDamaged(f"{e}; repair: `{resume_command(self)}`") from None
         return t.append_column("sweep_id", pa.array([self.sweep_id] * len(t), pa.string()))
@@ -528,13 +560,15 @@ def schedule_table(task: Task, outcome: Outcome) -> pa.Table:
     return pa.table({**{k: [v] * cells for k, v in ident.items()}, **schedule}, schema=SCHEDULES_SCHEMA)
 
 
-def _merge(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> None:
-    """Stream ``batches`` into one file at ``path`` (atomically, with its digest); no file if there is no row."""
+def _merge(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> str | None:
+    """Stream ``batches`` into one file at ``path`` (atomically, with its digest); no file if there is no row.
+    Returns the file's SHA-256 (None: no file)."""
     rows = (b for b in batches if b.num_rows)
     first = next(rows, None)
     if first is None:
-        return
-    with _sealed(path) as tmp, pq.ParquetWriter(tmp, schema, **PAGE_CHECKSUMS) as writer:
+        return None
+    digest: list[str] = []
+    with _sealed(path, digest) as tmp, pq.ParquetWriter(tmp, schema, **PAGE_CHECKSUMS) as writer:
         pending, buffered = [first], first.num_rows
         for batch in rows:
             if buffered >= MERGE_ROWS or len(pending) >= MERGE_BATCHES:
@@ -543,6 +577,7 @@ def _merge(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> 
             pending.append(batch)
             buffered += batch.num_rows
         writer.write_table(pa.Table.from_batches(pending, schema))
+    return digest[0]
 
 
 def _remove(path: Path) -> None:
@@ -556,32 +591,34 @@ def resume_command(store: Store, *extra: str) -> str:
     return shlex.join(["pdors", "sweep", "run", str(config), "--out", str(store.root), "--resume", *extra])
 
 
-def manifest_of(store: Store) -> dict:
+def manifest_of(store: Store) -> Manifest:
+    """The sweep's manifest (the one reader of ``manifest.json``)."""
     path = store.meta / "manifest.json"
     if store.sweep_id is None or not path.exists():
         known = sorted(p.name for p in (store.root / "sweeps").glob("*")) if (store.root / "sweeps").exists() else []
         raise SweepError(f"no sweep {store.sweep_id!r} under {store.root} (known: {', '.join(known) or 'none'})")
     try:
-        manifest = json.loads(path.read_bytes())
-    except ValueError as e:  # written atomically since; a manifest of older code cut short by a full disk
-        raise SweepError(f"{path} is damaged ({e}); rebuild it with `{resume_command(store)}`") from None
-    if not isinstance(manifest, dict):
-        raise SweepError(f"{path} is damaged (not a JSON object); rebuild it with `{resume_command(store)}`")
-    return manifest
+        return parse_manifest(json.loads(path.read_bytes()))
+    except (ValueError, RecursionError) as e:  # a manifest of older code cut short by a full disk, or edited
+        why = shorten(" ".join(str(e).split()), 200)
+        raise SweepError(f"{path} is damaged ({why}); rebuild it with `{resume_command(store)}`") from None
+    except OSError as e:
+        raise SweepError(f"{path} is unreadable ({e.strerror})") from None
 
 
-def count(manifest: dict, recorded: dict[str, str]) -> Counts:
+def count(manifest: Manifest, recorded: dict[str, str]) -> Counts:
     """A sweep's run counts by status, from ``recorded`` (run_id -> status)."""
-    states = [recorded.get(run_id) for run_id in manifest["run_ids"]]
-    return Counts(
-        total=manifest["tasks"], ok=states.count("ok"), failed=states.count("failed"), lost=states.count("lost")
-    )
+    states = [recorded.get(run_id) for run_id in manifest.run_ids]
+    return Counts(total=manifest.tasks, ok=states.count("ok"), failed=states.count("failed"), lost=states.count("lost"))
 
 
-def recorded_runs(store: Store, manifest: dict) -> tuple[Counts, pd.DataFrame]:
+def recorded_runs(store: Store, manifest: Manifest) -> tuple[Counts, pd.DataFrame]:
     """Run counts by status and the recorded runs (a DataFrame) in plan order."""
-    runs = store.read("runs").to_pandas()
+    try:
+        runs = store.read("runs").to_pandas()
+    except ValueError as e:  # a string that is not UTF-8 in a file written before digests (read unchecked)
+        raise RecordDamaged(f"a runs file under {store.root} cannot be decoded ({shorten(str(e), 200)})") from None
     if len(runs):  # plan order (grid, policy, seed), not file order, for tables and plots
-        order = {run_id: k for k, run_id in enumerate(manifest["run_ids"])}
+        order = {run_id: k for k, run_id in enumerate(manifest.run_ids)}
         runs = runs.sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
     return count(manifest, dict(zip(runs["run_id"], runs["status"], strict=False))), runs

@@ -16,6 +16,7 @@ from pdors.policies import POLICIES
 
 from . import paired
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
+from .manifest import Manifest
 from .opt_task import ceiling, certified_bound, primal_utility
 from .schema import POLICY_AXIS, FigureConfig, reference_of
 
@@ -454,9 +455,9 @@ JOB_METRICS = (
 )
 
 
-def reference_policy(manifest: dict) -> str:
+def reference_policy(manifest: Manifest) -> str:
     """The sweep's reference policy for paired comparisons (``reference:``; older records: the default)."""
-    config = manifest["config"]
+    config = manifest.config
     return reference_of(config.get("reference"), list(config["policies"]))
 
 

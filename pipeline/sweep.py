@@ -7,8 +7,8 @@ no sweep recorded before it.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
-import json
 import os
 import shlex
 import signal
@@ -32,6 +32,7 @@ from pdors.errors import ExitStatus, SweepError
 from . import grid, schema, sizing, sweep_index
 from .credentials import one_line
 from .locate import locate, sweeps_under
+from .manifest import Manifest
 from .provenance import git_commit, packages
 from .storage import Damage, Index, Store, count, manifest_of, resume_command
 from .tasks import Plan, Task
@@ -107,30 +108,32 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C."""
 
 
-def _manifest(plan: Plan, config_path: str, overrides: Sequence[str], out: Path, commit: str) -> dict:
+def _manifest(plan: Plan, config_path: str, overrides: Sequence[str], out: Path, commit: str) -> Manifest:
     c = plan.config
-    return {
-        "sweep_id": plan.sweep_id,
-        "name": c.name,
-        "config_path": str(config_path),
-        "overrides": list(overrides),
-        "config": to_dict(c),
-        "axes": plan.axes,
-        "seeds": c.seed_list(),
-        "tasks": len(plan.tasks),
-        "run_ids": [t.run_id for t in plan.tasks],
-        "experiment": c.mlflow.experiment,
-        "mlflow": c.mlflow.enabled,
-        "output": str(out),
-        "git_commit": commit,
-        "packages": packages(),
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    return Manifest(
+        sweep_id=plan.sweep_id,
+        name=c.name,
+        config_path=str(config_path),
+        overrides=list(overrides),
+        config=to_dict(c),
+        axes=list(plan.axes),
+        seeds=c.seed_list(),
+        tasks=len(plan.tasks),
+        run_ids=[t.run_id for t in plan.tasks],
+        experiment=c.mlflow.experiment,
+        mlflow=c.mlflow.enabled,
+        output=str(out),
+        git_commit=commit,
+        packages=packages(),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
 
 
 def _check_output(root: Path) -> None:
     """The output root must be (or be creatable as) a directory."""
     for path in (root, *root.parents):
+        if path.is_symlink() and not path.exists():  # dangling, or a loop of links
+            raise SweepError(f"--out {root}: {path} is a symbolic link to nothing (dangling or a loop)")
         if path.exists():
             if not path.is_dir():
                 raise SweepError(f"--out {root}: {path} is a file, not a directory")
@@ -296,7 +299,7 @@ def _stopped(e: KeyboardInterrupt | OSError, again: str, root: Path, say: Say) -
     return ExitStatus.DISK_FULL
 
 
-def _resumed_manifest(store: Store, fresh: dict, say: Say) -> dict:
+def _resumed_manifest(store: Store, fresh: Manifest, say: Say) -> Manifest:
     """The manifest a run continues with: ``fresh`` for a new sweep; for a resumed one its recorded manifest,
     with the config fields that may change (``RESUMABLE``) taken from ``fresh`` and the change recorded under
     ``resumed``. Any other difference is refused: the sweep id fixes the runs, not every field (a resumed sweep
@@ -309,7 +312,7 @@ def _resumed_manifest(store: Store, fresh: dict, say: Say) -> dict:
     except SweepError as e:  # unreadable: it is rebuilt from the config, which determines it
         say(f"{e}: rebuilding it from the config")
         return fresh
-    recorded, now = old["config"], fresh["config"]
+    recorded, now = old.config, fresh.config
     changed = [k for k in now if k in recorded and now[k] != recorded[k]]
     for key in changed:
         if key not in RESUMABLE:
@@ -318,21 +321,27 @@ def _resumed_manifest(store: Store, fresh: dict, say: Say) -> dict:
                 f"a resumed sweep keeps it (only {', '.join(RESUMABLE)} may change): drop the change, or start "
                 "a new sweep under another --out"
             )
-    if changed:
-        recorded.update({k: now[k] for k in changed})
-        old.update(experiment=fresh["experiment"], mlflow=fresh["mlflow"], output=fresh["output"])
-        old.setdefault("resumed", []).append(
-            {"at": fresh["created_at"], "overrides": fresh["overrides"], "changed": {k: now[k] for k in changed}}
-        )
-        say(f"resuming with changed {', '.join(changed)} (recorded in the manifest)")
-    return old
+    if not changed:
+        return old
+    say(f"resuming with changed {', '.join(changed)} (recorded in the manifest)")
+    return dataclasses.replace(
+        old,
+        config={**recorded, **{k: now[k] for k in changed}},
+        experiment=fresh.experiment,
+        mlflow=fresh.mlflow,
+        output=fresh.output,
+        resumed=[
+            *old.resumed,
+            {"at": fresh.created_at, "overrides": fresh.overrides, "changed": {k: now[k] for k in changed}},
+        ],
+    )
 
 
-def _write_config(store: Store, data: dict, config_path: str, overrides: list[str], manifest: dict) -> None:
+def _write_config(store: Store, data: dict, config_path: str, overrides: list[str], manifest: Manifest) -> None:
     """The sweep's config as given and its manifest, the manifest last: a sweep is resumable once it exists."""
     header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
     atomic.write(store.meta / "config.yaml", header + yaml.safe_dump(data, sort_keys=False))
-    atomic.write(store.meta / "manifest.json", json.dumps(manifest, indent=1))
+    atomic.write(store.meta / "manifest.json", manifest.to_json())
     sweep_index.remember(store.root)  # found by `sweep status|list` wherever --out put it
 
 
@@ -421,12 +430,13 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = (), s
             f"{store.sweep_id} ({store.root}): {counts.total} tasks, {counts.ok} ok, {counts.failed} failed, "
             f"{counts.lost} lost, {counts.remaining} not run; "
             + (f"{len(damaged)} damaged batches" if damaged else "records intact")
+            + (f"; {index.unsealed} batches older than digests (trusted: read unchecked)" if index.unsealed else "")
         )
-        nodes = runs_by_node(index, manifest["run_ids"])
+        nodes = runs_by_node(index, manifest.run_ids)
         if nodes:
             say("  ran on: " + ", ".join(f"{ip}: {n} runs" for ip, n in nodes.items()))
         again = resume_command(store)
-        mine = set(manifest["run_ids"])
+        mine = set(manifest.run_ids)
         for d in damaged[:10]:
             held = f"{len(d.run_ids)} runs, {len(mine.intersection(d.run_ids))} of this sweep's" if d.run_ids else ""
             say(f"  damaged: {store.root / 'runs' / d.batch}.parquet ({held or 'its runs unknown'}): {d.problem}")
@@ -455,9 +465,9 @@ def list_sweeps(out: str | None, say: Say = say_out) -> int:
     for store in stores:
         manifest = manifest_of(store)
         have = recorded.setdefault(store.root, store.recorded())  # run_id and status columns only
-        states = [have.get(r) for r in manifest["run_ids"]]
+        states = [have.get(r) for r in manifest.run_ids]
         say(
-            f"{manifest.get('created_at', '?'):<25} {store.sweep_id:<32} {len(states):>6} tasks "
+            f"{manifest.created_at or '?':<25} {store.sweep_id:<32} {len(states):>6} tasks "
             f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('lost'):>4} lost "
             f"{states.count(None):>6} not run  {store.root}"
         )

@@ -40,7 +40,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from pdors import atomic
+
 from .credentials import redact, split_auth
+from .manifest import Manifest
 
 if TYPE_CHECKING:  # mlflow is imported where it is used: its import costs seconds
     from mlflow.entities import Metric, Param, Run, RunTag
@@ -195,23 +198,21 @@ def _locked(root: Path, sweep_id: str) -> Iterator[None]:
     holder dies)."""
     path = Path(root) / "sweeps" / sweep_id / ".mlflow.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    with atomic.lock_file(path) as fd:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
 
 
-def _root(manifest: dict, root: Path | None) -> Path:
-    return Path(root if root is not None else manifest["output"])
+def _root(manifest: Manifest, root: Path | None) -> Path:
+    return Path(root if root is not None else manifest.output)
 
 
-def attach(manifest: dict, paths: list[Path], artifact_path: str, root: Path | None = None) -> str | None:
+def attach(manifest: Manifest, paths: list[Path], artifact_path: str, root: Path | None = None) -> str | None:
     """Attach files to a logged sweep's parent run (under ``artifact_path``); None if it was never logged."""
     check_reachable(tracking_uri())
     c = client()
-    experiment = c.get_experiment_by_name(manifest["experiment"])
-    parent = experiment and _parent(
-        c, experiment.experiment_id, parent_key(manifest["sweep_id"], _root(manifest, root))
-    )
+    experiment = c.get_experiment_by_name(manifest.experiment)
+    parent = experiment and _parent(c, experiment.experiment_id, parent_key(manifest.sweep_id, _root(manifest, root)))
     if not parent:
         return None
     for path in paths:
@@ -401,7 +402,7 @@ class Logged:
 
 
 def log_sweep(
-    manifest: dict, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path | None = None
+    manifest: Manifest, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path | None = None
 ) -> Logged:
     """Log (or re-log) a sweep recorded under ``root`` (default: the manifest's output); ``agg``:
     :func:`pipeline.report.comparison`."""
@@ -411,10 +412,10 @@ def log_sweep(
 
     check_reachable(tracking_uri())
     c = client()
-    sweep_id, root = manifest["sweep_id"], _root(manifest, root)
+    sweep_id, root = manifest.sweep_id, _root(manifest, root)
     runs = with_ratio(runs)
     with _locked(root, sweep_id):
-        exp_id = experiment_id(c, manifest["experiment"])
+        exp_id = experiment_id(c, manifest.experiment)
         key = parent_key(sweep_id, root)
         parent = (
             _parent(c, exp_id, key)
@@ -427,7 +428,7 @@ def log_sweep(
             parent,
             metrics=metrics(
                 {
-                    "runs_total": manifest["tasks"],
+                    "runs_total": manifest.tasks,
                     "runs_recorded": len(runs),
                     **{f"runs_{s}": int(status.get(s, 0)) for s in ("ok", "failed", "lost")},
                     **headline(runs),
@@ -437,21 +438,21 @@ def log_sweep(
             # params are immutable in MLflow: only what the sweep id determines; where and with what as tags
             params=params(
                 {
-                    "name": manifest["name"],
-                    "axes": manifest["axes"],
-                    "seeds": manifest["seeds"],
-                    "policies": ",".join(manifest["config"]["policies"]),
-                    "opt": manifest["config"]["opt"],
+                    "name": manifest.name,
+                    "axes": manifest.axes,
+                    "seeds": manifest.seeds,
+                    "policies": ",".join(manifest.config["policies"]),
+                    "opt": manifest.config["opt"],
                 }
             ),
             tags=[
                 RunTag(k, redact(str(v)))
                 for k, v in {
-                    "git_commit": manifest["git_commit"],
-                    "mlflow.source.git.commit": manifest["git_commit"],
-                    "config": manifest["config_path"],
+                    "git_commit": manifest.git_commit,
+                    "mlflow.source.git.commit": manifest.git_commit,
+                    "config": manifest.config_path,
                     "output": str(root.resolve()),
-                    **{f"version.{k}": v for k, v in manifest["packages"].items()},
+                    **{f"version.{k}": v for k, v in manifest.packages.items()},
                 }.items()
             ],
         )
@@ -468,7 +469,7 @@ def log_sweep(
                 children[point] = r
         by_point = dict(tuple(runs.groupby("point_id", sort=False)))
         for _, row in agg.iterrows():
-            label = " ".join([row["policy"], *(f"{a}={row[a]}" for a in manifest["axes"] if row[a] != "-")])
+            label = " ".join([row["policy"], *(f"{a}={row[a]}" for a in manifest.axes if row[a] != "-")])
             _log_child(
                 c,
                 exp_id,
@@ -481,5 +482,5 @@ def log_sweep(
                 reference_policy(manifest),
             )
         c.set_terminated(parent)
-        key = publish_view(c, exp_id, parent, manifest["axes"])
+        key = publish_view(c, exp_id, parent, manifest.axes)
     return Logged(parent, view_url(ui_base(tracking_uri()), exp_id, key))

@@ -4,10 +4,14 @@ in bounded time and memory. Bounded: about a minute for the three."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
+import io
 import json
 import resource
 import tempfile
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pdors import instance_io
+from pdors.config import to_dict
+from pdors.policies import POLICIES, policy_module
 from pdors.workload import WorkloadConfig, generate
 from pdors_cli.main import main
 
@@ -125,5 +131,85 @@ def test_fuzzed_instance_files(command: str, blob: bytes, capsys: pytest.Capture
         path = Path(tmp) / "instance.json"
         path.write_bytes(blob)
         extra = ["--policy", "fifo"] if command == "simulate" else ["--time-limit", "2"]
-        # 1 is a result, not a failure: validator violations (simulate), OPT not proven (opt)
-        _run([command, "--instance", str(path), *extra], capsys, (0, 1, 2))
+        # opt: 1 is a result (OPT not proven in the time limit); simulate: 1 would be a validator violation
+        _run([command, "--instance", str(path), *extra], capsys, (0, 2) if command == "simulate" else (0, 1, 2))
+
+
+def _numeric_fields(cls: type, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], bool]]:
+    """Every numeric field of a config dataclass, nested ones included: (path, is a tuple)."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            out += _numeric_fields(typing.cast(type, tp), (*prefix, f.name))
+            continue
+        kinds = {a for a in (tp, *typing.get_args(tp)) if a in (int, float)}
+        if kinds and typing.get_origin(tp) is not typing.Literal:
+            out.append(((*prefix, f.name), typing.get_origin(tp) is tuple))
+    return out
+
+
+FIELDS = [(("workload", *p), t) for p, t in _numeric_fields(WorkloadConfig) if p[0] != "trace"] + [
+    (("policies", name, *p), t) for name in POLICIES for p, t in _numeric_fields(policy_module(name).Config)
+]
+HOSTILE = st.one_of(
+    st.sampled_from([10**18, 2**53, 2**31, 1.0e300, -1, 0, 1, 10**6, 5001 * 9, float("nan"), float("inf")]),
+    st.integers(-(2**64), 2**64),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+
+
+@settings(max_examples=40, deadline=60_000, derandomize=True)
+@given(field=st.sampled_from(FIELDS), value=HOSTILE)
+def test_every_numeric_field_is_bounded_by_its_meaning(field: tuple[tuple[str, ...], bool], value: Any) -> None:
+    """A value set on any numeric config field, run for real (``simulate``, validated): exit 0 with a valid
+    schedule, or exit 2 with one line; never a traceback, a hang, a validator violation (exit 1)."""
+    path, is_tuple = field
+    config: dict = {"workload": {k: to_dict(getattr(WorkloadConfig(), k)) for k in ("worker_demand", "ps_demand")}}
+    node = config
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = [value, value] if is_tuple else value
+    policy = path[1] if path[0] == "policies" else "fifo"
+    with tempfile.TemporaryDirectory() as tmp:
+        file = Path(tmp) / "run.yaml"
+        file.write_text(yaml.safe_dump(config))
+        argv = ["simulate", "--config", str(file), "--policy", policy, "--machines", "2", "--jobs", "3"]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main([*argv, "--slots", "4"])
+    said = err.getvalue()
+    assert status in (0, 2), (path, value, status, said[-800:], out.getvalue()[-800:])
+    if status == 2:
+        assert said.count("\n") == 1 and "Traceback" not in said, said
+        assert ".".join(path[1:] if path[0] == "workload" else path[2:]).split(".")[-1] in said, said
+
+
+KNOWN = {
+    "alias bomb": (
+        "name: x\npolicies: {fifo: {}}\na: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+        + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcde", "bcdef", strict=True))
+        + "instance: {meta: *f}\n",
+        "alias bomb",
+    ),
+    "duplicate key": ("name: x\npolicies: {fifo: {}}\nseeds: [1]\nseeds: [2]\n", "seeds"),
+}
+
+
+@pytest.mark.parametrize("case", KNOWN)
+def test_known_bombs_are_refused_by_name(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text, why = KNOWN[case]
+    config = tmp_path / "x.yaml"
+    config.write_text(text)
+    assert main(["sweep", "run", str(config), "--dry-run", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and why in err, err
+
+
+def test_a_schedule_over_the_cell_limit_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "instance.json"
+        path.write_text(json.dumps({**INSTANCE, "slots": instance_io.MAX_CELLS}))
+        assert main(["simulate", "--instance", str(path), "--policy", "fifo"]) == 2
+    assert "schedule cells, over the limit" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,9 @@ BAD = [
     (("ps_bandwidth",), [1.0], "ps_bandwidth: must hold 4 entries, got 1"),
     (("format",), "other", "format: not a pdors-instance/1 document"),
     (("extra",), 1, "'extra': unknown key"),
+    (("jobs", "batch", 0), 2**53, "jobs.batch[0]: 9007199254740992 is outside [0, 100,000]: samples per worker"),
+    (("jobs", "epochs", 1), 2**53, "jobs.epochs[1]: 9007199254740992 is outside [0, 1,000,000]: epochs per job"),
+    (("jobs", "samples", 2), 2**53, "jobs.samples[2]: 9007199254740992 is outside [0, 1,000,000,000]: samples"),
 ]
 
 
@@ -113,3 +117,25 @@ def test_a_valid_file_still_round_trips(tmp_path: Path, capsys: pytest.CaptureFi
     assert instance_io.to_dict(instance_io.load(file)) == valid
     assert main(["simulate", "--instance", str(file), "--policy", "fifo"]) == 0
     assert "H=3 I=4 T=5" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["simulate", "opt"])
+def test_duplicate_keys_devices_and_pipes_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], valid: dict, command: str
+) -> None:
+    """A repeated JSON key (which value was meant?), a device and a FIFO: one line each, nothing read past the
+    limit, nothing blocked."""
+    text = json.dumps(valid)
+    (tmp_path / "dup.json").write_text(text.replace('"slots": 5', '"slots": 5, "slots": 500'))
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    expected = {
+        str(tmp_path / "dup.json"): "'slots': given twice in one JSON object",
+        "/dev/zero": "file: not a regular file (devices, pipes and sockets are refused)",
+        "/dev/urandom": "file: not a regular file",
+        str(fifo): "file: not a regular file",
+    }
+    for path, why in expected.items():
+        assert main([command, "--instance", path]) == 2, path
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"pdors {command}: error: {path}: {why}") and "\n" not in err, err

@@ -334,12 +334,19 @@ def test_two_sweeps_and_two_logs_at_once_and_a_server_killed_mid_log(stack: Stac
     assert again.returncode == 0, again.stdout + again.stderr
     final = counts(stack, "team-big")
     assert final == {"parents": 1, "sweeps": 1, "children": 12, "duplicates": 0}, final
+    # every run of the sweep finished, and each child holds its point's metrics: a child left RUNNING or empty
+    # by the cut-off is a lost child, whatever the counts say
+    tracked = stack.tracked("team-big")
+    unfinished = [r.info.run_id for r in tracked if r.info.status != "FINISHED"]
+    children = [r for r in tracked if "mlflow.parentRunId" in r.data.tags]
+    lost = 12 - sum(r.info.status == "FINISHED" and bool(r.data.metrics) for r in children)
+    assert not unfinished and lost == 0, (unfinished, lost)
     report(
         "MLflow on PostgreSQL + S3: concurrent sweeps and logs, server killed mid-log",
         {
             "concurrent": {"team-a": got_a, "team-b": got_b},
             "killed_mid_log": {"children_when_killed": partial["children"], "after_relog": final},
-            "lost": 0,
+            "lost": lost,
         },
     )
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import gzip
-import json
 import math
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import yaml
 from pdors_cli.main import main
 from pipeline import grid, schema
 from pipeline.report import figures_of
+from pipeline.storage import Store, manifest_of
 from pipeline.summary import axis_label
 
 pytestmark = pytest.mark.slow  # the integration tier: every config end to end with OPT solves and MLflow
@@ -115,7 +115,7 @@ def test_config_runs_end_to_end_and_reports(path, tmp_path, mlflow_home, monkeyp
     # MLflow up again: `pdors report` logs the never-logged sweep, then attaches its files to the parent run.
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{mlflow_home}/mlflow.db")
     assert main(["report", str(sweep_dir), "--out", str(tmp_path / "figures")]) == 0
-    manifest = json.loads((sweep_dir / "manifest.json").read_text())
+    manifest = manifest_of(Store(sweep_dir.parent.parent, sweep_dir.name))
     config = schema.load(small)
     for fig in figures_of(manifest):
         png, pdf, csv, md = (tmp_path / "figures" / f"{fig.name}.{ext}" for ext in ("png", "pdf", "csv", "md"))
@@ -141,7 +141,7 @@ def test_config_runs_end_to_end_and_reports(path, tmp_path, mlflow_home, monkeyp
     client = MlflowClient()
     experiment = client.get_experiment_by_name("smoke").experiment_id
     parents = client.search_runs(
-        [experiment], f"tags.`pdors.sweep_id` = '{manifest['sweep_id']}' and tags.`pdors.role` = 'sweep'"
+        [experiment], f"tags.`pdors.sweep_id` = '{manifest.sweep_id}' and tags.`pdors.role` = 'sweep'"
     )
     assert len(parents) == 1
     attached = {Path(a.path).name for a in client.list_artifacts(parents[0].info.run_id, "report")}

@@ -7,9 +7,9 @@ held, readers exit 1 naming the file and the repair command, and the repair reco
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -107,7 +107,106 @@ def test_resume_applies_or_refuses_each_change(tmp_path: Path, capsys: pytest.Ca
     args = ["mlflow.experiment=renamed", "--in-process", "--out", str(out), "--resume"]
     assert main(["sweep", "run", str(config), *args]) == 0
     assert "resuming with changed mlflow (recorded in the manifest)" in capsys.readouterr().out
-    manifest = json.loads((meta / "manifest.json").read_text())
-    assert manifest["experiment"] == "renamed" and manifest["config"]["mlflow"]["experiment"] == "renamed"
-    assert manifest["resumed"][0]["overrides"] == ["mlflow.experiment=renamed"]
+    manifest = storage.manifest_of(storage.Store(out, meta.name))
+    assert manifest.experiment == "renamed" and manifest.config["mlflow"]["experiment"] == "renamed"
+    assert manifest.resumed[0]["overrides"] == ["mlflow.experiment=renamed"]
     assert "experiment: renamed" in (meta / "config.yaml").read_text()
+
+
+WHEN = {"node_id", "node_ip", "worker_pid", "started_at", "finished_at", "git_commit", "policy_stats", "wall_s"}
+WHEN |= {"decision_latency_ms.p50", "decision_latency_ms.p99"}
+
+
+def record(root: Path) -> dict[str, list[dict]]:
+    """Every table of the record, rows sorted, without the columns that say when and where a run ran (timings
+    in policy_stats included)."""
+    out = {}
+    for table in storage.TABLES:
+        rows = [{k: v for k, v in r.items() if k not in WHEN} for r in storage.read(root, table).to_pylist()]
+        out[table] = sorted(rows, key=lambda r: repr(sorted(r.items())))
+    return out
+
+
+@pytest.fixture(scope="module")
+def scheduled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, list[dict]]]:
+    """One sweep recording schedules, run once for the module; each test damages a copy."""
+    base = tmp_path_factory.mktemp("scheduled")
+    config = base / "tiny.yaml"
+    config.write_text(CONFIG + "schedules: true\n")
+    out = base / "out"
+    assert main(["sweep", "run", str(config), "--in-process", "--out", str(out)]) == 0
+    clean = record(out)
+    assert all(clean[t] for t in storage.TABLES)
+    return config, out, clean
+
+
+def _flip(path: Path) -> None:
+    blob = bytearray(path.read_bytes())
+    blob[len(blob) // 2] ^= 0x10
+    path.write_bytes(bytes(blob))
+
+
+FAULTS = {
+    "schedules file deleted": lambda f: f["schedules"].unlink(),
+    "jobs file flipped": lambda f: _flip(f["jobs"]),
+    "schedules file flipped": lambda f: _flip(f["schedules"]),
+    "runs digest deleted": lambda f: storage.digest_path(f["runs"]).unlink(),
+    "runs digest deleted, runs flipped": lambda f: (storage.digest_path(f["runs"]).unlink(), _flip(f["runs"])),
+    "jobs digest deleted, jobs flipped": lambda f: (storage.digest_path(f["jobs"]).unlink(), _flip(f["jobs"])),
+    "schedules digest deleted, flipped": lambda f: (
+        storage.digest_path(f["schedules"]).unlink(),
+        _flip(f["schedules"]),
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_every_file_of_a_batch_is_checked_and_repaired(
+    scheduled: tuple[Path, Path, dict[str, list[dict]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    fault: str,
+) -> None:
+    """Each file a sweep wrote is listed with its digest: removing or altering any of them, or removing a
+    digest, is damage that status names (exit 1) and a resume recomputes: the repaired record equals the clean
+    one in every table and column (when and where a run ran aside)."""
+    config, clean_out, clean = scheduled
+    out = tmp_path / "out"
+    shutil.copytree(clean_out, out)
+    batch = {t: next((out / t).glob("p*.parquet")) for t in storage.TABLES}
+    assert len({p.stem for p in batch.values()}) == 1  # one batch: every run is in the damaged one
+    FAULTS[fault](batch)
+    capsys.readouterr()
+
+    sweep = sweep_id_of(config)
+    assert main(["sweep", "status", sweep, "--out", str(out)]) == 1
+    said = capsys.readouterr().out
+    assert f"damaged: {batch['runs']} (" in said and "1 damaged batches" in said, said
+    assert main(["sweep", "report", sweep, "--out", str(out), "--no-mlflow"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"pdors sweep: error: {batch['runs']}: ") and "\n" not in err, err
+
+    assert main(["sweep", "run", str(config), "--in-process", "--out", str(out), "--resume"]) == 0
+    assert main(["sweep", "status", sweep, "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "records intact" in said and "older than digests" not in said, said
+    assert record(out) == clean
+
+
+def test_a_lock_file_planted_as_a_symlink_is_refused_and_its_target_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("fifteen bytes!\n")
+    (out / ".lock").symlink_to(victim)
+    assert main(["sweep", "run", str(config), "--in-process", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err == f"pdors sweep: error: {out / '.lock'} is a symbolic link; a lock file must be a regular file (remove it)"
+    )
+    assert victim.read_text() == "fifteen bytes!\n"
+    assert not (out / "runs").exists()

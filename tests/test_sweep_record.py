@@ -15,6 +15,7 @@ from sweep_fixtures import TINY
 
 from pipeline import columns, grid, schema, storage, summary
 from pipeline.executor import execute
+from pipeline.manifest import Manifest
 from pipeline.storage import Store
 
 
@@ -240,19 +241,22 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
     for axes in (plan.axes, ["workload.mix"], []):
         png = plots.utility_vs_axis(runs, axes, tmp_path / f"plot{len(axes)}.png")
         assert png.read_bytes()[:4] == b"\x89PNG"
-    manifest = {
-        "sweep_id": plan.sweep_id,
-        "name": "tiny",
-        "experiment": "unit",
-        "tasks": len(plan.tasks),
-        "config_path": "x.yaml",
-        "axes": plan.axes,
-        "seeds": [1, 2],
-        "output": "out",
-        "config": {"policies": TINY["policies"], "opt": None},
-        "packages": {"pdors": "0"},
-        "git_commit": "abc123",
-    }
+    manifest = Manifest(
+        sweep_id=plan.sweep_id,
+        name="tiny",
+        experiment="unit",
+        tasks=len(plan.tasks),
+        run_ids=[t.run_id for t in plan.tasks],
+        config_path="x.yaml",
+        overrides=[],
+        axes=plan.axes,
+        seeds=[1, 2],
+        output="out",
+        mlflow=True,
+        config={"policies": TINY["policies"], "opt": None},
+        packages={"pdors": "0"},
+        git_commit="abc123",
+    )
     first = tracking.log_sweep(manifest, runs, agg, [png], store.root).parent
     db = sqlite3.connect(tmp_path / "mlflow.db")
     points = db.execute("select count(*) from metrics").fetchone()[0]

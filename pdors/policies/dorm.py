@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
 
+from ..config import bounded
 from ..highs_lp import highs_lp, new_highs
 from ..model import Instance, Jobs
 from ..portable_math import dot
@@ -40,8 +41,8 @@ from .placement import Placement, keep_unchanged, place_largest, slot_allocation
 @dataclass(frozen=True, kw_only=True)
 class Config:
     fairness_factor: float = 2.0
-    max_adjustments: int = 5
-    node_limit: int = 10_000
+    max_adjustments: int = bounded(5, 0, 1_000, "re-solves per slot; each is a MILP")
+    node_limit: int = bounded(10_000, 1, 10**7, "branch-and-bound nodes per MILP; more would not end")
     mip_rel_gap: float = 1e-2
 
     def check(self) -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import range_problem
+from ..config import bounded, range_problem
 from ..model import Instance
 from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
 from .placement import Placement, place_job, ps_count, reserve, slot_allocation
@@ -22,7 +22,7 @@ SEED_STREAM = 0xF1F0  # keeps FIFO's draws independent of the workload generator
 
 @dataclass(frozen=True)
 class Config:
-    workers: tuple[int, int] = (1, 30)
+    workers: tuple[int, int] = bounded((1, 30), 0, 10**6, "workers per job; more than any cluster holds")
 
     def check(self) -> list[str]:
         return range_problem("workers", self.workers, lo=1)

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import bounded
 from ..model import Instance
 from ..portable_math import dot, power
 from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
@@ -56,10 +57,11 @@ SEEDS = 4  # starting allocations of the GA (see _reallocate)
 @dataclass(frozen=True, kw_only=True)
 class Config:
     fairness: float = -1.0  # p of eq. 15 (Pollux's evaluation uses -1)
-    interval: int = 1  # re-allocate every `interval` slots; in between allocations are kept
+    # re-allocate every `interval` slots; in between allocations are kept
+    interval: int = bounded(1, 1, 10**6, "slots between re-allocations; past any horizon it means never")
     restart_loss: float = 1 / 30  # slot fraction lost per restart: 120 s of a one-hour slot (Pollux: 15-120 s)
-    population: int = 32
-    generations: int = 30
+    population: int = bounded(32, 0, 10_000, "allocations per generation; each is simulated per slot")
+    generations: int = bounded(30, 0, 10_000, "GA rounds per re-allocation; Pollux uses tens, more never ends")
 
     def check(self) -> list[str]:
         out = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ..config import bounded
+
 
 @dataclass(frozen=True)
 class PrimalDualConfig:
@@ -40,8 +42,8 @@ class RoundingConfig:
     gain: float | None = 1.0
     delta: float = 1.0
     theorem: GainEquation = GainEquation.EQ29_W2
-    feasible_solutions: int = 5
-    max_attempts: int = 5000
+    feasible_solutions: int = bounded(5, 1, 10_000, "rounded cases kept per job; each is an LP")
+    max_attempts: int = bounded(5000, 1, 10**6, "roundings tried per job; each is a draw and a check")
     integer_optimum: bool = False  # thesis Fig. 3.14: also solve each rounded case's integer program (slow)
 
     def check(self) -> list[str]:

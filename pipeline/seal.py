@@ -1,0 +1,41 @@
+"""What a record file says about its own integrity, in its Parquet footer (key-value metadata).
+
+Every record file written since digests exist carries ``pdors.sealed``: its digest file (``_<name>.sha256``)
+must exist, so a removed digest is damage, not a file "older than digests". A runs file also lists the other
+files of its batch (``pdors.files``: table -> SHA-256 of ``<table>/<batch>.parquet``), written last, after
+them: a listed file that is missing or differs, or a file of the batch that is not listed, is damage. Files
+without the mark were written before digests existed; they are read unchecked (Parquet's page checksums only),
+and ``pdors sweep status`` counts them.
+"""
+
+from __future__ import annotations
+
+import json
+
+SEALED = b"pdors.sealed"
+FILES = b"pdors.files"
+
+
+def metadata(files: dict[str, str] | None = None) -> dict[bytes, bytes]:
+    """The footer metadata of a record file; ``files``: a runs file's partners (table -> SHA-256)."""
+    meta = {SEALED: b"1"}
+    if files is not None:
+        meta[FILES] = json.dumps(files, sort_keys=True).encode()
+    return meta
+
+
+def sealed(meta: dict[bytes, bytes] | None) -> bool:
+    return bool(meta) and SEALED in meta  # type: ignore[operator]
+
+
+def listed(meta: dict[bytes, bytes] | None) -> dict[str, str] | None:
+    """The partner files a runs file lists (None: it lists none, or the listing is not a table -> digest map)."""
+    raw = (meta or {}).get(FILES)
+    if raw is None:
+        return None
+    try:
+        files = json.loads(raw)
+    except ValueError:
+        return None
+    ok = isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())
+    return files if ok else None
