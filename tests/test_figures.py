@@ -54,7 +54,7 @@ def visible(figure: plt.Figure) -> list[Axes]:
 
 def test_every_report_figure_has_points_in_every_panel(recorded):
     runs, manifest = recorded
-    axes, reference = manifest["axes"], summary.reference_policy(manifest)
+    axes, reference = manifest.axes, summary.reference_policy(manifest)
     for fig in figures_of(manifest):
         drawn = plots.figure(summary.figure_table(runs, fig, axes, reference), fig)
         panels = visible(drawn)
@@ -71,7 +71,7 @@ def test_every_report_figure_has_points_in_every_panel(recorded):
 
 def test_paired_figure_pairs_each_reading_and_shares_its_axis(recorded):
     runs, manifest = recorded
-    axes = manifest["axes"]
+    axes = manifest.axes
     pairs = summary.pairs(runs, axes, "pdors")
     assert set(pairs["versus"]) == {"pdors.on_rounding_failure=found_solutions", "pdors.on_rounding_failure=reject"}
     drawn = plots.paired_plot(pairs, axes, "pdors", "readings: total utility against PD-ORS")
