@@ -44,7 +44,7 @@ def heterogeneous(inst: Instance, seed: int) -> Instance:
     """Every machine's capacity scaled by its own factor in [0.5, 2]: as many classes as machines."""
     rng = np.random.default_rng(seed)
     cap = inst.cluster.capacity * rng.uniform(0.5, 2.0, (inst.num_machines, 1))
-    return Instance(inst.jobs, Cluster(cap), inst.slots, ps_bandwidth=inst.ps_bandwidth)
+    return Instance(jobs=inst.jobs, cluster=Cluster(cap), slots=inst.slots, ps_bandwidth=inst.ps_bandwidth)
 
 
 @pytest.mark.parametrize("profile", ["paper", "thesis"])
