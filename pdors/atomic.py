@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import InputError
+
 TMP_PREFIX = ".tmp-"
 
 
@@ -50,11 +52,11 @@ def lock_file(path: str | Path) -> Iterator[int]:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise ValueError(f"{path} is a symbolic link; a lock file must be a regular file (remove it)") from None
+            raise InputError(f"{path} is a symbolic link; a lock file must be a regular file (remove it)") from None
         raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"{path} is not a regular file; a lock file must be one (remove it)")
+            raise InputError(f"{path} is not a regular file; a lock file must be one (remove it)")
         yield fd
     finally:
         os.close(fd)

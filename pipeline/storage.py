@@ -246,7 +246,10 @@ def _sealed(path: Path, digest: list[str]) -> Iterator[Path]:
         atomic.write(digest_path(path), digest[-1] + "\n")
 
 
-_hashed: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> SHA-256: each file hashed once
+@functools.lru_cache(maxsize=65_536)
+def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
+    """A record file's SHA-256, computed once per (path, size, mtime): a changed file is hashed again."""
+    return _sha256(Path(path))
 
 
 def verify(path: Path, want: str | None = None, required: bool = False) -> str | None:
@@ -254,15 +257,14 @@ def verify(path: Path, want: str | None = None, required: bool = False) -> str |
     either is None unless ``required`` (written since digests exist: :mod:`pipeline.seal`)."""
     try:
         st = path.stat()
-        key = (str(path), st.st_size, st.st_mtime_ns)
         kept = digest_path(path)
         if want is None and kept.exists():
             want = kept.read_bytes().decode("ascii").strip()
         if want is None:
             return f"has no digest file ({kept.name})" if required else None
-        if key not in _hashed:
-            _hashed[key] = _sha256(path)
-        return None if _hashed[key] == want else "content does not match its SHA-256"
+        return (
+            None if _sha256_of(str(path), st.st_size, st.st_mtime_ns) == want else "content does not match its SHA-256"
+        )
     except UnicodeDecodeError:
         return f"has an unreadable digest file ({digest_path(path).name})"
     except OSError as e:
@@ -380,8 +382,8 @@ def index(root: str | Path) -> Index:
             continue
         unsealed += not seal.sealed(meta)
         rows[f.stem] = len(ids)
-        chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"].to_pylist(), strict=True))
-        node.update(zip(ids, t["node_ip"].to_pylist(), strict=True))
+        chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"], strict=True))
+        node.update(zip(ids, t["node_ip"], strict=True))
     return Index(chosen=chosen, rows=rows, damaged=damaged, node=node, unsealed=unsealed)
 
 

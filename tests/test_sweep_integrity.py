@@ -19,6 +19,7 @@ from sweep_fixtures import sweep_id_of
 
 from pdors_cli.main import main
 from pipeline import storage
+from pipeline.columns import TIMING_COLUMNS
 
 
 def utilities(root: Path) -> dict[str, float]:
@@ -113,8 +114,8 @@ def test_resume_applies_or_refuses_each_change(tmp_path: Path, capsys: pytest.Ca
     assert "experiment: renamed" in (meta / "config.yaml").read_text()
 
 
-WHEN = {"node_id", "node_ip", "worker_pid", "started_at", "finished_at", "git_commit", "policy_stats", "wall_s"}
-WHEN |= {"decision_latency_ms.p50", "decision_latency_ms.p99"}
+WHEN = {"node_id", "node_ip", "worker_pid", "started_at", "finished_at", "git_commit", "policy_stats"}
+WHEN |= set(TIMING_COLUMNS)
 
 
 def record(root: Path) -> dict[str, list[dict]]:
