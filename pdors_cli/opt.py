@@ -15,6 +15,7 @@ from pdors.workload import WorkloadConfig
 
 if TYPE_CHECKING:
     from offline_opt.certified import Certified
+    from offline_opt.compare import Comparison
     from pdors.model import Instance
 
 PROFILES = ("small", "tiny", "paper")
@@ -106,10 +107,24 @@ def cmd_opt(args: argparse.Namespace) -> int:
         seed=args.seed,
         workload=to_dict(workload) if not args.instance else {},
     )
+    _print_comparison(c, instance, args.seed)
+    if c.certified is not None:
+        _print_certified(c.certified)
+        _write_schedule(args.schedule, c.certified)
+    _write_json(args.json, c.to_dict())
+    for error in c.errors:
+        print(f"error: {error}")
+    _save_theorem_offender(c.theorem, instance, args.seed)
+    o = c.opt
+    return ExitStatus.OK if o.proven_optimal and not o.violations and not c.errors else ExitStatus.FAILED
+
+
+def _print_comparison(c: Comparison, instance: Instance, seed: int) -> None:
+    """OPT (or the best schedule found) and every policy's ratio to it."""
     o = c.opt
     label = "OPT" if o.proven_optimal else "best found (NOT proven optimal)"
     print(
-        f"offline optimum: H={instance.num_machines} I={instance.num_jobs} T={instance.slots} seed={args.seed}\n"
+        f"offline optimum: H={instance.num_machines} I={instance.num_jobs} T={instance.slots} seed={seed}\n"
         f"  {o.solver}: status {o.status}; {label} {number(o.objective)}; bound {number(o.bound)}; "
         f"gap {number(o.gap, '.2e')}; admitted {o.admitted}; {o.wall_s:.1f} s; "
         f"validator: {len(o.violations)} violation(s)"
@@ -124,14 +139,6 @@ def cmd_opt(args: argparse.Namespace) -> int:
             + (f" ({p.ratio_note})" if p.ratio_note else "")
             + bound
         )
-    if c.certified is not None:
-        _print_certified(c.certified)
-        _write_schedule(args.schedule, c.certified)
-    _write_json(args.json, c.to_dict())
-    for error in c.errors:
-        print(f"error: {error}")
-    _save_theorem_offender(c.theorem, instance, args.seed)
-    return ExitStatus.OK if o.proven_optimal and not o.violations and not c.errors else ExitStatus.FAILED
 
 
 def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> int:
