@@ -380,8 +380,8 @@ def index(root: str | Path) -> Index:
             continue
         unsealed += not seal.sealed(meta)
         rows[f.stem] = len(ids)
-        chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"].to_pylist(), strict=True))
-        node.update(zip(ids, t["node_ip"].to_pylist(), strict=True))
+        chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"], strict=True))
+        node.update(zip(ids, t["node_ip"], strict=True))
     return Index(chosen=chosen, rows=rows, damaged=damaged, node=node, unsealed=unsealed)
 
 
