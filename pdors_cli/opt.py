@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from offline_opt.profile import SMALL_SIZE
 from offline_opt.solvers import SOLVERS
+from pdors.config import JSON
 from pdors.errors import ExitStatus, InputError
 from pdors.markdown import number
 from pdors.workload import WorkloadConfig
@@ -134,7 +135,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
     return ExitStatus.OK if o.proven_optimal and not o.violations and not c.errors else ExitStatus.FAILED
 
 
-def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> int:
+def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: JSON) -> int:
     from offline_opt.certified import certify
     from offline_opt.compare import policy_schedules, run_policies, valid_utilities
     from offline_opt.theorem import violations as theorem_violations
@@ -208,7 +209,7 @@ def _write_schedule(path: str | None, c: Certified) -> None:
     print(f"  primal schedule written to {path}")
 
 
-def _write_json(path: str | None, data: dict) -> None:
+def _write_json(path: str | None, data: JSON) -> None:
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(data, indent=1))
