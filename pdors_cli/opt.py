@@ -83,7 +83,8 @@ def _workload(profile: str) -> WorkloadConfig:
 def cmd_opt(args: argparse.Namespace) -> int:
     from offline_opt.compare import compare
     from offline_opt.solve import limit_problems
-    from pdors.config import ConfigError, to_dict
+    from pdors.config import to_dict
+    from pdors.errors import ConfigError
     from pdors.instance_io import load
     from pdors.workload import generate
 
