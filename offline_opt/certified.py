@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pdors.config import JSON
 from pdors.model import Instance
 from pdors.schedule import Schedule
 from pdors.validator import Validation
@@ -26,7 +27,7 @@ class RatioInterval:
     high: float | None  # bound / ALG
     error: bool  # ALG above the bound
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return dict(self.__dict__)
 
 
@@ -47,7 +48,7 @@ class Certified:
             if r.error
         ]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             **self.bound.to_dict(),
             "opt_lower": self.opt_lower,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from pdors.config import JSON
 from pdors.model import Instance
 from pdors.policies import POLICIES
 from pdors.run import RunResult, run
@@ -42,14 +43,14 @@ class PolicyRatio:
     wall_s: float = 0.0
     premise_share: float | None = None  # PD-ORS: share of admissions where Definition 1 holds (pdors.premise)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return dict(self.__dict__)
 
 
 @dataclass(kw_only=True)
 class Comparison:
-    instance_meta: dict
-    size: dict
+    instance_meta: JSON
+    size: dict[str, int]
     opt: OptResult
     policies: list[PolicyRatio] = field(default_factory=list)
     certified: Certified | None = None  # the dual bound and each policy's certified ratio interval
@@ -65,7 +66,7 @@ class Comparison:
         out = [f"{p.policy}: {p.ratio_note}" for p in self.policies if p.ratio_kind == "error"]
         return out + (self.certified.errors if self.certified is not None else []) + self.theorem
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             "instance": self.instance_meta,
             "size": self.size,
@@ -120,10 +121,10 @@ def _ratio(opt: OptFacts, utility: float) -> tuple[float | None, str, str]:
 def run_policies(
     instance: Instance,
     seed: int = 0,
-    workload: dict | None = None,
-    params: dict | None = None,
+    workload: JSON | None = None,
+    params: dict[str, JSON] | None = None,
     policies: tuple[str, ...] | None = None,
-) -> dict:
+) -> dict[str, RunResult]:
     """Each of ``policies`` (default: all registered) on ``instance``: name -> ``pdors.run.RunResult``."""
     runs = {}
     for name in policies or POLICIES:
@@ -173,8 +174,8 @@ def compare(
     time_limit: float = 300.0,
     mip_gap: float = DEFAULT_GAP,
     seed: int = 0,
-    workload: dict | None = None,
-    params: dict | None = None,
+    workload: JSON | None = None,
+    params: dict[str, JSON] | None = None,
     policies: tuple[str, ...] | None = None,
     strengthening: Strengthening = Strengthening(),
 ) -> Comparison:
@@ -197,11 +198,11 @@ def compare(
     return out
 
 
-def valid_utilities(runs: dict) -> dict[str, float]:
+def valid_utilities(runs: dict[str, RunResult]) -> dict[str, float]:
     """Each policy's validated utility, policies whose schedule has a violation left out."""
     return {name: r.validation.total_utility for name, r in runs.items() if r.validation.ok}
 
 
-def policy_schedules(runs: dict) -> dict[str, tuple[Schedule, Validation]]:
+def policy_schedules(runs: dict[str, RunResult]) -> dict[str, tuple[Schedule, Validation]]:
     """Each policy's schedule and its validation (the primal schedule's extra columns)."""
     return {name: (r.simulation.schedule, r.validation) for name, r in runs.items()}

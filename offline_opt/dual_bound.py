@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from pdors.config import JSON
 from pdors.errors import InputError
 from pdors.highs_lp import new_highs
 from pdors.model import Instance
@@ -417,7 +418,7 @@ class DualBound:
     wall_s: float
     prices: np.ndarray
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {k: v for k, v in self.__dict__.items() if k != "prices"}
 
 

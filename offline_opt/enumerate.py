@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 
@@ -95,7 +96,7 @@ def _slot_vectors(
     """Pareto-maximal sample vectors (over all jobs) of the joint placements of ``present`` that fit."""
     cap = instance.cluster.capacity
     I = instance.num_jobs
-    found: set[tuple] = set()
+    found: set[tuple[float, ...]] = set()
 
     def dfs(k: int, free: np.ndarray, samples: list[float]) -> None:
         if k == len(present):
@@ -112,6 +113,10 @@ def _slot_vectors(
     return _pareto(np.array(sorted(found), dtype=float).reshape(-1, I))
 
 
+# capped cumulative samples per job -> (utility, completion slot per job, -1 while running)
+_States: TypeAlias = dict[tuple[float, ...], tuple[float, tuple[int, ...]]]
+
+
 def enumerate_opt(instance: Instance) -> Enumerated:
     """The optimal total utility of offline DMLRS on a tiny ``instance`` by exhaustive search."""
     I, T, H = instance.num_jobs, instance.slots, instance.num_machines
@@ -123,9 +128,9 @@ def enumerate_opt(instance: Instance) -> Enumerated:
         raise InputError("bw_internal < bw_external: the minimal-PS reduction needs internal >= external")
     V = j.workload
     placements = [_job_placements(instance, i) for i in range(I)]
-    cache: dict[tuple, np.ndarray] = {}
+    cache: dict[tuple[int, ...], np.ndarray] = {}
     # state: capped cumulative samples -> (utility, completion slots)
-    states: dict[tuple, tuple[float, tuple]] = {tuple([0.0] * I): (0.0, tuple([-1] * I))}
+    states: _States = {tuple([0.0] * I): (0.0, tuple([-1] * I))}
     options, kept = [], 0
     for t in range(T):
         present = tuple(i for i in range(I) if j.arrival[i] <= t)
@@ -133,7 +138,7 @@ def enumerate_opt(instance: Instance) -> Enumerated:
             cache[present] = _slot_vectors(instance, list(present), placements)
         vectors = cache[present]
         options.append(len(vectors))
-        nxt: dict[tuple, tuple[float, tuple]] = {}
+        nxt: _States = {}
         for cum, (util, done) in states.items():
             for vec in vectors:
                 new_cum, new_util, new_done = list(cum), util, list(done)
@@ -154,7 +159,7 @@ def enumerate_opt(instance: Instance) -> Enumerated:
     return Enumerated(value=best, completion=list(done), slot_options=options, states=kept)
 
 
-def _prune(states: dict[tuple, tuple[float, tuple]]) -> dict[tuple, tuple[float, tuple]]:
+def _prune(states: _States) -> _States:
     """Drop states another state dominates (more samples of every job and at least the utility)."""
     keys = list(states)
     rows = np.array([[*k, states[k][0]] for k in keys])

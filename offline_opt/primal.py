@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdors.config import JSON
 from pdors.highs_lp import highs_lp, new_highs
 from pdors.model import Instance
 from pdors.schedule import Schedule
@@ -54,7 +55,7 @@ class Primal:
     violations: int
     wall_s: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {k: v for k, v in self.__dict__.items() if k != "schedule"}
 
 

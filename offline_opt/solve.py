@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pyomo.environ as pyo
 
+from pdors.config import JSON
 from pdors.errors import InputError
 from pdors.model import Instance
 from pdors.schedule import Schedule
@@ -80,8 +81,8 @@ class OptResult:
     mip_gap: float
     schedule: Schedule | None = field(repr=False, default=None)
     validation: Validation | None = field(repr=False, default=None)
-    violations: list[dict] = field(default_factory=list)
-    formulation: dict = field(default_factory=dict)
+    violations: list[JSON] = field(default_factory=list)
+    formulation: JSON = field(default_factory=dict)
     num_variables: int = 0
     num_constraints: int = 0
     message: str = ""  # the solver's termination condition, or why the guard stopped it
@@ -95,7 +96,7 @@ class OptResult:
     def admitted(self) -> int | None:
         return int(self.schedule.admitted.sum()) if self.schedule is not None else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         """JSON-friendly form (the schedule as sparse cells)."""
         out = {k: v for k, v in asdict(self).items() if k not in ("schedule", "validation")}
         out["admitted"] = self.admitted

@@ -17,11 +17,15 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Any, Literal, TypeAlias, TypeVar, get_args, get_origin
 
 from .errors import ConfigError, shorten
 
 T = TypeVar("T")
+
+# A JSON object whose values are of many types (a record's ``result``, the ``to_dict()`` of a result): the one
+# spelling of ``dict[str, Any]`` across the project.
+JSON: TypeAlias = dict[str, Any]
 
 
 def _join(path: str, name: str | int) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import bounded
-from .config import Bounds, quote
+from .config import JSON, Bounds, quote
 from .errors import InputError
 from .model import Cluster, Instance, Jobs
 
@@ -38,7 +38,7 @@ class InstanceError(InputError):
         super().__init__(f"{field}: {reason}")
 
 
-def to_dict(instance: Instance) -> dict:
+def to_dict(instance: Instance) -> JSON:
     return {
         "format": FORMAT,
         "slots": instance.slots,
@@ -67,7 +67,7 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def _list(value: Any, where: str, length: int | None = None) -> list:
+def _list(value: Any, where: str, length: int | None = None) -> list[Any]:
     if not isinstance(value, list):
         raise InstanceError(where, f"must be a list, got {type(value).__name__} {quote(value)}")
     if length is not None and len(value) != length:
@@ -75,7 +75,7 @@ def _list(value: Any, where: str, length: int | None = None) -> list:
     return value
 
 
-def _vector(value: Any, where: str, length: int | None, integer: bool) -> list:
+def _vector(value: Any, where: str, length: int | None, integer: bool) -> list[float]:
     """A list of ``length`` integers or finite numbers, each checked."""
     check = _integer if integer else _number
     return [check(v, f"{where}[{k}]") for k, v in enumerate(_list(value, where, length))]
@@ -95,7 +95,7 @@ JOB_BOUNDS = {
 }
 
 
-def _bounded(values: list, where: str) -> list:
+def _bounded(values: list[float], where: str) -> list[float]:
     bounds = JOB_BOUNDS.get(where.removeprefix("jobs."))
     for k, v in enumerate(values):
         if bounds is not None and (why := bounds.problem(v)):
@@ -103,7 +103,7 @@ def _bounded(values: list, where: str) -> list:
     return values
 
 
-def _jobs(value: Any, resources: int) -> dict[str, list]:
+def _jobs(value: Any, resources: int) -> dict[str, list[Any]]:
     if not isinstance(value, dict):
         raise InstanceError("jobs", f"must be a mapping of per-job lists, got {type(value).__name__}")
     names = [f.name for f in fields(Jobs) if f.name in value or f.name not in OPTIONAL_JOB_FIELDS]

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import portable_math
+from .config import JSON
 
 RESOURCES: tuple[str, ...] = ("gpu", "cpu", "mem", "storage")
 
@@ -138,7 +139,7 @@ class Instance:
     jobs: Jobs
     cluster: Cluster
     slots: int
-    meta: dict = field(default_factory=dict)
+    meta: JSON = field(default_factory=dict)
     ps_bandwidth: np.ndarray | None = None
     # With ``ps_bandwidth``: whether (3.5) s <= w holds; False is Algorithm 4 as printed, whose internal steps
     # 2-6 and external program (3.22)-(3.25) have no such check (docs/MODEL.md, "The thesis profile")

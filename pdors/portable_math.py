@@ -15,6 +15,7 @@ whatever the CPU and SIMD kernel; so do its reductions, whose order depends only
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, overload
 
 import numpy as np
@@ -92,7 +93,12 @@ def power(x: ArrayLike, p: float) -> Any:
     operation it is for p in {-1, 1, 2, 0.5}."""
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(divide="ignore"):
-        exact = {-1.0: lambda: 1.0 / x, 1.0: lambda: x, 2.0: lambda: x * x, 0.5: lambda: np.sqrt(x)}.get(p)
+        exact: Callable[[], np.ndarray] | None = {
+            -1.0: lambda: 1.0 / x,
+            1.0: lambda: x,
+            2.0: lambda: x * x,
+            0.5: lambda: np.sqrt(x),
+        }.get(p)
         return exact() if exact is not None else exp(p * log(x))
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import build, to_dict
+from .config import JSON, build, to_dict
 from .load import fluid_completable, offered_load
 from .model import Instance
 from .policies import POLICIES, THESIS_POLICIES, make_policy, policy_config
@@ -67,7 +67,7 @@ def make_instance(spec: RunSpec) -> Instance:
     return generate(spec.workload, spec.machines, spec.jobs, spec.slots, spec.seed)
 
 
-def run(spec: RunSpec | dict, instance: Instance | None = None) -> RunResult:
+def run(spec: RunSpec | JSON, instance: Instance | None = None) -> RunResult:
     spec = build(RunSpec, spec)
     instance = instance if instance is not None else make_instance(spec)
     policy = make_policy(spec.policy, spec.params, spec)

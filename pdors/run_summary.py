@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .config import JSON
 from .premise import Premise
 
 
@@ -66,6 +67,6 @@ class RunSummary:
     # Definition 1 replayed on the run and Theorems 5-6's bound (pdors.premise; all None for non-PD-ORS policies)
     premise: Premise = field(default_factory=Premise)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         """Plain JSON-friendly data (``pdors simulate --json``, the sweep's task results)."""
         return asdict(self)

@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from .config import ConfigError, quote, shorten
+from .config import quote
+from .errors import ConfigError, shorten
 
 MAX_BYTES = 2**20  # a million-run sweep's config is a few hundred bytes; composing 1 MiB of YAML takes about 1 s
 ALIAS_BUDGET = 10_000  # nodes aliases may add to a document (a shared block of parameters needs a few dozen)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .config import JSON
 from .model import Instance
 
 DIGEST_BLOCK_CELLS = 1 << 20  # cells hashed per block by :meth:`Schedule.digest` (8 MiB as int64)
@@ -59,7 +60,7 @@ class Schedule:
                 h.update(np.ascontiguousarray(a[start : start + step], dtype="<i8").data)
         return h.hexdigest()
 
-    def to_sparse(self) -> dict:
+    def to_sparse(self) -> JSON:
         """JSON-friendly form: one entry per non-zero (slot, job, machine) cell."""
         t, i, h = np.nonzero(self.workers | self.servers)
         return {

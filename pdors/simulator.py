@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .config import JSON
 from .model import Instance
 from .policies.base import PlanningPolicy, Policy, SlotAllocation, SlotPolicy, SlotView
 from .portable_math import dot
@@ -28,7 +29,7 @@ class SimulationResult:
     schedule: Schedule
     decision_seconds: np.ndarray  # one entry per decision (per job for planners, per slot otherwise)
     wall_seconds: float
-    stats: dict
+    stats: JSON
     # the same decisions' CPU time of the simulating thread (``time.thread_time``): unlike the wall time, not
     # inflated by other processes sharing the cores
     decision_cpu_seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))

@@ -16,6 +16,8 @@ PS bandwidth B_i is :attr:`pdors.model.Instance.ps_bandwidth`; where it is set, 
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -75,7 +77,7 @@ def job_arrays(
     )
 
 
-def draw_jobs(rng: np.random.Generator, jobs: int, bandwidth_ratio: float) -> tuple[dict, np.ndarray]:
+def draw_jobs(rng: np.random.Generator, jobs: int, bandwidth_ratio: float) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Section 4.1's job parameters as :class:`~pdors.model.Jobs` arrays (all but arrival, utility and
     class), and B_i in MB per slot."""
 
@@ -90,7 +92,8 @@ def draw_jobs(rng: np.random.Generator, jobs: int, bandwidth_ratio: float) -> tu
     ps_bandwidth = gbps_to_mb_per_slot(reals(PS_BANDWIDTH_GBPS))
     worker = rng.integers(DEMAND[:, 0], DEMAND[:, 1] + 1, size=(jobs, len(RESOURCES)))
     ps = rng.integers(DEMAND[:, 0], DEMAND[:, 1] + 1, size=(jobs, len(RESOURCES)))
-    arrays = job_arrays(epochs, minibatches, chunks, grad, tau_s, bw_ext, bandwidth_ratio)
+    # every input is an array here, so every value is one (job_arrays passes some through as given)
+    arrays = cast(dict[str, np.ndarray], job_arrays(epochs, minibatches, chunks, grad, tau_s, bw_ext, bandwidth_ratio))
     return {**arrays, "worker_demand": worker, "ps_demand": ps}, ps_bandwidth
 
 

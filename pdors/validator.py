@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .config import JSON
 from .model import Instance
 from .portable_math import dot
 from .schedule import Schedule
@@ -39,7 +40,7 @@ class Violation:
     job: int | None = None
     machine: int | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> JSON:
         return {"kind": self.kind, "slot": self.slot, "job": self.job, "machine": self.machine, "detail": self.detail}
 
 

@@ -11,7 +11,7 @@ from studies.speed import EXTRA_SECTIONS, FULL, QUICK, SECTIONS, report, run_ben
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from pdors.config import ConfigError
+    from pdors.errors import ConfigError
 
     sections = [s.strip() for s in args.only.split(",")] if args.only else list(SECTIONS)
     if "scale" in sections and "scale-pipeline" not in sections:  # the scale section is both halves

@@ -12,7 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from pdors.config import ConfigError, parse_seeds
+from pdors.config import JSON, parse_seeds
+from pdors.errors import ConfigError
 
 from .run_spec import add_memory_arg
 
@@ -31,7 +32,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     from .run_spec import run_spec_from_args
 
-    def spec_of(policy: str, seed: int) -> dict:
+    def spec_of(policy: str, seed: int) -> JSON:
         return run_spec_from_args(argparse.Namespace(**{**vars(args), "policy": policy, "seed": seed}))
 
     rows = run_all(spec_of, policies, parse_seeds(args.seeds), args.retime)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from offline_opt.profile import SMALL_SIZE
 from offline_opt.solvers import SOLVERS
+from pdors.config import JSON
 from pdors.errors import ExitStatus, InputError
 from pdors.markdown import number
 from pdors.workload import WorkloadConfig
@@ -83,7 +84,8 @@ def _workload(profile: str) -> WorkloadConfig:
 def cmd_opt(args: argparse.Namespace) -> int:
     from offline_opt.compare import compare
     from offline_opt.solve import limit_problems
-    from pdors.config import ConfigError, to_dict
+    from pdors.config import to_dict
+    from pdors.errors import ConfigError
     from pdors.instance_io import load
     from pdors.workload import generate
 
@@ -141,7 +143,7 @@ def _print_comparison(c: Comparison, instance: Instance, seed: int) -> None:
         )
 
 
-def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: dict) -> int:
+def _cmd_bound(args: argparse.Namespace, instance: Instance, workload: JSON) -> int:
     from offline_opt.certified import certify
     from offline_opt.compare import policy_schedules, run_policies, valid_utilities
     from offline_opt.theorem import violations as theorem_violations
@@ -215,7 +217,7 @@ def _write_schedule(path: str | None, c: Certified) -> None:
     print(f"  primal schedule written to {path}")
 
 
-def _write_json(path: str | None, data: dict) -> None:
+def _write_json(path: str | None, data: JSON) -> None:
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(data, indent=1))

@@ -6,13 +6,13 @@ import argparse
 from typing import Any
 
 from pdors import bounded, safe_yaml
-from pdors.config import ConfigError
-from pdors.errors import InputError
+from pdors.config import JSON
+from pdors.errors import ConfigError, InputError
 from pdors.policies import POLICIES
 from pipeline.sizing import MACHINE_SHARE, memory_problem
 
 
-def _load_yaml(path: str) -> dict:
+def _load_yaml(path: str) -> JSON:
     try:
         data = safe_yaml.load(bounded.read(path, safe_yaml.MAX_BYTES), "--config")
     except bounded.InputTooLarge as e:

@@ -8,8 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pdors.config import ConfigError
-from pdors.errors import ExitStatus
+from pdors.errors import ConfigError, ExitStatus
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -33,7 +33,7 @@ def cmd_solvers(args: argparse.Namespace) -> int:
 
 
 def cmd_ratio_vs_load(args: argparse.Namespace) -> int:
-    from pdors.config import ConfigError
+    from pdors.errors import ConfigError
     from studies import ratio_vs_load
 
     root = Path(args.results)
@@ -44,7 +44,7 @@ def cmd_ratio_vs_load(args: argparse.Namespace) -> int:
 
 
 def cmd_premise(args: argparse.Namespace) -> int:
-    from pdors.config import ConfigError
+    from pdors.errors import ConfigError
     from studies import premise_size
 
     if not 1 <= args.seeds <= 20:

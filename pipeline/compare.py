@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from pdors.config import JSON
 from pdors.markdown import number
 from pdors.markdown import table as markdown_table
 
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
 
 
 def run_all(
-    spec_of: Callable[[str, int], RunSpec | dict], policies: list[str], seeds: list[int], with_retime: bool = False
-) -> list[dict]:
+    spec_of: Callable[[str, int], RunSpec | JSON], policies: list[str], seeds: list[int], with_retime: bool = False
+) -> list[JSON]:
     """One row per (seed, policy) of the run ``spec_of(policy, seed)``: the validator's totals and the run's
     timings and policy statistics (``with_retime``: also the schedule re-timed with the actual worker:PS ratio,
     under ``retime``)."""
@@ -64,7 +65,7 @@ def run_all(
     return rows
 
 
-def aggregate(rows: list[dict], policies: list[str]) -> list[dict]:
+def aggregate(rows: list[JSON], policies: list[str]) -> list[JSON]:
     """Per policy: total utility mean, sample std (n - 1; 0 for one seed), min, max; means of the counts."""
     out = []
     for policy in policies:
@@ -90,7 +91,7 @@ def aggregate(rows: list[dict], policies: list[str]) -> list[dict]:
 MEANS = ("mean", "std", "min", "max", "admitted", "completed")
 
 
-def markdown(table: list[dict[str, Any]]) -> str:
+def markdown(table: list[JSON]) -> str:
     head = ["policy", "seeds", "total utility mean", "std", "min", "max", "admitted (mean)", "completed (mean)"]
     head += ["violations", "wall s (mean)"]
     rows = [
@@ -100,7 +101,7 @@ def markdown(table: list[dict[str, Any]]) -> str:
     return markdown_table(head, rows, ["---"] + ["---:"] * (len(head) - 1))
 
 
-def retime_markdown(rows: list[dict], policies: list[str]) -> str:
+def retime_markdown(rows: list[JSON], policies: list[str]) -> str:
     """Per policy, over its seeds: (slot, job) pairs with workers, those with more PSs than ceil(w / gamma) (and
     their jobs), those whose actual ratio is below gamma, and the mean utility and completions as run (nominal
     gamma) and re-timed with the actual ratio."""
@@ -124,7 +125,7 @@ def retime_markdown(rows: list[dict], policies: list[str]) -> str:
     return "\n".join(lines)
 
 
-def headline(rows: list[dict], policies: list[str], reference: str, jobs: int) -> pd.DataFrame:
+def headline(rows: list[JSON], policies: list[str], reference: str, jobs: int) -> pd.DataFrame:
     """The headline table (:data:`pipeline.headline.COLUMNS`) of :func:`run_all`'s rows: per policy, total
     utility with its 95% Student-t interval, the paired geometric-mean ratio to ``reference`` on the same seeds
     with its interval and W/T/L, and the mean share of the ``jobs`` completed."""

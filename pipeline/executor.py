@@ -18,7 +18,7 @@ import socket
 import time
 import traceback
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,7 +82,8 @@ def _ray_node() -> tuple[str, str]:
     """Looked up once per worker process: a worker never changes node."""
     import ray
 
-    return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
+    node_ip: Callable[[], str] = ray.util.get_node_ip_address  # untyped in Ray: typed here
+    return ray.get_runtime_context().get_node_id(), node_ip()
 
 
 def execute_chunk(tasks: list[Task], schedules: bool = False) -> list[Outcome]:
@@ -133,8 +134,11 @@ def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
         ray.init(address=address, logging_level=logging.WARNING)
     else:  # address="local": never a stale `ray start`
         ray.init(num_cpus=num_cpus, logging_level=logging.WARNING, **LOCAL_RAY_INIT)
-    alive = [n for n in ray.nodes() if n.get("Alive")]
-    return Cluster(address or "local", int(ray.cluster_resources().get("CPU", 1)), len(alive))
+    # untyped in Ray: typed here
+    nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
+    resources: Callable[[], dict[str, float]] = ray.cluster_resources
+    alive = [n for n in nodes() if n.get("Alive")]
+    return Cluster(address or "local", int(resources().get("CPU", 1)), len(alive))
 
 
 def chunk_size(seconds_per_run: float | None, left: int, in_flight: int) -> int:
@@ -158,7 +162,7 @@ def fan_out(
         remote: Any = ray.remote(max_retries=RETRIES)(execute_chunk)  # Ray's stubs type it by arity, wrongly
         limit = max_parallel or 2 * cluster.cpus
         pending, alone = deque(tasks), deque[Task]()  # alone: runs of a lost chunk, one per task
-        in_flight: dict = {}
+        in_flight: dict[ray.ObjectRef[list[Outcome]], tuple[list[Task], float]] = {}
         timed = [0.0, 0]  # seconds and count of runs that finished
 
         def submit() -> None:

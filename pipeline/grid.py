@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
-from pdors.config import ConfigError, build, to_dict
+from pdors.config import JSON, build, to_dict
+from pdors.errors import ConfigError
 from pdors.policies import policy_config
 from pdors.run import RunSpec
 from pdors.version import MODEL_VERSION  # part of every run id
@@ -46,7 +47,7 @@ def digest(obj: Any, n: int = 16) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:n]
 
 
-def _set(tree: dict, dotted: str, value: Any) -> None:
+def _set(tree: JSON, dotted: str, value: Any) -> None:
     *parents, leaf = dotted.split(".")
     for key in parents:
         node = tree.get(key)
@@ -55,7 +56,7 @@ def _set(tree: dict, dotted: str, value: Any) -> None:
     tree[leaf] = copy.deepcopy(value)
 
 
-def _check_path(axis: str, tree: dict, dotted: str) -> None:
+def _check_path(axis: str, tree: JSON, dotted: str) -> None:
     """An axis must name an existing parameter: the resolved defaults show which ones exist."""
     node, walked = tree, []
     for key in dotted.split("."):
@@ -201,7 +202,7 @@ def _trace_problem(spec: TaskSpec) -> str | None:
 SEED_MARK = -7_391_946_271_013  # never a seed (seeds are >= 0): marks where the seed goes in a spec's JSON
 
 
-def seeded_digests(obj: dict, seeds: list[int], n: int = 16) -> list[str]:
+def seeded_digests(obj: JSON, seeds: list[int], n: int = 16) -> list[str]:
     """``digest({**obj, "seed": s})`` for each seed, the JSON written once: a million-run plan in seconds."""
     blob = json.dumps({**obj, "seed": SEED_MARK}, sort_keys=True, separators=(",", ":"), allow_nan=False)
     mark = f'"seed":{SEED_MARK}'
@@ -217,7 +218,7 @@ def seeded_digests(obj: dict, seeds: list[int], n: int = 16) -> list[str]:
     return out
 
 
-def _sim_tasks(spec: TaskSpec, seeds: list[int], axes: dict, instance_ids: list[str]) -> list[Task]:
+def _sim_tasks(spec: TaskSpec, seeds: list[int], axes: dict[str, Any], instance_ids: list[str]) -> list[Task]:
     """A point's simulation of every seed (its ``spec`` resolved once; each task's spec is a shallow copy with
     its seed); ``instance_ids``: of each seed's instance."""
     unseeded = {k: v for k, v in spec.items() if k != "seed"}

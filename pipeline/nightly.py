@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pdors.config import JSON
 from pdors.errors import ExitStatus
 from pdors.markdown import number
 
@@ -139,9 +140,9 @@ class Report:
     settings: Settings
     name: str
     directory: Path
-    code: dict  # pdors version, git commit, package versions
-    record: dict
-    pinned: list = field(default_factory=list)  # nightly_record.Pinned
+    code: JSON  # pdors version, git commit, package versions
+    record: JSON
+    pinned: list[nightly_record.Pinned] = field(default_factory=list)
     fresh: list[FreshInstance] = field(default_factory=list)
     paper: list[nightly_paper.PaperScale] = field(default_factory=list)
 
@@ -221,7 +222,7 @@ def replay_command(fresh: FreshInstance, settings: Settings) -> str:
     )
 
 
-def code_version() -> dict:
+def code_version() -> JSON:
     import pdors
 
     from .provenance import git_commit, packages

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pdors.config import JSON
+
 if TYPE_CHECKING:
     from offline_opt.certified import Certified
     from pdors.model import Instance
@@ -47,7 +49,7 @@ class PaperScale:
     saved: Path | None = None
     theorem: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return {
             "seed": self.seed,
             "setting": self.setting,

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from pdors.config import JSON
 from pdors.errors import InputError
 
 
@@ -54,7 +55,7 @@ def rule(profile: str, count: int, first_seed: int, solver: str, time_limit: flo
     )
 
 
-def record(settings: RecordSettings, first_seed: int, code: dict, progress: bool = True) -> dict:
+def record(settings: RecordSettings, first_seed: int, code: JSON, progress: bool = True) -> JSON:
     """Scan seeds from ``first_seed`` and pin the first ``settings.pinned`` whose OPT is proven. Raises
     :class:`RecordError` (nothing written) when ``N * SCAN_FACTOR`` seeds give fewer."""
     from tqdm import tqdm
@@ -129,7 +130,7 @@ def record(settings: RecordSettings, first_seed: int, code: dict, progress: bool
     }
 
 
-def save(rec: dict, path: str | Path) -> None:
+def save(rec: JSON, path: str | Path) -> None:
     """One line per top-level field and per pinned instance: small diffs when the lead re-records."""
     head = [f" {json.dumps(k)}: {json.dumps(v)}" for k, v in rec.items() if k != "instances"]
     rows = ",\n  ".join(json.dumps(row) for row in rec["instances"])
@@ -137,7 +138,7 @@ def save(rec: dict, path: str | Path) -> None:
     Path(path).write_text("{\n" + ",\n".join(head) + f',\n "instances": [\n  {rows}\n ]\n}}\n')
 
 
-def load(path: str | Path, profile: str) -> dict:
+def load(path: str | Path, profile: str) -> JSON:
     """The record at ``path``, checked to be one and to be made for ``profile``."""
     try:
         rec = json.loads(Path(path).read_text())
@@ -165,13 +166,13 @@ class Pinned:
     utilities: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # failures
     changes: list[str] = field(default_factory=list)  # every difference from the record, reported
-    premise: dict = field(default_factory=dict)  # PD-ORS's Definition 1 on this instance (pdors.premise.Premise)
+    premise: JSON = field(default_factory=dict)  # PD-ORS's Definition 1 on this instance (pdors.premise.Premise)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSON:
         return dict(self.__dict__)
 
 
-def check(rec: dict, tolerance: float) -> list[Pinned]:
+def check(rec: JSON, tolerance: float) -> list[Pinned]:
     """Re-run every policy on every pinned instance. Fails an instance when a schedule has a validator
     violation, a policy earns more than OPT allows, or PD-ORS earns less than its record by more than
     ``tolerance`` (relative)."""

@@ -7,7 +7,7 @@ The whole dict is kept (``opt.result``).
 
 from __future__ import annotations
 
-from pdors.config import build
+from pdors.config import JSON, build
 from pdors.run import RunSpec, make_instance
 
 
@@ -18,7 +18,7 @@ def limit_problems(time_limit: float, mip_gap: float) -> list[str]:
     return limit_problems(time_limit, mip_gap)
 
 
-def ceiling(result: dict) -> float | None:
+def ceiling(result: JSON) -> float | None:
     """The most utility a policy may have on the instance of a recorded OPT ``result`` (``to_dict()``
     form): the least of the MILP's ceiling (``OptResult.ceiling``) and the certified dual bound; above it is a bug in
     the model, the validator or the bound."""
@@ -36,13 +36,13 @@ def ceiling(result: dict) -> float | None:
     return min((t for t in tops if t is not None), default=None)
 
 
-def certified_bound(result: dict) -> float | None:
+def certified_bound(result: JSON) -> float | None:
     """The certified upper bound on OPT (``offline_opt.dual_bound``) a recorded OPT ``result`` carries, if any."""
     value = (result.get("dual_bound") or {}).get("bound")
     return None if value is None else float(value)
 
 
-def solve(spec: dict) -> dict:
+def solve(spec: JSON) -> JSON:
     """``spec``: an OPT task's spec (instance fields, seed, ``opt`` settings) -> the result dict; ``primal`` is the
     feasible schedule built from the dual bound (``offline_opt.primal``; its utility is a lower bound on OPT)."""
     import offline_opt
@@ -70,7 +70,7 @@ def solve(spec: dict) -> dict:
     return {**result, "method": "milp", "dual_bound": bound, "primal": built}
 
 
-def primal_utility(result: dict) -> float | None:
+def primal_utility(result: JSON) -> float | None:
     """The validated utility of the primal schedule a recorded OPT ``result`` carries, if one was built."""
     p = result.get("primal") or {}
     ok = p.get("source") == "rmp" and p.get("violations") == 0

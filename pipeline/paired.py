@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from pdors.config import JSON
+
 CONFIDENCE = 0.95
 TIE_RTOL = 1e-9
 WILCOXON_MIN_N = 6
@@ -116,7 +118,7 @@ def _exp(x: float) -> float:
 MAX_LOG = math.log(sys.float_info.max)
 
 
-def wtl(p: Paired | dict) -> str:
+def wtl(p: Paired | JSON) -> str:
     """``wins/ties/losses`` of the reference, as text."""
     d = p.to_dict() if isinstance(p, Paired) else p
     return "-" if not d["n"] else f"{int(d['wins'])}/{int(d['ties'])}/{int(d['losses'])}"

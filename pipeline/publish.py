@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import pdors.version
 from pdors import atomic
+from pdors.config import JSON
 from pdors.errors import ExitStatus
 
 from .credentials import one_line
@@ -79,7 +80,7 @@ def _mark(store: Store, manifest: Manifest, track: bool) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _last(store: Store) -> dict | None:
+def _last(store: Store) -> JSON | None:
     """The record of the last publish, or None (none, or unreadable: publishing again costs only time)."""
     try:
         last = json.loads((store.meta / PUBLISHED).read_text())

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pdors import bounded, safe_yaml
-from pdors.config import ConfigError, build, quote, shorten
+from pdors.config import JSON, build, quote
+from pdors.errors import ConfigError, shorten
 from pdors.policies import POLICIES, policy_module
 
 from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
@@ -172,7 +173,7 @@ class SweepConfig:
     def opt_settings(self) -> OptConfig | None:
         return None if self.opt is None else build(OptConfig, self.opt, "opt")
 
-    def axis_values(self) -> dict[str, list]:
+    def axis_values(self) -> dict[str, list[Any]]:
         """Each axis -> its values, the components of a paired axis apart (in grid order)."""
         out = {}
         for key, values in self.grid.items():
@@ -206,7 +207,7 @@ def paired(key: str) -> list[str]:
     return [a.strip() for a in key.split(",")]
 
 
-def _key_problem(key: str, values: list, policies: dict) -> list[str]:
+def _key_problem(key: str, values: list[Any], policies: dict[str, JSON | None]) -> list[str]:
     axes = paired(key)
     if len(axes) == 1:
         return _axis_problem(key, values, policies)
@@ -226,7 +227,7 @@ def _key_problem(key: str, values: list, policies: dict) -> list[str]:
     return out + _duplicate_problem(f"grid.{key}", values)
 
 
-def _axis_problem(axis: str, values: list, policies: dict) -> list[str]:
+def _axis_problem(axis: str, values: list[Any], policies: dict[str, JSON | None]) -> list[str]:
     head = axis.split(".")[0]
     if head == "seed":
         return [f"grid.{axis}: seeds are set by the top-level 'seeds'"]
@@ -255,9 +256,9 @@ def _frozen(value: Any) -> Any:
     return value
 
 
-def _duplicates(values: list) -> list[int]:
+def _duplicates(values: list[Any]) -> list[int]:
     """Indices of the values equal to an earlier one, in one pass."""
-    seen: set = set()
+    seen: set[Any] = set()
     out = []
     for k, v in enumerate(values):
         key = _frozen(v)
@@ -267,7 +268,7 @@ def _duplicates(values: list) -> list[int]:
     return out
 
 
-def _duplicate_problem(where: str, values: list) -> list[str]:
+def _duplicate_problem(where: str, values: list[Any]) -> list[str]:
     dupes = _duplicates(values)
     return [f"{where}[{dupes[0]}]: duplicate value {quote(values[dupes[0]])}"] if dupes else []
 
@@ -303,7 +304,7 @@ def load(path: str | Path, overrides: Sequence[str] = ()) -> SweepConfig:
     return parse(raw(path, overrides))
 
 
-def raw(path: str | Path, overrides: Sequence[str] = ()) -> dict:
+def raw(path: str | Path, overrides: Sequence[str] = ()) -> JSON:
     """The config file's data with ``overrides`` applied, before validation (what ``config.yaml`` records)."""
     path = Path(path)
     try:
@@ -322,7 +323,7 @@ def raw(path: str | Path, overrides: Sequence[str] = ()) -> dict:
     return apply_overrides(data, overrides)
 
 
-def apply_overrides(data: dict, overrides: Sequence[str]) -> dict:
+def apply_overrides(data: JSON, overrides: Sequence[str]) -> JSON:
     """Hydra-style ``KEY=VALUE`` overrides: ``KEY`` a dotted path into the config (``seeds.count``,
     ``policies.pdors.rounding.gain``); under ``grid.`` the rest is one axis name (``grid.workload.mix``,
     ``grid.jobs,slots``). ``VALUE`` is YAML (``20``, ``0.8``, ``[10,20]``, ``range(10,50,10)``). The result is
@@ -369,7 +370,7 @@ def _range_len(start: float, stop: float, step: float) -> int:
     return math.ceil((stop - start) / step - 1e-9)  # exclusive stop, robust to float rounding
 
 
-def _range(key: str, text: str) -> list:
+def _range(key: str, text: str) -> list[float]:
     """``range(start, stop[, step])`` as Python's range (``stop`` excluded), for integers or numbers."""
     start, stop, step = _range_args(key, text)
     if all(isinstance(x, int) for x in (start, stop, step)):
@@ -385,7 +386,7 @@ def _length(key: str, values: Any) -> int:
     return len(values) if isinstance(values, list) and values else 1
 
 
-def task_count(data: dict) -> int:
+def task_count(data: JSON) -> int:
     """The tasks the config plans (simulations, plus one OPT per instance with ``opt``), computed from the
     lengths of the axes, the seeds and the policies before anything is expanded."""
     seeds, grid, policies = data.get("seeds"), data.get("grid"), data.get("policies")
@@ -400,7 +401,7 @@ def task_count(data: dict) -> int:
     return instances * points + (instances if data.get("opt") is not None else 0)
 
 
-def parse(data: dict, max_tasks: int = DEFAULT_MAX_TASKS) -> SweepConfig:
+def parse(data: JSON, max_tasks: int = DEFAULT_MAX_TASKS) -> SweepConfig:
     """Validate raw config data; a plan of more than ``max_tasks`` tasks is refused before it is expanded."""
     if (n := task_count(data)) > max_tasks:
         count = f"{n:,}" if n < 10**15 else f"about {float(n):.2e}"

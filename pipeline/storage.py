@@ -48,8 +48,8 @@ import pyarrow.parquet as pq
 
 from pdors import atomic
 from pdors.atomic import TMP_PREFIX
-from pdors.config import shorten
-from pdors.errors import LockedError, RecordDamaged, SweepError
+from pdors.config import JSON
+from pdors.errors import LockedError, RecordDamaged, SweepError, shorten
 from pdors.policies import POLICIES, policy_module
 from pdors.workload import WorkloadConfig
 
@@ -131,8 +131,8 @@ def runs_schema() -> pa.Schema:
     return _runs_schema()
 
 
-def flatten(tree: dict, prefix: str = "") -> dict:
-    out: dict = {}
+def flatten(tree: JSON, prefix: str = "") -> JSON:
+    out: JSON = {}
     for k, v in tree.items():
         key = f"{prefix}.{k}" if prefix else str(k)
         out.update(flatten(v, key) if isinstance(v, dict) and v else {key: v})
@@ -143,7 +143,7 @@ def _utc(t: float | None) -> datetime | None:
     return None if t is None else datetime.fromtimestamp(t, tz=UTC)
 
 
-def run_row(task: Task, outcome: Outcome, git_commit: str) -> dict:
+def run_row(task: Task, outcome: Outcome, git_commit: str) -> JSON:
     spec = task.spec
     row = {
         "run_id": task.run_id,
@@ -191,7 +191,7 @@ def run_row(task: Task, outcome: Outcome, git_commit: str) -> dict:
     return row
 
 
-def job_rows(task: Task, outcome: Outcome) -> list[dict]:
+def job_rows(task: Task, outcome: Outcome) -> list[JSON]:
     if task.kind != "sim" or outcome.result is None:
         return []
     ident = {
@@ -204,7 +204,7 @@ def job_rows(task: Task, outcome: Outcome) -> list[dict]:
     return [{**ident, **job} for job in outcome.result["jobs"]]
 
 
-def to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
+def to_table(rows: list[JSON], schema: pa.Schema) -> pa.Table:
     """Rows -> a table of exactly ``schema``: missing columns are null, JSON columns are serialised."""
     cols = {}
     for f in schema:
@@ -284,7 +284,7 @@ def _files(root: Path, table: str) -> list[Path]:
     return sorted(p for p in (root / table).glob("*.parquet") if not p.name.startswith((".", "_")))
 
 
-def _read(path: Path, columns: list[str]) -> tuple[dict, dict[bytes, bytes] | None] | None:
+def _read(path: Path, columns: list[str]) -> tuple[dict[str, list[Any]], dict[bytes, bytes] | None] | None:
     """Columns of one file (as lists) and its footer metadata, or None if it cannot be read as such (truncated,
     not Parquet, another table, a string that is not UTF-8)."""
     try:
@@ -309,7 +309,7 @@ class Damage:
     problem: str
 
 
-def _partner_problem(root: Path, batch: str, runs: dict, meta: dict[bytes, bytes] | None) -> str | None:
+def _partner_problem(root: Path, batch: str, runs: dict[str, list[Any]], meta: dict[bytes, bytes] | None) -> str | None:
     """Whether the other files of a runs file's batch are those it lists (a sealed batch), each matching its
     digest, and the jobs file holds as many rows as its ok simulations have jobs (footer only)."""
     sim_ok = [

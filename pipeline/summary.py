@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
+from pdors.config import JSON
 from pdors.errors import InputError
 from pdors.model import CRITICAL, INSENSITIVE, SENSITIVE
 from pdors.policies import POLICIES
@@ -369,7 +370,7 @@ def paired_head(reference: str) -> list[str]:
     ]
 
 
-def _paired_cells(p: dict) -> list[str]:
+def _paired_cells(p: JSON) -> list[str]:
     if not p or pd.isna(p.get("n")) or not p["n"]:
         return ["-"] * 4
     return [
@@ -552,7 +553,7 @@ def paired_markdown(overall: pd.DataFrame, reference: str) -> str:
     readings = overall["versus"].ne("").any()  # the reference has readings: each pairs on its own
     head = head[:1] + ([f"against {reference}"] if readings else []) + head[1:]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in overall.to_dict("records"):
+    for r in cast(list[JSON], overall.to_dict("records")):  # pandas types the keys Hashable: these are columns
         span = "-" if math.isnan(r["ratio_min"]) else f"{r['ratio_min']:.3g}-{r['ratio_max']:.3g}"
         cells = [
             r["policy"],

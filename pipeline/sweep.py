@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from pdors import atomic
-from pdors.config import quote, to_dict
+from pdors.config import JSON, quote, to_dict
 from pdors.errors import ExitStatus, SweepError
 
 from . import grid, schema, sizing, sweep_index
@@ -35,7 +35,7 @@ from .locate import locate, sweeps_under
 from .manifest import Manifest
 from .provenance import git_commit, packages
 from .storage import Damage, Index, Store, count, manifest_of, resume_command
-from .tasks import Plan, Task
+from .tasks import Outcome, Plan, Task
 
 if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
     from .executor import Cluster
@@ -75,7 +75,7 @@ class SweepOptions:
     dry_run: bool = False
     retry_failed: bool = False
     max_run_memory: float | None = None
-    max_tasks: int = schema.DEFAULT_MAX_TASKS  # a larger plan is refused before it is expanded
+    max_tasks: int = sizing.DEFAULT_MAX_TASKS  # a larger plan is refused before it is expanded
 
 
 @dataclass(kw_only=True)
@@ -250,7 +250,7 @@ def _resume_hint(config_path: str, overrides: list[str], root: Path, o: SweepOpt
     """The command that continues this sweep, with the options that let it run as this one did."""
     how = [
         *(["--in-process"] if o.in_process else []),
-        *(["--max-tasks", str(o.max_tasks)] if o.max_tasks != schema.DEFAULT_MAX_TASKS else []),
+        *(["--max-tasks", str(o.max_tasks)] if o.max_tasks != sizing.DEFAULT_MAX_TASKS else []),
         *(["--max-run-memory", str(o.max_run_memory)] if o.max_run_memory is not None else []),
     ]
     return shlex.join(["pdors", "sweep", "run", str(config_path), *overrides, "--out", str(root), "--resume", *how])
@@ -337,7 +337,7 @@ def _resumed_manifest(store: Store, fresh: Manifest, say: Say) -> Manifest:
     )
 
 
-def _write_config(store: Store, data: dict, config_path: str, overrides: list[str], manifest: Manifest) -> None:
+def _write_config(store: Store, data: JSON, config_path: str, overrides: list[str], manifest: Manifest) -> None:
     """The sweep's config as given and its manifest, the manifest last: a sweep is resumable once it exists."""
     header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
     atomic.write(store.meta / "config.yaml", header + yaml.safe_dump(data, sort_keys=False))
@@ -376,7 +376,7 @@ def _execute(
     )
     started = flushed = time.perf_counter()
     writing = 0.0
-    pending: list = []  # finished, not yet recorded: a kill loses at most FLUSH_SECONDS of runs
+    pending: list[tuple[Task, Outcome]] = []  # finished, not yet recorded: a kill loses at most FLUSH_SECONDS of runs
     try:
         chunks = (
             ([(t, execute(t, schedules))] for t in todo)
@@ -461,7 +461,7 @@ def list_sweeps(out: str | None, say: Say = say_out) -> int:
     stores = sweeps_under(out)
     if not stores:
         raise SweepError(f"no sweeps under {out or 'results/'}")
-    recorded: dict[Path, dict] = {}
+    recorded: dict[Path, dict[str, str]] = {}
     for store in stores:
         manifest = manifest_of(store)
         have = recorded.setdefault(store.root, store.recorded())  # run_id and status columns only

@@ -64,4 +64,5 @@ class Outcome:
     worker_pid: int | None
     started_at: float
     finished_at: float
-    schedule: dict | None = None  # with ``schedules``: the allocations as columns (pdors.schedule_io.rows)
+    # with ``schedules``: the allocations as columns (pdors.schedule_io.rows, as lists)
+    schedule: dict[str, list[Any]] | None = None

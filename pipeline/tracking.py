@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from pdors import atomic
+from pdors.config import JSON
 
 from .credentials import redact, split_auth
 from .manifest import Manifest
@@ -161,7 +162,7 @@ def _find(mlflow_client: MlflowClient, exp_id: str, filter_string: str) -> list[
             return runs
 
 
-def metrics(values: dict, timestamp: int | None = None, step: int = 0) -> list:
+def metrics(values: JSON, timestamp: int | None = None, step: int = 0) -> list[Metric]:
     """MLflow metrics for the finite values; ``timestamp`` (ms) defaults to now."""
     from mlflow.entities import Metric
 
@@ -177,7 +178,7 @@ def _value(v: Any) -> str:
     return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
 
 
-def params(values: dict) -> list:
+def params(values: JSON) -> list[Param]:
     from mlflow.entities import Param
 
     return [Param(k, _value(v)[:6000]) for k, v in values.items()]
@@ -220,7 +221,7 @@ def attach(manifest: Manifest, paths: list[Path], artifact_path: str, root: Path
     return parent
 
 
-def child_metric_values(row: pd.Series) -> dict:
+def child_metric_values(row: pd.Series) -> JSON:
     """A child's metrics from its aggregate row (:func:`pipeline.report.comparison`): the mean over seeds under
     the bare name, ``.std``, ``n``, ``failed`` and the ``paired.*`` columns."""
     out = {"n": row["n"], "failed": row["failed"]}
@@ -239,7 +240,7 @@ def shown(value: Any) -> Any:
     return round(float(value), SHOWN_DIGITS - 1 - math.floor(math.log10(abs(float(value)))))
 
 
-def view_state(parent: str, axes: list[str]) -> dict:
+def view_state(parent: str, axes: list[str]) -> JSON:
     """The runs table's view of one sweep: its children only (flat: a filter unnests them), ordered by name
     (policy, then grid values), with the policy, grid and seeds params and then :data:`VIEW_METRICS` as the
     leftmost columns (the table renders only the columns in sight)."""
@@ -256,7 +257,7 @@ def view_state(parent: str, axes: list[str]) -> dict:
     }
 
 
-def view_key(state: dict) -> str:
+def view_key(state: JSON) -> str:
     return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -284,7 +285,7 @@ def publish_view(mlflow_client: MlflowClient, exp_id: str, parent: str, axes: li
     return key
 
 
-def point_params(spec_json: str, policy: str) -> dict:
+def point_params(spec_json: str, policy: str) -> JSON:
     """Every setting of a run spec but the seed, flattened: ``machines``, ``workload.<field>``,
     ``<policy>.<param>`` (an OPT row: ``opt.<setting>``)."""
     from .storage import flatten
@@ -382,7 +383,7 @@ def _log_child(
     return str(child)
 
 
-def headline(runs: pd.DataFrame) -> dict:
+def headline(runs: pd.DataFrame) -> dict[str, float]:
     """Per policy, the mean over all its ok runs of the headline metrics: ``<policy>.<metric>.mean``."""
     ok = runs[(runs["status"] == "ok") & (runs["kind"] == "sim")]
     return {

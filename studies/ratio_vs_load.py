@@ -169,7 +169,8 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FormatStrFormatter
 
-    from pipeline.plots import DPI, FORMATS, policy_name, policy_style
+    from pipeline.names import policy_name
+    from pipeline.plots import DPI, FORMATS, policy_style
 
     pd_ = _pdors(table)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4), sharey=True)

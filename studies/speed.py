@@ -52,14 +52,18 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pdors.config import JSON
 from pdors.markdown import number, table
 from pdors.run_summary import RunSummary
 
 from . import algorithm_speed
+
+if TYPE_CHECKING:
+    from pipeline.tasks import Task
 
 SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
 EXTRA_SECTIONS = ("scale", "scale-pipeline", "sweep-overhead", "reproduction", "algorithm")
@@ -134,7 +138,7 @@ def _run(spec: dict[str, Any]) -> tuple[RunSummary, float]:
     return summary, time.process_time() - cpu
 
 
-def bench_latency(sizes: Sizes, seed: int) -> list[dict]:
+def bench_latency(sizes: Sizes, seed: int) -> list[JSON]:
     rows = []
     for machines in sizes.latency_machines:
         s, cpu = _run(dict(policy="pdors", machines=machines, jobs=sizes.jobs, slots=sizes.slots, seed=seed))
@@ -158,7 +162,7 @@ def bench_latency(sizes: Sizes, seed: int) -> list[dict]:
     return rows
 
 
-def bench_policies(sizes: Sizes, seed: int) -> list[dict]:
+def bench_policies(sizes: Sizes, seed: int) -> list[JSON]:
     from pdors.policies import POLICIES
 
     machines, jobs, slots = sizes.paper
@@ -178,7 +182,7 @@ def bench_policies(sizes: Sizes, seed: int) -> list[dict]:
     return rows
 
 
-def bench_scale(sizes: Sizes, seed: int) -> list[dict]:
+def bench_scale(sizes: Sizes, seed: int) -> list[JSON]:
     """Every policy once at ``sizes.scale``; the wall time is the whole run (``pdors.run.run``), validation
     and summary included. Ratios to ``SCALE_BEFORE`` only at its size."""
     from pdors.policies import POLICIES
@@ -212,7 +216,7 @@ def bench_scale(sizes: Sizes, seed: int) -> list[dict]:
     return rows
 
 
-def bench_reference(seed: int) -> dict:
+def bench_reference(seed: int) -> JSON:
     from pdors.policies.pdors import PDORS, Config
     from pdors.policies.pdors_reference import ReferencePDORS
     from pdors.simulator import simulate
@@ -233,7 +237,7 @@ def bench_reference(seed: int) -> dict:
     return out
 
 
-def bench_opt(sizes: Sizes) -> list[dict]:
+def bench_opt(sizes: Sizes) -> list[JSON]:
     from offline_opt.solve import solve
     from offline_opt.solvers import SOLVERS
     from studies.opt_formulation import instance
@@ -255,7 +259,7 @@ def bench_opt(sizes: Sizes) -> list[dict]:
     return rows
 
 
-def _sweep_tasks(sizes: Sizes) -> list:
+def _sweep_tasks(sizes: Sizes) -> list[Task]:
 
     from pipeline import grid, schema
 
@@ -265,7 +269,7 @@ def _sweep_tasks(sizes: Sizes) -> list:
     return grid.expand(schema.parse(data)).tasks
 
 
-def bench_ray(sizes: Sizes) -> list[dict]:
+def bench_ray(sizes: Sizes) -> list[JSON]:
     """The same tasks on a local Ray with 1 and then 2 CPUs (workers), each with the sweep's default of 2 x CPUs
     tasks in flight; Ray's start-up (``ray.init``) is timed apart.
 
@@ -303,7 +307,7 @@ def bench_ray(sizes: Sizes) -> list[dict]:
     return rows
 
 
-def bench_reproduction(workers: int = 2) -> list[dict]:
+def bench_reproduction(workers: int = 2) -> list[JSON]:
     """Per config: the first seed's tasks timed here, one core each; the estimate for ``workers`` workers is
     their total x (all tasks / sampled tasks) / workers, i.e. perfect packing (a lower bound on the real
     makespan, whose tail the slowest task sets)."""
@@ -369,7 +373,7 @@ SWEEP_PROBE = (
 )
 
 
-def _pipeline_sweep(where: Path, name: str, seeds: int, num_cpus: int, *overrides: str) -> tuple[float, dict]:
+def _pipeline_sweep(where: Path, name: str, seeds: int, num_cpus: int, *overrides: str) -> tuple[float, JSON]:
     """The scale-pipeline sweep run in a subprocess: its wall seconds and its :class:`pipeline.sweep.SweepResult`
     (as a dict)."""
     import yaml
@@ -411,7 +415,7 @@ def _pipeline_sweep(where: Path, name: str, seeds: int, num_cpus: int, *override
     return wall, json.loads(result.read_text())
 
 
-def bench_pipeline(sizes: Sizes) -> dict:
+def bench_pipeline(sizes: Sizes) -> JSON:
     """The scale-pipeline section (module docstring); everything in a temporary directory."""
     import tempfile
 
@@ -485,7 +489,7 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float,
     return int(code), float(wall), float(cpu), done.stderr
 
 
-def bench_sweep_overhead(sizes: Sizes, source: Path | None = None) -> dict:
+def bench_sweep_overhead(sizes: Sizes, source: Path | None = None) -> JSON:
     """The sweep-overhead section (module docstring); ``source``: the code to measure (default: this one)."""
     import tempfile
 
@@ -541,7 +545,7 @@ def _peak_rss_mib(code: str, *args: str) -> float:
     return int(done.stdout.split()[-1]) / 1024.0  # kB
 
 
-def bench_memory(sizes: Sizes, seed: int) -> list[dict]:
+def bench_memory(sizes: Sizes, seed: int) -> list[JSON]:
     from pdors.policies import POLICIES
 
     machines, jobs, slots = sizes.paper
@@ -559,7 +563,7 @@ def bench_memory(sizes: Sizes, seed: int) -> list[dict]:
     return rows
 
 
-def machine() -> dict:
+def machine() -> JSON:
     from importlib.metadata import version
 
     return {
@@ -582,7 +586,7 @@ def _table(rows: list[dict[str, Any]], keys: list[str]) -> str:
     return table(keys, ([cell(r.get(k)) for k in keys] for r in rows))
 
 
-def report(results: dict) -> str:
+def report(results: JSON) -> str:
     """The results as Markdown: one table per section, with the ratios the targets are stated in."""
     out = [f"machine: {results['machine']}"]
     if rows := results.get("latency"):
@@ -737,10 +741,10 @@ def report(results: dict) -> str:
     return "\n".join(out)
 
 
-def run_bench(sections: list[str], sizes: Sizes, seed: int) -> dict:
+def run_bench(sections: list[str], sizes: Sizes, seed: int) -> JSON:
     from tqdm import tqdm
 
-    results: dict = {"machine": machine(), "sizes": asdict(sizes), "seed": seed}
+    results: JSON = {"machine": machine(), "sizes": asdict(sizes), "seed": seed}
     steps = {
         "latency": lambda: bench_latency(sizes, seed),
         "policies": lambda: bench_policies(sizes, seed),

@@ -17,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..config import JSON
 from ..model import Instance
 from ..workload import WorkloadConfig
 
@@ -96,7 +97,7 @@ class Policy:
     def reset(self, instance: Instance, seed: int) -> None:
         """Prepare for a new run on ``instance``; ``seed`` drives any randomness of the policy."""
 
-    def summary(self) -> dict:
+    def summary(self) -> JSON:
         """Policy-specific statistics of the run just simulated (JSON-friendly)."""
         return {}
 

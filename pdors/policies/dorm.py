@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
 
-from ..config import bounded
+from ..config import JSON, bounded
 from ..highs_lp import highs_lp, new_highs
 from ..model import Instance, Jobs
 from ..portable_math import dot
@@ -181,7 +181,7 @@ class Dorm(SlotPolicy):
         out: np.ndarray = np.rint(np.asarray(self.highs.getSolution().col_value)[:n]).astype(np.int64)
         return out
 
-    def summary(self) -> dict:
+    def summary(self) -> JSON:
         return dict(self.stats)
 
 

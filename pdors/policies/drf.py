@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import JSON
 from ..model import Instance
 from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
 from .placement import Placement, next_machine, slot_allocation
@@ -84,7 +85,7 @@ class DRF(SlotPolicy):
             heapq.heappush(heap, (share, i))
         return slot_allocation(inst.num_jobs, H, placed)
 
-    def summary(self) -> dict:
+    def summary(self) -> JSON:
         return {"increments": self.increments}
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import bounded, range_problem
+from ..config import JSON, bounded, range_problem
 from ..model import Instance
 from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
 from .placement import Placement, place_job, ps_count, reserve, slot_allocation
@@ -65,7 +65,7 @@ class FIFO(SlotPolicy):
             self.started += 1
         return slot_allocation(inst.num_jobs, inst.num_machines, self.running)
 
-    def summary(self) -> dict:
+    def summary(self) -> JSON:
         return {
             "started": self.started,
             "blocked_slots": self.blocked_slots,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..config import JSON
 from ..model import Instance
 from ..portable_math import dot
 from ..primal_dual.config import PrimalDualConfig
@@ -141,7 +142,7 @@ class OASiS(PlanningPolicy):
             s_plan[a + j, S] = fs.counts(int(servers[k]), len(S))
         return JobPlan(workers=w_plan, servers=s_plan, completion=a + result.completion, payoff=result.payoff)
 
-    def summary(self) -> dict:
+    def summary(self) -> JSON:
         payoff = np.array(self.payoffs)
         return {
             "decided": int(payoff.size),

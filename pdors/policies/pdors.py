@@ -36,6 +36,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..config import JSON
 from ..model import Instance
 from ..primal_dual.config import PrimalDualConfig, RoundingConfig
 from ..primal_dual.dynamic_program import aligned_levels, plan_levels
@@ -185,7 +186,7 @@ class PDORS(PlanningPolicy):
         """JobShape's (gamma_internal, servers_at_most_workers): the thesis's (3.4) and (3.5), or none."""
         return (float(self.gamma_internal[job]), self.ps_at_most_workers) if self.thesis else (None, False)
 
-    def summary(self) -> dict:
+    def summary(self) -> JSON:
         solves = self._solves
         attempts, lp_cost, best_cost, gains, integer_cost = (
             np.array([getattr(s, k) for s in solves], dtype=float)

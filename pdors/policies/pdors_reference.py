@@ -233,7 +233,7 @@ def theta(
     price: np.ndarray,
     free: np.ndarray,
     rounding: RoundingConfig,
-    seed_key: tuple,
+    seed_key: tuple[int, ...],
     reject_on_failure: bool = False,
 ) -> Option | float | None:
     """Algorithm 4 for v samples (workload level k) in one slot: the cheaper of Case 1 and Case 2. With

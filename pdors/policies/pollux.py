@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import bounded
+from ..config import JSON, bounded
 from ..model import Instance
 from ..portable_math import dot, power
 from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
@@ -301,7 +301,7 @@ class Pollux(SlotPolicy):
             extra.take_from(free, alpha, beta)
         return Candidate(placements=placements, cursor=cursor, shortfall=shortfall)
 
-    def summary(self) -> dict:
+    def summary(self) -> JSON:
         return dict(self.stats)
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import JSON
 from ..model import Instance, Jobs
 from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
 from .placement import FIT_ATOL, Placement, ps_count, room, round_robin, slot_allocation
@@ -222,7 +223,7 @@ class Preemptive(SlotPolicy):
         c.finish[done] = t
         self.stats["chunks_finished"] += int(done.sum())
 
-    def summary(self) -> dict:
+    def summary(self) -> JSON:
         return dict(self.stats)
 
 

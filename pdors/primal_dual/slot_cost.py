@@ -126,7 +126,7 @@ class SlotState:
     p_s: np.ndarray
     demand: np.ndarray
     rounding: RoundingConfig
-    seed_key: tuple
+    seed_key: tuple[int, ...]
     reject_on_failure: bool = False  # a level whose rounding fails keeps its LP cost and is marked failed
 
     @functools.cached_property
@@ -149,7 +149,9 @@ class SlotCosts:
     one) and is marked in ``failed``: a schedule that uses it discards the job (paper Section V).
     """
 
-    def __init__(self, cost: np.ndarray, options: list, exact: np.ndarray, candidates: list[int], state: SlotState):
+    def __init__(
+        self, cost: np.ndarray, options: list[Option | None], exact: np.ndarray, candidates: list[int], state: SlotState
+    ):
         self.cost, self.options, self.exact = cost, options, exact
         self.failed = np.zeros(len(cost), dtype=bool)  # rounding failed (with ``reject_on_failure``)
         self.external_solves: list[ExternalSolve] = []  # one per rounding
@@ -207,7 +209,8 @@ class SlotCosts:
             self.cost[level] = max(self.cost[level], bound)
 
     def _internal(self, k: int) -> float:
-        return self.options[k].cost if self.options[k] is not None else np.inf
+        option = self.options[k]
+        return option.cost if option is not None else np.inf
 
     def _settle(self, k: int, external: Option | None) -> None:
         """theta = the cheaper of internal and ``external`` (ties to internal)."""
@@ -322,7 +325,7 @@ def slot_costs(
     prices: np.ndarray,
     free: np.ndarray,
     rounding: RoundingConfig,
-    seed_key: tuple,
+    seed_key: tuple[int, ...],
     lazy: bool = False,
     classes: MachineClasses | None = None,
     reject_on_failure: bool = False,
@@ -337,7 +340,7 @@ def slot_costs(
     q = len(levels)
     cost = np.full(q, np.inf)
     cost[0] = 0.0
-    options: list = [None] * q
+    options: list[Option | None] = [None] * q
     first, counts, member_class = classes if classes is not None else machine_classes(prices, free)
     cls_prices, cls_free = prices[first], free[first]
 
