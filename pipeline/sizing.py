@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-BASE_BYTES = 101.5 * 2**20  # fitted by fit() on the sizes of SIZES (python -m pipeline.sizing, docs/PIPELINE.md)
-BYTES_PER_CELL = 11.13
+BASE_BYTES = 79.6 * 2**20  # fitted by fit() on the sizes of SIZES (python -m pipeline.sizing, docs/PIPELINE.md)
+BYTES_PER_CELL = 13.05
 MACHINE_SHARE = 0.5  # of the available memory, for runs; the rest for the driver, Ray and other work
 DEFAULT_MAX_TASKS = 1_000_000  # tasks one sweep may plan (``pdors sweep run --max-tasks`` raises it)
 # --max-tasks itself: a plan is expanded in memory (about 1 KB per task), so 5,000,000 tasks are about 5 GB
