@@ -95,7 +95,6 @@ def _even(
     """Job i completing by k with the same fewest workers in every slot a_i..k: internal on the class where that
     costs least at ``prices``, else external; None if neither holds them."""
     jobs = instance.jobs
-    C, R = opt.capacity.shape
     a, gamma = int(jobs.arrival[i]), int(jobs.gamma[i])
     n = k - a + 1
     ts = np.arange(a, k + 1)
@@ -111,16 +110,33 @@ def _even(
         cw, cv, w, klass = cs.ext_worker_class[i, ts], cs.ext_server_class[i, ts], w_ext, -1
     else:
         return None
-    rows = np.concatenate([((ts * C + cw)[:, None] * R + np.arange(R)), ((ts * C + cv)[:, None] * R + np.arange(R))])
     use = np.concatenate([np.tile(w * opt.alpha[i], (n, 1)), np.tile(-(-w // gamma) * opt.beta[i], (n, 1))])
     workers, klasses = np.zeros(opt.slots, dtype=np.int64), np.full(opt.slots, -1, dtype=np.int64)
     workers[ts], klasses[ts] = w, klass
+    return _built(opt, i, k, ts, cw, cv, use, workers, klasses)
+
+
+def _built(
+    opt: Options,
+    i: int,
+    k: int,
+    ts: np.ndarray,
+    cw: np.ndarray,
+    cv: np.ndarray,
+    use: np.ndarray,
+    workers: np.ndarray,
+    klass: np.ndarray,
+) -> _Column:
+    """Job i completing at k with ``workers`` per slot (``klass`` -1: split externally): its workers' classes
+    ``cw`` and servers' ``cv`` in slots ``ts`` give the capacity rows it uses, ``use`` (workers' rows first)."""
+    C, R = opt.capacity.shape
+    rows = np.concatenate([((ts * C + cw)[:, None] * R + np.arange(R)), ((ts * C + cv)[:, None] * R + np.arange(R))])
     return _Column(
         job=i,
         slot=k,
         utility=float(opt.utility[i, k]),
         workers=workers,
-        klass=klasses,
+        klass=klass,
         rows=rows.ravel(),
         use=use.ravel(),
     )
@@ -128,7 +144,6 @@ def _even(
 
 def _column(opt: Options, cs: Costs, hl: Hull, pr: Pricing, i: int, k: int, gamma: int) -> _Column:
     _, T, Q = hl.length.shape
-    C, R = opt.capacity.shape
     at = int(pr.cross[i, k])
     pos = np.arange(at + 1)
     take = pos[(pr.slot[i, pos] <= k) & (pr.length[i, pos] > 0)]
@@ -154,17 +169,8 @@ def _column(opt: Options, cs: Costs, hl: Hull, pr: Pricing, i: int, k: int, gamm
     internal = klass[ts] >= 0
     cw = np.where(internal, klass[ts], cs.ext_worker_class[i, ts])
     cv = np.where(internal, klass[ts], cs.ext_server_class[i, ts])
-    rows = np.concatenate([((ts * C + cw)[:, None] * R + np.arange(R)), ((ts * C + cv)[:, None] * R + np.arange(R))])
     use = np.concatenate([w[:, None] * opt.alpha[i], s[:, None] * opt.beta[i]])
-    return _Column(
-        job=i,
-        slot=k,
-        utility=float(opt.utility[i, k]),
-        workers=workers,
-        klass=klass,
-        rows=rows.ravel(),
-        use=use.ravel(),
-    )
+    return _built(opt, i, k, ts, cw, cv, use, workers, klass)
 
 
 def _policy_columns(instance: Instance, schedule: Schedule, v: Validation, of_machine: np.ndarray) -> list[_Column]:
