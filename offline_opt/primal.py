@@ -19,7 +19,7 @@ Every step counts work (nodes, slots, jobs) and none reads the clock: the result
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -438,20 +438,10 @@ def primal(
     # not what packs), so both are built and the better kept
     tries = [_build(instance, priced + extra)] + ([_build(instance, priced)] if extra else [])
     schedule, v, master, status, columns, placed = max(tries, key=lambda x: x[1].total_utility if x[1].ok else -1.0)
+    out = fallback(status, master, columns, placed)
     if not v.ok or v.total_utility <= best_u:
-        out = fallback(status, master, columns, placed)
-        return Primal(**{**out.__dict__, "violations": sum(len(x[1].violations) for x in tries)})
-    return Primal(
-        schedule=schedule,
-        utility=v.total_utility,
-        source="rmp",
-        master=master,
-        master_status=status,
-        columns=columns,
-        placed=placed,
-        violations=0,
-        wall_s=time.perf_counter() - start,
-    )
+        return replace(out, violations=sum(len(x[1].violations) for x in tries))
+    return replace(out, schedule=schedule, utility=v.total_utility, source="rmp")
 
 
 def _build(instance: Instance, cols: list[_Column]) -> tuple[Schedule, Validation, float, str, int, int]:
