@@ -7,6 +7,7 @@ one panel per value of every other grid axis unless the figure averages over it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import matplotlib
 
@@ -144,21 +145,26 @@ def _legend_outside(out: Figure, axes: np.ndarray) -> None:
         out.legend(list(entries.values()), list(entries), loc="outside right upper", fontsize=7)
 
 
-def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
-    """The matplotlib Figure for one figure's table (columns ``summary.FIGURE_COLUMNS``): one panel per
-    value of ``panel``."""
-    panels = list(dict.fromkeys(table["panel"])) or [""]
+def _grid(panels: list[str], sharey: bool | Literal["row"]) -> tuple[Figure, np.ndarray]:
+    """A constrained figure with ``layout(panels)`` panels of PANEL_SIZE, room on the right for the legend."""
     rows, cols = layout(panels)
-    # A y-axis per row: a row compares one regime's panels (its last setting varies along it); two regimes
-    # differ several-fold in magnitude.
-    out, axes = plt.subplots(
+    return plt.subplots(
         rows,
         cols,
         figsize=(PANEL_SIZE[0] * cols + 1.2, PANEL_SIZE[1] * rows),
         squeeze=False,
-        sharey="row",
+        sharey=sharey,
         layout="constrained",
     )
+
+
+def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
+    """The matplotlib Figure for one figure's table (columns ``summary.FIGURE_COLUMNS``): one panel per
+    value of ``panel``."""
+    panels = list(dict.fromkeys(table["panel"])) or [""]
+    # A y-axis per row: a row compares one regime's panels (its last setting varies along it); two regimes
+    # differ several-fold in magnitude.
+    out, axes = _grid(panels, sharey="row")
     xs = [v for v in dict.fromkeys(table["x"]) if v != "-"]
     numeric = bool(xs) and all(_number(v) is not None for v in xs)
     pos = {v: (_number(v) if numeric else k) for k, v in enumerate(xs)}
@@ -273,15 +279,7 @@ def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str
     xs = list(dict.fromkeys(drawn["policy"] if x_axis == POLICY_AXIS else drawn[x_axis]))
     policies = list(dict.fromkeys(drawn["policy"]))
     panels = list(dict.fromkeys(drawn["panel"])) or [""]  # a panel with no log ratio is not drawn
-    rows, cols = layout(panels)
-    out, grid = plt.subplots(
-        rows,
-        cols,
-        figsize=(PANEL_SIZE[0] * cols + 1.2, PANEL_SIZE[1] * rows),
-        squeeze=False,
-        sharey=True,
-        layout="constrained",
-    )
+    out, grid = _grid(panels, sharey=True)
     width = 0.8 / max(len(policies), 1)
     for ax, name in zip(grid.flat, panels, strict=False):
         part = ratios[(ratios["panel"] == name) & positive]
