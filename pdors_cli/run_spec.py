@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pdors import bounded, safe_yaml
 from pdors.config import JSON
 from pdors.errors import ConfigError, InputError
 from pdors.policies import POLICIES
@@ -13,6 +12,8 @@ from pipeline.sizing import MACHINE_SHARE, memory_problem
 
 
 def _load_yaml(path: str) -> JSON:
+    from pdors import bounded, safe_yaml  # here: `pdors simulate --help` needs no YAML parser
+
     try:
         data = safe_yaml.load(bounded.read(path, safe_yaml.MAX_BYTES), "--config")
     except bounded.InputTooLarge as e:

@@ -1,6 +1,7 @@
 """Start-up cost where users wait: `pdors --help`, `pdors sweep --help`, `pdors simulate --help`, `sweep status`,
-`sweep list` and a sweep re-run with nothing to do import neither Pyomo, Ray nor MLflow (each command in a fresh
-interpreter, its ``sys.modules`` read at exit). Their times are in `pdors bench` (docs/PERFORMANCE.md)."""
+`sweep list` and a sweep re-run with nothing to do import neither Pyomo, Ray nor MLflow, and the help texts not
+even NumPy or a YAML parser (each command in a fresh interpreter, its ``sys.modules`` read at exit). Their times
+are in `pdors bench` (docs/PERFORMANCE.md)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,26 @@ from sweep_fixtures import TINY, write_config
 from pdors_cli.main import main
 
 HEAVY = ("pyomo", "ray", "mlflow")
+LIGHT = ("numpy", "yaml")  # not heavy, but a help text needs neither (NumPy alone is ~0.1 s of CPU)
 # Runs `pdors ARGV` in this interpreter and prints (exit status, the heavy packages imported) as JSON.
 PROBE = (
     "import json, sys\nfrom pdors_cli.main import main\n"
     "try:\n    code = main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-    f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})\n"
+    f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY + LIGHT)!r})\n"
     "print(json.dumps([code, heavy]), file=sys.stderr)"
 )
 
 
 def pdors(*argv: str, cwd: Path) -> tuple[int, list[str], str]:
-    """Exit status, heavy packages imported and standard output of `pdors ARGV` in a fresh interpreter."""
+    """Exit status, heavy (or NumPy, YAML) packages imported and standard output of `pdors ARGV` in a fresh
+    interpreter."""
     done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=cwd, timeout=300)
-    code, heavy = json.loads(done.stderr.strip().splitlines()[-1])
-    return code, heavy, done.stdout
+    code, imported = json.loads(done.stderr.strip().splitlines()[-1])
+    return code, imported, done.stdout
+
+
+def heavy_only(imported: list[str]) -> list[str]:
+    return [m for m in imported if m in HEAVY]
 
 
 def test_help_imports_no_solver_ray_or_mlflow(tmp_path: Path) -> None:
@@ -44,12 +51,31 @@ def test_status_list_and_an_identical_rerun_import_no_solver_ray_or_mlflow(tmp_p
     published = {p: p.stat().st_mtime_ns for p in summary.rglob("summary.md")}
     for argv in (["sweep", "status", "--out", out], ["sweep", "list", "--out", out]):
         code, heavy, text = pdors(*argv, cwd=tmp_path)
-        assert code == 0 and heavy == [] and "12 ok" in text.replace("     ", " "), (argv, heavy, text)
+        assert code == 0 and heavy_only(heavy) == [] and "12 ok" in text.replace("     ", " "), (argv, heavy, text)
     # the same sweep again, without --resume or --in-process: nothing to run (no Ray), nothing to publish
     code, heavy, text = pdors("sweep", "run", str(config), "--out", out, cwd=tmp_path)
-    assert code == 0 and heavy == [] and "12 already recorded, 0 to run" in text and "nothing to do" in text, text
+    assert (
+        code == 0 and heavy_only(heavy) == [] and "12 already recorded, 0 to run" in text and "nothing to do" in text
+    ), text
     assert {p: p.stat().st_mtime_ns for p in summary.rglob("summary.md")} == published
     # a published file removed: published again (the record of the publish is not trusted alone)
     next(iter(published)).unlink()
     code, heavy, text = pdors("sweep", "run", str(config), "--out", out, cwd=tmp_path)
     assert code == 0 and "nothing to do" not in text and all(p.exists() for p in published), text
+
+
+def test_the_package_imports_its_public_names_on_first_use(tmp_path: Path) -> None:
+    # `import pdors` is light; each public name then resolves to its definition, and `pdors.run` stays the
+    # function after the submodule of the same name is imported (by `from pdors.run import ...` anywhere)
+    probe = (
+        "import sys\nimport pdors\nassert 'numpy' not in sys.modules, 'numpy'\n"
+        "from pdors.run import RunSpec\nimport pdors.run\n"
+        "from pdors.run import run as defined\nassert pdors.run is defined and callable(pdors.run), pdors.run\n"
+        "assert pdors.RunSpec is RunSpec and set(pdors.__all__) <= set(dir(pdors))\n"
+        "import json\nhomes = {getattr(getattr(pdors, n), '__module__', 'pdors') for n in pdors.__all__}\n"
+        "print(json.dumps(sorted(homes)))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    homes = {"pdors", "pdors.model", "pdors.policies", "pdors.run", "pdors.run_summary", "pdors.validator"}
+    assert set(json.loads(done.stdout)) == homes | {"pdors.workload"}, done.stdout

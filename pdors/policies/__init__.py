@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import build
 from ..errors import InputError
-from .base import Policy, RunShape
+
+if TYPE_CHECKING:  # at run time the policy modules import them: the registry's names alone import no NumPy
+    from .base import Policy, RunShape
 
 POLICIES: tuple[str, ...] = ("pdors", "fifo", "drf", "dorm", "oasis", "pollux", "preemptive")
 # The policies that keep the thesis's PS rules (3.4)-(3.5) under ``workload: {profile: thesis}``; the others
