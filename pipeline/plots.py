@@ -6,6 +6,8 @@ one panel per value of every other grid axis unless the figure averages over it.
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -236,13 +238,29 @@ def formats(png: Path) -> list[Path]:
     return [png.with_suffix(s) for s in FORMATS]
 
 
-def utility_vs_axis(runs: pd.DataFrame, axes: list[str], path: Path, metric: str = "total_utility") -> Path:
+def utility_vs_axis(
+    runs: pd.DataFrame,
+    axes: list[str],
+    path: Path,
+    drawn: Sequence[FigureConfig] = (),
+    files: Sequence[Path] = (),
+    metric: str = "total_utility",
+) -> Path:
     """The sweep's default plot: ``metric`` against the first grid axis, one line per policy, one panel per
-    value of the other axes; with no grid, one bar per policy."""
+    value of the other axes; with no grid, one bar per policy. Copied, not drawn again, when the same figure is
+    in ``drawn`` (the report's figures, whose files are among ``files``: the report's default figure is this
+    one)."""
     name = str(runs["sweep_id"].iloc[0]).rsplit("-", 1)[0] if "sweep_id" in runs and len(runs) else ""
     title = f"{name}: {METRIC_LABELS.get(metric, metric).lower()}" if name else metric  # the name, not the hash
     fig = FigureConfig(name=path.stem, title=title, x=axes[0] if axes else POLICY_AXIS, metric=metric)
-    return draw(figure_table(runs, fig, axes), fig, path)
+    same = [p for p in files if p.name == f"{fig.name}.png"]
+    if fig not in drawn or not same:
+        return draw(figure_table(runs, fig, axes), fig, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for source, target in zip(formats(same[0]), formats(path), strict=True):
+        with atomic.replacing(target) as tmp:
+            shutil.copyfile(source, tmp)
+    return path
 
 
 def paired_figure(pairs: pd.DataFrame, axes: list[str], reference: str, title: str, path: Path) -> Path:

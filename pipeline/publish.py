@@ -101,21 +101,22 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``."""
     from . import headline, plots, summary, theorem_check, tracking
-    from .report import comparison, draw_all, runs_of
+    from .report import comparison, draw_all, figures_of, runs_of
 
     tick = time.perf_counter()
     counts, runs = runs_of(store, manifest)
     axes, reference = manifest.axes, summary.reference_policy(manifest)
-    agg = comparison(runs, manifest)
+    found = summary.pairs(runs, axes, reference)  # once: the table, the comparison and the report pair alike
+    agg = comparison(runs, manifest, found)
     table = summary.markdown(agg, axes, reference)
     table += f"\nPaired over every grid point and seed, against {reference}:\n\n" + summary.paired_markdown(
-        summary.paired_overall(runs, axes, reference), reference
+        summary.paired_overall(runs, axes, reference, found), reference
     )
     top = headline.table(runs, axes, reference)
     atomic.write(store.meta / "summary.csv", agg.to_csv(index=False))
     atomic.write(store.meta / "summary.md", headline.markdown(top, reference) + "\n## Every grid point\n\n" + table)
-    plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png")
-    figures = draw_all(runs, manifest, store.meta / "report")
+    figures = draw_all(runs, manifest, store.meta / "report", found)
+    plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png", figures_of(manifest), figures)
     say("\n" + headline.text(top, reference))
     for failed in runs[runs["status"] != "ok"].head(5).itertuples():
         say(

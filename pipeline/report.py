@@ -43,11 +43,11 @@ def runs_of(store: Store, manifest: Manifest) -> tuple[Counts, pd.DataFrame]:
     return counts, summary.with_job_metrics(runs, store.read("jobs", JOB_COLUMNS).to_pandas())
 
 
-def comparison(runs: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
+def comparison(runs: pd.DataFrame, manifest: Manifest, found: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (grid point, policy): :func:`pipeline.summary.aggregate` with the paired columns against
-    the sweep's reference policy."""
+    the sweep's reference policy (``found``: its :func:`pipeline.summary.pairs` if already computed)."""
     axes = manifest.axes
-    return summary.with_paired(summary.aggregate(runs, axes), runs, axes, summary.reference_policy(manifest))
+    return summary.with_paired(summary.aggregate(runs, axes), runs, axes, summary.reference_policy(manifest), found)
 
 
 def figures_of(manifest: Manifest) -> list[FigureConfig]:
@@ -133,13 +133,14 @@ def html_report(markdown: str, directory: Path) -> str:
     return f"{head}<body>{''.join(body)}</body></html>"
 
 
-def draw_all(runs: pd.DataFrame, manifest: Manifest, out: Path) -> list[Path]:
+def draw_all(runs: pd.DataFrame, manifest: Manifest, out: Path, found: pd.DataFrame | None = None) -> list[Path]:
     """Every figure of the sweep as PNG, PDF, CSV and Markdown under ``out``, the paired figure and table, then
-    the index as Markdown and as self-contained HTML; the paths."""
+    the index as Markdown and as self-contained HTML; the paths. ``found``: the sweep's
+    :func:`pipeline.summary.pairs` if already computed."""
     out.mkdir(parents=True, exist_ok=True)
     axes, reference = manifest.axes, summary.reference_policy(manifest)
-    pairs = summary.pairs(runs, axes, reference)
-    overall = summary.paired_overall(runs, axes, reference)
+    pairs = summary.pairs(runs, axes, reference) if found is None else found
+    overall = summary.paired_overall(runs, axes, reference, pairs)
     paired = f"{manifest.name}.paired"  # named by sweep: several sweeps may draw into one --out
     atomic.write(out / f"{paired}.csv", overall.to_csv(index=False))
     pair_png = plots.paired_figure(

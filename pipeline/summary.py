@@ -523,19 +523,24 @@ def paired_stats(pairs_frame: pd.DataFrame, by: list[str], metric: str = "total_
     return pd.DataFrame(rows, columns=[*by, *paired.FIELDS])
 
 
-def with_paired(agg: pd.DataFrame, runs: pd.DataFrame, axes: list[str], reference: str) -> pd.DataFrame:
+def with_paired(
+    agg: pd.DataFrame, runs: pd.DataFrame, axes: list[str], reference: str, found: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """``agg`` (:func:`aggregate`) with ``paired.<field>`` columns: each point's total utility against the
-    reference's on the same instances (NaN on the reference's own rows)."""
-    found = pairs(runs, axes, reference)
+    reference's on the same instances (NaN on the reference's own rows); ``found``: :func:`pairs` of the same
+    arguments if already computed."""
+    found = pairs(runs, axes, reference) if found is None else found
     first_reading = found["versus"].iloc[0] if len(found) else ""  # one row per point: the grid's first reading
     stats = paired_stats(found[found["versus"] == first_reading], ["point_id"]).set_index("point_id")
     return agg.join(stats.add_prefix(PAIRED_PREFIX), on="point_id")
 
 
-def paired_overall(runs: pd.DataFrame, axes: list[str], reference: str) -> pd.DataFrame:
+def paired_overall(
+    runs: pd.DataFrame, axes: list[str], reference: str, found: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Per (reference reading, policy), its total utility against the reference's over every paired instance of
-    the sweep."""
-    return paired_stats(pairs(runs, axes, reference), ["versus", "policy"])
+    the sweep; ``found``: :func:`pairs` of the same arguments if already computed."""
+    return paired_stats(pairs(runs, axes, reference) if found is None else found, ["versus", "policy"])
 
 
 def paired_markdown(overall: pd.DataFrame, reference: str) -> str:
