@@ -13,24 +13,18 @@ import sys
 from pathlib import Path
 
 from pdors.config import JSON, parse_seeds
-from pdors.errors import ConfigError
 
 from .run_spec import add_memory_arg
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from pdors.policies import POLICIES
     from pipeline import headline
     from pipeline.compare import aggregate, markdown, retime_markdown, run_all
     from pipeline.compare import headline as headline_table
 
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    unknown = [p for p in policies if p not in POLICIES]
-    if unknown or not policies:
-        raise ConfigError(
-            "--policies", f"unknown policy {unknown[0] if unknown else '(none)'} (known: {', '.join(POLICIES)})"
-        )
-    from .run_spec import run_spec_from_args
+    from .run_spec import policy_list, run_spec_from_args
+
+    policies = policy_list(args.policies)
 
     def spec_of(policy: str, seed: int) -> JSON:
         return run_spec_from_args(argparse.Namespace(**{**vars(args), "policy": policy, "seed": seed}))

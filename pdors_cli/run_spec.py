@@ -52,6 +52,17 @@ def run_spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def policy_list(text: str) -> list[str]:
+    """The policy names of a ``--policies`` value (comma-separated); ``ConfigError`` on an unknown name or none."""
+    policies = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown or not policies:
+        raise ConfigError(
+            "--policies", f"unknown policy {unknown[0] if unknown else '(none)'} (known: {', '.join(POLICIES)})"
+        )
+    return policies
+
+
 def add_run_args(p: argparse.ArgumentParser, policy_default: str = "pdors") -> None:
     p.add_argument("--policy", default=policy_default, choices=POLICIES)
     p.add_argument("--machines", type=int, default=30, help="H, machines")
