@@ -91,6 +91,16 @@ def test_paired_figure_pairs_each_reading_and_shares_its_axis(recorded):
     plt.close(drawn)
 
 
+def test_a_sweep_of_one_policy_draws_no_paired_figure(tmp_path: Path) -> None:
+    """Nothing to pair (thesis Figs. 3.13-3.14 run PD-ORS alone): no paired figure at all, not an empty one."""
+    alone = {**TWO_READINGS, "name": "alone", "policies": {"pdors": {}}, "grid": {"machines": [3]}, "report": []}
+    config = write_config(tmp_path / "alone.yaml", alone)
+    assert pipeline.run_sweep(config, SweepOptions(out=str(tmp_path / "out"), in_process=True)).status == 0
+    report = next((tmp_path / "out").rglob("report"))
+    assert not list(report.glob("*.paired.*")) and list(report.glob("*.png"))
+    assert "Only pdors ran: nothing to pair." in (report / "alone.report.md").read_text()
+
+
 # The committed figures (docs/figures, or $PDORS_FIGURES to check another copy): every PNG's panels, found as
 # the black frames matplotlib draws around an axes, each hold coloured ink (every policy is drawn in a colour;
 # frames, text, ticks, grid lines and the "no paired instances" placeholder are black or grey), and the CSV
