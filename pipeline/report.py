@@ -28,6 +28,7 @@ from .locate import locate
 from .manifest import Manifest
 from .names import policy_name
 from .schema import POLICY_AXIS, FigureConfig
+from .screen import fit, shown
 from .storage import Counts, Store, manifest_of, recorded_runs
 
 JOB_COLUMNS = ["run_id", "arrival", "completion", "utility", "sensitivity"]
@@ -211,8 +212,10 @@ def report_sweeps(
         paths = draw_all(runs, manifest, dest)
         print(headline.text(top, summary.reference_policy(manifest), by), flush=True)
         print(
-            f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {dest}: "
-            + ", ".join(p.name for p in paths if p.suffix == ".png"),
+            fit(
+                f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {shown(dest)}: "
+                + ", ".join(p.name for p in paths if p.suffix == ".png")
+            ),
             flush=True,
         )
         if not (track and manifest.mlflow):
