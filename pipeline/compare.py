@@ -18,19 +18,24 @@ from pdors.markdown import number
 from pdors.markdown import table as markdown_table
 
 from . import paired
-from .headline import COLUMNS
+from .headline import COLUMNS, certified_means
 from .names import policy_name
 
 if TYPE_CHECKING:
-    from pdors.run import RunSpec
+    from pdors.run import RunResult, RunSpec
 
 
 def run_all(
-    spec_of: Callable[[str, int], RunSpec | JSON], policies: list[str], seeds: list[int], with_retime: bool = False
+    spec_of: Callable[[str, int], RunSpec | JSON],
+    policies: list[str],
+    seeds: list[int],
+    with_retime: bool = False,
+    with_bound: bool = False,
 ) -> list[JSON]:
     """One row per (seed, policy) of the run ``spec_of(policy, seed)``: the validator's totals and the run's
     timings and policy statistics (``with_retime``: also the schedule re-timed with the actual worker:PS ratio,
-    under ``retime``)."""
+    under ``retime``; ``with_bound``: also the policy's certified ratio interval on the seed's instance, under
+    ``certified``: :func:`certified_rows`)."""
     from dataclasses import asdict
 
     from pdors.retime import retime
@@ -39,9 +44,10 @@ def run_all(
     rows = []
     for seed in seeds:
         instance = None
+        results: dict[str, RunResult] = {}
         for policy in policies:
             result = run(spec_of(policy, seed), instance)
-            instance = result.instance
+            results[policy], instance = result, result.instance
             s = result.summary
             rows.append(
                 {
@@ -62,7 +68,41 @@ def run_all(
                 f"{s.completed}, violations {len(s.violations)}, wall {s.wall_s:.2f} s",
                 file=sys.stderr,
             )
+        if with_bound:
+            for row, certified in zip(rows[-len(policies) :], certified_rows(results), strict=True):
+                row["certified"] = certified
     return rows
+
+
+def certified_rows(results: dict[str, RunResult]) -> list[JSON]:
+    """Per policy of ``results`` (runs on one instance), its certified interval on OPT / ALG
+    (:func:`offline_opt.certified.certify`: [best known schedule / ALG, dual bound / ALG]; ``low``, ``high``
+    None where ALG = 0 or the schedule has violations; ``error``: ALG above the bound), with the bound and the
+    best known utility."""
+    from offline_opt.certified import certify
+    from offline_opt.compare import policy_schedules, valid_utilities
+
+    instance = next(iter(results.values())).instance
+    c = certify(instance, valid_utilities(results), schedules=policy_schedules(results))
+    by_policy = {r.policy: r for r in c.ratios}
+    out: list[JSON] = []
+    for policy in results:
+        r = by_policy.get(policy)
+        out.append(
+            {
+                "bound": c.bound.bound,
+                "opt_lower": c.opt_lower,
+                "opt_lower_source": c.opt_lower_source,
+                "low": None if r is None else r.low,
+                "high": None if r is None else r.high,
+                "error": r is not None and r.error,
+            }
+        )
+    print(
+        f"certified: OPT in [{c.opt_lower:.3f}, {c.bound.bound:.3f}] (best known: {c.opt_lower_source})",
+        file=sys.stderr,
+    )
+    return out
 
 
 def aggregate(rows: list[JSON], policies: list[str]) -> list[JSON]:
@@ -128,7 +168,8 @@ def retime_markdown(rows: list[JSON], policies: list[str]) -> str:
 def headline(rows: list[JSON], policies: list[str], reference: str, jobs: int) -> pd.DataFrame:
     """The headline table (:data:`pipeline.headline.COLUMNS`) of :func:`run_all`'s rows: per policy, total
     utility with its 95% Student-t interval, the paired geometric-mean ratio to ``reference`` on the same seeds
-    with its interval and W/T/L, and the mean share of the ``jobs`` completed."""
+    with its interval and W/T/L, the mean share of the ``jobs`` completed and, where the rows are certified,
+    the certified interval on the mean OPT / ALG (as a sweep's: :mod:`pipeline.headline`)."""
     frame = pd.DataFrame(rows)
     ref = frame[frame["policy"] == reference].set_index("seed")["total_utility"]
     out = []
@@ -151,11 +192,22 @@ def headline(rows: list[JSON], policies: list[str], reference: str, jobs: int) -
                 "ties": pd.NA if stats is None else stats.ties,
                 "losses": pd.NA if stats is None else stats.losses,
                 "completed_share": float(mine["completed"].mean()) / jobs if jobs else math.nan,
-                "opt_ratio_low": math.nan,
-                "opt_ratio_high": math.nan,
+                **_certified_means(mine),
             }
         )
     table = pd.DataFrame(out, columns=list(COLUMNS))
     for c in ("wins", "ties", "losses"):
         table[c] = table[c].astype("Int64")
     return table
+
+
+def _certified_means(mine: pd.DataFrame) -> dict[str, float]:
+    """A policy's certified columns: the means of its seeds' certified ``low`` and ``high`` where both exist
+    (each seed's pair brackets its OPT / ALG, so the means bracket the mean ratio)."""
+    return certified_means(
+        [
+            (c["low"], c["high"])
+            for c in mine.get("certified", pd.Series(dtype=object))
+            if isinstance(c, dict) and c["low"] is not None and c["high"] is not None
+        ]
+    )

@@ -40,6 +40,7 @@ COLUMNS = (
     "completed_share",
     "opt_ratio_low",
     "opt_ratio_high",
+    "opt_ratio_n",  # the runs the certified means are over (those with ALG > 0 and a bound)
 )
 MAX_DECIMALS = 3  # below this resolution a value prints as 0 (sums of floats leave noise such as 2e-20)
 
@@ -128,11 +129,20 @@ def table(runs: pd.DataFrame, axes: Sequence[str], reference: str, by: Sequence[
 def _certified(g: pd.DataFrame) -> dict[str, float]:
     """The mean of each run's lower and upper bound on OPT / ALG, over the runs that have both."""
     if "ratio_bound" not in g or "ratio_low" not in g:
-        return {"opt_ratio_low": math.nan, "opt_ratio_high": math.nan}
+        return certified_means([])
     both = g[["ratio_low", "ratio_bound"]].apply(pd.to_numeric, errors="coerce").dropna()
-    if both.empty:
-        return {"opt_ratio_low": math.nan, "opt_ratio_high": math.nan}
-    return {"opt_ratio_low": float(both["ratio_low"].mean()), "opt_ratio_high": float(both["ratio_bound"].mean())}
+    return certified_means(list(zip(both["ratio_low"], both["ratio_bound"], strict=True)))
+
+
+def certified_means(pairs: Sequence[tuple[float, float]]) -> dict[str, float]:
+    """The certified columns of a row from its runs' (lower, upper) bounds on OPT / ALG."""
+    if not pairs:
+        return {"opt_ratio_low": math.nan, "opt_ratio_high": math.nan, "opt_ratio_n": 0}
+    return {
+        "opt_ratio_low": float(sum(p[0] for p in pairs) / len(pairs)),
+        "opt_ratio_high": float(sum(p[1] for p in pairs) / len(pairs)),
+        "opt_ratio_n": len(pairs),
+    }
 
 
 def decimals(half_width: float) -> int:
@@ -183,6 +193,7 @@ def _cells(row: pd.Series, by: list[str]) -> list[str]:
         "-"
         if math.isnan(row["opt_ratio_low"])
         else f"[{number(row['opt_ratio_low'], 2)}, {number(row['opt_ratio_high'], 2)}]"
+        + ("" if row["opt_ratio_n"] == row["n"] else f" ({row['opt_ratio_n']} of {row['n']})")
     )
     reference_row = row["ratio"] == 1.0 and pd.isna(row["wins"])
     return [

@@ -65,6 +65,7 @@ METRIC_LABELS = {
     "admitted": "Admitted jobs",
     "policy_stats.rounding_attempts_mean": "Rounding attempts per external solve",
     "policy_stats.lp_vs_rounded_ratio": "Rounded cost / LP cost (approximation ratio)",
+    "policy_stats.rounded_vs_integer_ratio": "Rounded cost / integer optimum cost",
     "policy_stats.rounding_attempts_roundable_mean": "Rounding attempts per roundable solve",
     "policy_stats.unroundable_share": "Share of external solves with no feasible rounding",
     "policy_stats.rounding_rejects": "Jobs discarded for a failed rounding",

@@ -23,6 +23,7 @@ from .credentials import one_line
 from .locate import locate
 from .manifest import Manifest
 from .provenance import git_commit
+from .screen import shown
 from .storage import Store, manifest_of
 from .sweep import Say, SweepResult, say_out, silent, stops_recorded
 
@@ -62,7 +63,7 @@ def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
             _remember(store, mark, done.status)
     say("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.stages.items()))
     if result.url:
-        say(f"MLflow comparison: {result.url}")
+        say(comparison_lines(result.url))
     return result
 
 
@@ -127,9 +128,9 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
         f"runs: {counts.total} total, {counts.ok} ok, {counts.failed} failed, {counts.lost} lost, "
         f"{counts.remaining} not run"
     )
-    say(f"Parquet: {store.part('runs')}  (jobs: {store.part('jobs')})")
-    say(f"summary (every grid point): {store.meta / 'summary.md'}")
-    say(f"report: {figures[-1]}  (plot: {plot.name})")
+    say(f"Parquet: {shown(store.part('runs'))}; jobs: {shown(store.part('jobs'))}")
+    say(f"summary (every grid point): {shown(store.meta / 'summary.md')}")
+    say(f"report: {shown(figures[-1])}; plot: {plot.name}")
     above = summary.above_opt(runs)
     for bad in above.head(10).itertuples():
         say(
@@ -158,13 +159,8 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
         return Published(status=status or ExitStatus.MLFLOW_FAILED, stages=stages)
     stages["mlflow"] = time.perf_counter() - tick
     say(
-        f"MLflow: {tracking.shown_uri()} experiment {manifest.experiment!r}, parent run {logged.parent} "
-        f"with {len(agg)} child runs"
-        + (
-            ""
-            if tracking.tracking_uri().startswith(("http://", "https://"))
-            else "\nserve it with `.venv/bin/pdors ui` to open the URL below"
-        )
+        f"MLflow: experiment {manifest.experiment!r}, parent run {logged.parent} with {len(agg)} child runs; "
+        f"store {tracking.shown_uri()}"
     )
     return Published(status=status, stages=stages, url=logged.url)
 
@@ -182,5 +178,14 @@ def log(target: str | None, out: str | None, overrides: Sequence[str] = (), say:
         status = max(status, done.status)
         urls += [done.url] if done.url else []
     for url in urls:
-        say(f"MLflow comparison: {url}")
+        say(comparison_lines(url))
     return status
+
+
+def comparison_lines(url: str) -> str:
+    """The MLflow comparison: a line saying how to open it, then the URL alone on the last line (whole, to
+    copy or click; it fits :data:`pipeline.screen.WIDTH` columns for a local store)."""
+    from . import tracking
+
+    served = tracking.tracking_uri().startswith(("http://", "https://"))
+    return "MLflow comparison" + ("" if served else ", once `.venv/bin/pdors ui` serves the store") + ":\n" + url

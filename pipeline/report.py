@@ -28,6 +28,7 @@ from .locate import locate
 from .manifest import Manifest
 from .names import policy_name
 from .schema import POLICY_AXIS, FigureConfig
+from .screen import fit, shown
 from .storage import Counts, Store, manifest_of, recorded_runs
 
 JOB_COLUMNS = ["run_id", "arrival", "completion", "utility", "sensitivity"]
@@ -61,7 +62,7 @@ def figures_of(manifest: Manifest) -> list[FigureConfig]:
 
 
 def _index(
-    manifest: Manifest, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]], overall: str, pair_png: Path
+    manifest: Manifest, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]], overall: str, pair_png: Path | None
 ) -> str:
     reference = summary.reference_policy(manifest)
     lines = [
@@ -74,16 +75,21 @@ def _index(
         "",
         f"## Paired: every policy against {reference} on the same instances",
         "",
-        f"Each (grid point, seed) is one instance every policy ran on. Per instance: the policy's total utility "
-        f"minus and over {reference}'s; W/T/L counts the instances {reference} did better on, equally (to 1e-9 "
-        "relative) and worse; 95% Student-t intervals on the mean difference and on the mean log ratio "
-        "(exponentiated: the geometric-mean ratio; pairs with a zero utility are left out of the ratio); the "
-        "Wilcoxon signed-rank p-value with at least 6 untied pairs.",
-        "",
-        overall,
-        f"![paired]({pair_png.name})",
-        "",
     ]
+    if pair_png is None:
+        lines += [f"Only {reference} ran: nothing to pair.", ""]
+    else:
+        lines += [
+            f"Each (grid point, seed) is one instance every policy ran on. Per instance: the policy's total utility "
+            f"minus and over {reference}'s; W/T/L counts the instances {reference} did better on, equally (to 1e-9 "
+            "relative) and worse; 95% Student-t intervals on the mean difference and on the mean log ratio "
+            "(exponentiated: the geometric-mean ratio; pairs with a zero utility are left out of the ratio); the "
+            "Wilcoxon signed-rank p-value with at least 6 untied pairs.",
+            "",
+            overall,
+            f"![paired]({pair_png.name})",
+            "",
+        ]
     for fig, table, png in drawn:
         lines += [f"## {fig.title}", ""]
         if fig.claim:
@@ -142,15 +148,18 @@ def draw_all(runs: pd.DataFrame, manifest: Manifest, out: Path, found: pd.DataFr
     pairs = summary.pairs(runs, axes, reference) if found is None else found
     overall = summary.paired_overall(runs, axes, reference, pairs)
     paired = f"{manifest.name}.paired"  # named by sweep: several sweeps may draw into one --out
-    atomic.write(out / f"{paired}.csv", overall.to_csv(index=False))
-    pair_png = plots.paired_figure(
-        pairs,
-        axes,
-        reference,
-        f"{manifest.name}: total utility against {policy_name(reference)}",
-        out / f"{paired}.png",
-    )
-    drawn, paths = [], [*plots.formats(pair_png), out / f"{paired}.csv"]
+    pair_png, paths = None, []
+    if len(pairs):  # else the reference ran alone (e.g. thesis Figs. 3.13-3.14): no pairs, no empty figure
+        atomic.write(out / f"{paired}.csv", overall.to_csv(index=False))
+        pair_png = plots.paired_figure(
+            pairs,
+            axes,
+            reference,
+            f"{manifest.name}: total utility against {policy_name(reference)}",
+            out / f"{paired}.png",
+        )
+        paths = [*plots.formats(pair_png), out / f"{paired}.csv"]
+    drawn = []
     for fig in figures_of(manifest):
         try:
             table = summary.figure_table(runs, fig, axes, reference)
@@ -204,8 +213,10 @@ def report_sweeps(
         paths = draw_all(runs, manifest, dest)
         print(headline.text(top, summary.reference_policy(manifest), by), flush=True)
         print(
-            f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {dest}: "
-            + ", ".join(p.name for p in paths if p.suffix == ".png"),
+            fit(
+                f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {shown(dest)}: "
+                + ", ".join(p.name for p in paths if p.suffix == ".png")
+            ),
             flush=True,
         )
         if not (track and manifest.mlflow):

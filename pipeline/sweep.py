@@ -34,6 +34,7 @@ from .credentials import one_line
 from .locate import locate, sweeps_under
 from .manifest import Manifest
 from .provenance import git_commit, packages
+from .screen import fit
 from .storage import Damage, Index, Store, count, manifest_of, resume_command
 from .tasks import Outcome, Plan, Task
 
@@ -52,8 +53,9 @@ def silent(text: str) -> None:
 
 
 def say_out(text: str) -> None:
-    """The commands' progress: standard output, flushed line by line."""
-    print(text, flush=True)
+    """The commands' progress: standard output, flushed line by line, each line fitted to a terminal's width
+    (:func:`pipeline.screen.fit`)."""
+    print("\n".join(fit(line) for line in text.split("\n")), flush=True)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -258,7 +258,9 @@ def view_state(parent: str, axes: list[str]) -> JSON:
 
 
 def view_key(state: JSON) -> str:
-    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:32]
+    """The view's share key: 64 bits of its digest (unique among an experiment's views; short enough that
+    the comparison URL fits a terminal line)."""
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def view_url(base: str, exp_id: str, key: str) -> str:

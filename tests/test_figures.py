@@ -1,12 +1,19 @@
 """Every figure of a sweep with the two-reading axis (``pdors.on_rounding_failure``) has data in every panel:
 the report's figures and the paired figure, drawn from a real in-process sweep, counted by plotted points
-(not file sizes); panel titles in words, one display name per policy, legends outside the panels."""
+(not file sizes); panel titles in words, one display name per policy, legends outside the panels. And every
+committed figure (docs/figures) has data in every panel, read from its PNG and its CSV."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.axes import Axes
+from PIL import Image
 from sweep_fixtures import write_config
 
 import pipeline
@@ -82,3 +89,80 @@ def test_paired_figure_pairs_each_reading_and_shares_its_axis(recorded):
     assert panels[0].get_ylim() == panels[1].get_ylim()  # one log range for both readings
     assert "readings-" not in drawn.texts[0].get_text() if drawn.texts else True
     plt.close(drawn)
+
+
+def test_a_sweep_of_one_policy_draws_no_paired_figure(tmp_path: Path) -> None:
+    """Nothing to pair (thesis Figs. 3.13-3.14 run PD-ORS alone): no paired figure at all, not an empty one."""
+    alone = {**TWO_READINGS, "name": "alone", "policies": {"pdors": {}}, "grid": {"machines": [3]}, "report": []}
+    config = write_config(tmp_path / "alone.yaml", alone)
+    assert pipeline.run_sweep(config, SweepOptions(out=str(tmp_path / "out"), in_process=True)).status == 0
+    report = next((tmp_path / "out").rglob("report"))
+    assert not list(report.glob("*.paired.*")) and list(report.glob("*.png"))
+    assert "Only pdors ran: nothing to pair." in (report / "alone.report.md").read_text()
+
+
+# The committed figures (docs/figures, or $PDORS_FIGURES to check another copy): every PNG's panels, found as
+# the black frames matplotlib draws around an axes, each hold coloured ink (every policy is drawn in a colour;
+# frames, text, ticks, grid lines and the "no paired instances" placeholder are black or grey), and the CSV
+# beside it holds rows with finite numbers, one panel per frame where it names its panels.
+FIGURES = Path(os.environ.get("PDORS_FIGURES") or Path(__file__).resolve().parents[1] / "docs" / "figures")
+DARK, INK = 80, 50  # a frame's pixels: every channel below DARK; ink: channels spread more than INK
+MIN_FRAME, SLACK, INSET = 150, 30, 5  # pixels: a frame's least width, its ticks' reach, the frame's thickness
+
+
+def _runs(row: np.ndarray) -> list[tuple[int, int]]:
+    change = np.diff(np.concatenate(([0], row.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(change == 1), np.flatnonzero(change == -1)
+    return [(int(a), int(b)) for a, b in zip(starts, ends, strict=True) if b - a >= MIN_FRAME]
+
+
+def panels_of(png: Path) -> list[tuple[int, int, int, int, int]]:
+    """Each panel frame of ``png`` (left, top, right, bottom) with its count of coloured pixels inside: the
+    frame's top and bottom edges are the long dark rows sharing (up to the ticks' reach) one horizontal span."""
+    rgb = np.asarray(Image.open(png).convert("RGB")).astype(np.int16)
+    dark = rgb.max(axis=2) < DARK
+    edges: dict[tuple[int, int], list[list[int]]] = {}
+    for y in np.flatnonzero(dark.sum(axis=1) >= MIN_FRAME):
+        for x0, x1 in _runs(dark[y]):
+            span = next((k for k in edges if abs(k[0] - x0) <= SLACK and abs(k[1] - x1) <= SLACK), (x0, x1))
+            rows = edges.setdefault(span, [])
+            if rows and y - rows[-1][-1] <= 1:
+                rows[-1].append(int(y))
+            else:
+                rows.append([int(y)])
+    found = []
+    for (x0, x1), rows in edges.items():
+        lines = [r[len(r) // 2] for r in rows]
+        for top, bottom in zip(lines[::2], lines[1::2], strict=False):
+            inside = rgb[top + INSET : bottom - INSET, x0 + SLACK : x1 - INSET]
+            found.append((x0, top, x1, bottom, int((np.ptp(inside, axis=2) > INK).sum())))
+    return found
+
+
+def test_an_empty_panel_is_found_empty(tmp_path: Path) -> None:
+    """What the committed figures are checked with tells a drawn panel from an empty one and from a
+    placeholder."""
+    drawn, (full, empty) = plt.subplots(1, 2, figsize=(8, 3))
+    full.plot([1, 2, 3], [1, 3, 2], color="C3", marker="D")
+    empty.text(0.5, 0.5, "no paired instances", ha="center")
+    empty.axhline(0.5, color="grey", linestyle=":")
+    drawn.savefig(tmp_path / "two.png", dpi=plots.DPI)
+    plt.close(drawn)
+    found = sorted(panels_of(tmp_path / "two.png"))
+    assert len(found) == 2 and found[0][4] > 0 and found[1][4] == 0, found
+
+
+COMMITTED = sorted(FIGURES.glob("*.png"))
+
+
+@pytest.mark.parametrize("png", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_every_committed_figure_has_data_in_every_panel(png: Path) -> None:
+    found = panels_of(png)
+    assert found, f"{png.name}: no panel frame found"
+    empty = [f[:4] for f in found if f[4] == 0]
+    assert not empty, f"{png.name}: {len(empty)} of {len(found)} panels hold no data (frames at {empty})"
+    table = pd.read_csv(png.with_suffix(".csv"))
+    numbers = table.select_dtypes("number").to_numpy(dtype=float)
+    assert len(table) and np.isfinite(numbers).any(axis=1).all(), f"{png.with_suffix('.csv').name}: no rows"
+    if "panel" in table and not png.stem.endswith(".paired"):
+        assert table["panel"].nunique() == len(found), (png.name, table["panel"].unique(), found)

@@ -101,10 +101,9 @@ def test_comparison_url_opens_the_children_table_and_the_report_renders(netns: s
         cfg = config(tmp_path, "browser", [4, 6], [1, 2], jobs=8, slots=8)
         rc, log = pdors(netns, served, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "out", "--in-process")
         assert rc == 0, log
-        url = log.strip().splitlines()[-1]
-        assert url.startswith(f"MLflow comparison: http://127.0.0.1:{PORT}/#/experiments/"), log
-        assert url.endswith("&workflowType=machine_learning"), url
-        runs_url = url.split(": ", 1)[1]
+        said, runs_url = log.strip().splitlines()[-2:]  # the URL alone on the last line, whole
+        assert said == "MLflow comparison:" and runs_url.startswith(f"http://127.0.0.1:{PORT}/#/experiments/"), log
+        assert runs_url.endswith("&workflowType=machine_learning") and len(runs_url) <= 120, runs_url
         logged = in_netns_python(
             netns,
             served,

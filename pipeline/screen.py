@@ -1,0 +1,45 @@
+"""What a sweep prints fits a terminal of :data:`WIDTH` columns: long lines break between their clauses
+(``"; "``) and paths under the working directory are shown relative to it (as the user typed ``--out``)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+WIDTH = 120
+INDENT = "  "  # a continued line
+
+
+def fit(line: str, width: int = WIDTH) -> str:
+    """``line`` as lines of at most ``width`` columns: clauses (ending in ``"; "``) packed greedily, a clause
+    longer than a line broken at spaces (a word longer than a line, e.g. a URL, stays whole)."""
+    if len(line) <= width:
+        return line
+    clauses = [c + ";" for c in line.split("; ")]
+    clauses[-1] = clauses[-1][:-1]
+    out: list[str] = []
+    for clause in clauses:
+        joined = f"{out[-1]} {clause}" if out else clause
+        if out and len(joined) <= width:
+            out[-1] = joined
+            continue
+        first = INDENT if out else ""
+        out += textwrap.wrap(
+            clause,
+            width,
+            initial_indent=first,
+            subsequent_indent=INDENT,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    return "\n".join(out)
+
+
+def shown(path: Path | str) -> str:
+    """``path`` relative to the working directory when it lies under it, else absolute."""
+    full = Path(path).absolute()
+    try:
+        return str(full.relative_to(Path.cwd()))
+    except ValueError:
+        return os.path.normpath(full)

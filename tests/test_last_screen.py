@@ -1,0 +1,56 @@
+"""`make run`'s last screen fits a terminal of 120 columns: the quickstart config (every policy and both axes,
+smaller instances and one seed fewer), logged to a real MLflow store, run as `make run` runs it (a fresh `pdors`
+process, --out under the working directory); every line it prints (the plan, the headline table, the paths, the
+MLflow lines and the URL) is at most 120 columns, and the URL is whole on the last line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.screen import WIDTH, fit, shown
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_fit_breaks_between_clauses_and_keeps_a_url_whole() -> None:
+    line = "sweep x: " + "; ".join(f"clause {k} " + "w" * 30 for k in range(6))
+    lines = fit(line).split("\n")
+    assert len(lines) > 1 and all(len(w) <= WIDTH for w in lines) and lines[1].startswith("  clause")
+    assert " ".join(w.strip() for w in lines) == line  # nothing lost, breaks only at spaces
+    url = "http://127.0.0.1:5000/#/experiments/1/runs?viewStateShareKey=" + "k" * 80
+    assert fit(url) == url and fit("short; line") == "short; line"
+
+
+def test_paths_under_the_working_directory_are_relative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert shown(tmp_path / "out" / "x.parquet") == str(Path("out") / "x.parquet")
+    assert shown("/nowhere/else") == "/nowhere/else"
+
+
+@pytest.mark.slow
+def test_quickstart_last_screen_fits_120_columns(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "MLFLOW_TRACKING_URI": "sqlite:///mlflow.db",  # make run's default store, in the working directory
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    argv = [sys.executable, "-c", "import sys; from pdors_cli.main import main; sys.exit(main(sys.argv[1:]))"]
+    argv += ["sweep", "run", str(ROOT / "configs" / "quickstart.yaml")]
+    argv += ["instance.jobs=8", "instance.slots=6", "seeds.count=2", "--out", "results/quickstart", "--in-process"]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.rstrip("\n").split("\n")
+    assert [w for w in lines if len(w) > WIDTH] == [], done.stdout
+    screen = "\n".join(lines)
+    for policy in ("PD-ORS", "FIFO", "DRF", "Dorm", "OASiS"):
+        assert policy in screen, screen
+    assert "Parquet: results/quickstart/" in screen and "summary (every grid point): results/quickstart/" in screen
+    assert lines[-2].startswith("MLflow comparison") and "pdors ui" in lines[-2], screen
+    assert lines[-1].startswith("http://127.0.0.1:5000/#/experiments/") and " " not in lines[-1], screen
+    assert lines[-1].endswith("&workflowType=machine_learning"), screen
