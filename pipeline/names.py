@@ -44,6 +44,10 @@ AXIS_WORDS = {
     "workload.profile": ("profile", {}),
     "workload.bandwidth_ratio": ("bandwidth ratio", {}),
     "pdors.rounding.gain": ("G_delta =", {}),
+    "workload.thesis_ps_rule": (
+        "thesis PS rule",
+        {"eq3_5": "thesis eq. (3.5): s <= w", "as_printed": "thesis Algorithm 4 as printed (no s <= w)"},
+    ),
 }
 SETTING_RE = re.compile(r", (?=[A-Za-z_][\w.]*=)")  # splits "a=1, b=[1, 2]" between settings, not inside values
 

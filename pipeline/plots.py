@@ -45,6 +45,9 @@ FORMATS = (".png", ".pdf")
 DPI = 300
 PANEL_SIZE = (5.4, 3.6)  # inches
 MAX_COLUMNS = 3
+# Paired ratios below this are drawn at it and counted in the panel title: a sigmoid utility can make one ratio
+# 1e-140, and a log axis down to it flattens every other point of every panel onto the line at 1.
+RATIO_FLOOR = 1e-3
 AXIS_LABELS = {
     "machines": "Number of machines (H)",
     "jobs": "Number of jobs (I)",
@@ -53,6 +56,7 @@ AXIS_LABELS = {
     "workload.mix": "Mix (insensitive, sensitive, critical)",
     "pdors.rounding.gain": r"Pre-rounding gain factor $G_\delta$",
     "workload.workload_scale": "Workload scale (factor on $K_i$)",
+    "workload.thesis_ps_rule": "Thesis PS rule",
     POLICY_AXIS: "Policy",
 }
 METRIC_LABELS = {
@@ -264,6 +268,15 @@ def utility_vs_axis(
     return path
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
+def _numeric(values: pd.Series) -> bool:
+    """Whether every value of a grid axis reads as a number (its points then sort by value)."""
+    return all(_number(str(v)) is not None for v in values)
+
+
 def paired_figure(pairs: pd.DataFrame, axes: list[str], reference: str, title: str, path: Path) -> Path:
     """:func:`paired_plot` as ``path`` (PNG) and every other of ``FORMATS``."""
     out = paired_plot(pairs, axes, reference, title)
@@ -282,8 +295,10 @@ def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str
     scale shared by every panel, a line at 1 (the reference). Below 1: the reference did better. Pairs where
     either utility is 0 have no log ratio: their count is written in the panel."""
     own = own_axes(reference, axes)
-    x_axis = next((a for a in axes if a not in own and a in pairs), POLICY_AXIS)
-    others = [a for a in axes if a != x_axis and a not in own and a in pairs]
+    free = [a for a in axes if a not in own and a in pairs]
+    # A numeric axis reads best along x (Fig. 3.11: jobs), the other settings become panels.
+    x_axis = next((a for a in free if _numeric(pairs[a])), free[0] if free else POLICY_AXIS)
+    others = [a for a in free if a != x_axis]
     pairs = pairs.assign(versus=pairs.get("versus", ""))
     ratios = pairs.assign(ratio=pairs["value"] / pairs["reference"])
     positive = (ratios["value"] > 0) & (ratios["reference"] > 0)
@@ -296,6 +311,8 @@ def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str
     )
     drawn = ratios[positive]
     xs = list(dict.fromkeys(drawn["policy"] if x_axis == POLICY_AXIS else drawn[x_axis]))
+    if x_axis != POLICY_AXIS and _numeric(drawn[x_axis]):
+        xs.sort(key=float)
     policies = list(dict.fromkeys(drawn["policy"]))
     panels = list(dict.fromkeys(drawn["panel"])) or [""]  # a panel with no log ratio is not drawn
     out, grid = _grid(panels, sharey=True)
@@ -303,6 +320,7 @@ def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str
     for ax, name in zip(grid.flat, panels, strict=False):
         part = ratios[(ratios["panel"] == name) & positive]
         zero = int(((ratios["panel"] == name) & ~positive).sum())
+        below = int((part["ratio"] < RATIO_FLOOR).sum())
         for k, policy in enumerate(policies):
             color, marker = policy_style(policy)
             mine = part[part["policy"] == policy]
@@ -310,9 +328,11 @@ def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str
                 continue
             x_of = mine["policy"] if x_axis == POLICY_AXIS else mine[x_axis]
             pos = x_of.map(xs.index) + (k - (len(policies) - 1) / 2) * width
-            ax.scatter(pos, mine["ratio"], color=color, marker=marker, s=12, alpha=0.6, label=policy_name(policy))
+            shown = mine["ratio"].clip(lower=RATIO_FLOOR)
+            ax.scatter(pos, shown, color=color, marker=marker, s=12, alpha=0.6, label=policy_name(policy))
             means = mine.assign(pos=pos).groupby("pos")["ratio"].apply(lambda r: float(np.exp(np.log(r).mean())))
-            ax.hlines(means.to_numpy(), means.index - width / 2, means.index + width / 2, color=color, linewidth=2)
+            bars = means.clip(lower=RATIO_FLOOR).to_numpy()
+            ax.hlines(bars, means.index - width / 2, means.index + width / 2, color=color, linewidth=2)
         ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
         if part.empty:  # one policy only: nothing to pair
             ax.text(0.5, 0.5, "no paired instances", ha="center", va="center", transform=ax.transAxes, fontsize=8)
@@ -321,7 +341,9 @@ def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str
         ax.set_xticks(range(len(xs)), [policy_name(v) if x_axis == POLICY_AXIS else v for v in xs], fontsize=7)
         ax.set_xlabel(x_label(x_axis), fontsize=8)
         words = panel_words(name)
-        ax.set_title(words + (f"\n({zero} pairs with a zero utility not drawn)" if zero else ""), fontsize=7)
+        notes = [f"{_count(zero, 'pair')} with a zero utility not drawn"] * bool(zero)
+        notes += [f"{_count(below, 'ratio')} below {RATIO_FLOOR:g} drawn at it"] * bool(below)
+        ax.set_title(words + "".join(f"\n({n})" for n in notes), fontsize=7)
         ax.grid(alpha=0.3)
     for ax in grid[:, 0]:
         ax.set_ylabel(f"Total utility / {policy_name(reference)}'s (same instance)", fontsize=8)

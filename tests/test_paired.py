@@ -156,6 +156,25 @@ def test_paired_figure_draws_pairs_or_says_there_are_none(
         assert png.read_bytes()[:4] == b"\x89PNG" and png.with_suffix(".pdf").exists()
 
 
+def test_paired_figure_floors_tiny_ratios_and_puts_a_numeric_axis_along_x() -> None:
+    pairs = pd.DataFrame(
+        {
+            "policy": ["fifo"] * 4,
+            "rule": ["a", "a", "b", "b"],
+            "jobs": [20, 5, 20, 5],
+            "seed": [1, 1, 1, 1],
+            "value": [1e-140, 2.0, 3.0, 4.0],
+            "reference": [1.0, 4.0, 4.0, 4.0],
+        }
+    )
+    out = plots.paired_plot(pairs, ["rule", "jobs"], "pdors", "t")
+    shown = [ax for ax in out.axes if ax.get_visible()]
+    assert len(shown) == 2  # one panel per rule, jobs along x
+    assert [t.get_text() for t in shown[0].get_xticklabels()] == ["5", "20"]
+    assert shown[0].get_ylim()[0] >= plots.RATIO_FLOOR / 10  # the 1e-140 ratio does not stretch the axis
+    assert "1 ratio below 0.001 drawn at it" in shown[0].get_title()
+
+
 def test_reference_is_a_policy_of_the_sweep() -> None:
     assert schema.reference_of(None, ["fifo", "pdors"]) == "pdors"
     assert schema.reference_of(None, ["fifo", "drf"]) == "fifo"
