@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Start one Ray node of a pdors cluster with the project's venv (same code and packages on every node).
+# Start one Ray node of a pdors cluster with the `ray` of the environment it runs in (PATH, else the repository's
+# .venv, or $RAY): the same code and packages on every node.
 #   infra/ray-node.sh head   [RAY START ARGS...]            head node, GCS on port $RAY_PORT (default 6379)
 #   infra/ray-node.sh worker HEAD_HOST:PORT [RAY START ARGS...]
 # Extra arguments go to `ray start` as they are (e.g. --block to stay in the foreground, --num-cpus=N).
@@ -16,13 +17,14 @@
 # A cluster launcher config (infra/ray/*.yaml) and a person on a laptop use this same script.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
-RAY="${RAY:-$HERE/.venv/bin/ray}"
+# shellcheck source=infra/tool.sh
+. "$HERE/infra/tool.sh"
 usage() { echo "usage: $0 head [ray start args...] | $0 worker HEAD_HOST:PORT [ray start args...]" >&2; exit 2; }
 
 [ $# -ge 1 ] || usage
 ROLE="$1"; shift
 case "$ROLE" in head|worker) ;; *) usage ;; esac   # before the token check: a wrong role is a usage error
-[ -x "$RAY" ] || { echo "$0: no Ray at $RAY: run 'make setup' in $HERE first (or set RAY=...)" >&2; exit 2; }
+RAY="$(tool RAY ray)" || exit 2
 
 export RAY_AUTH_MODE="${RAY_AUTH_MODE:-token}"
 export RAY_USAGE_STATS_ENABLED=0
