@@ -51,15 +51,18 @@ class Schedule:
 
     def horizon(self) -> int:
         """1 + the last slot with a non-zero count or a claimed restart: every cell from there on is zero, so a
-        long horizon's idle tail need not be looked at cell by cell."""
-        slots = len(self.workers)
-        used = (
-            self.workers.reshape(slots, -1).any(axis=1)
-            | self.servers.reshape(slots, -1).any(axis=1)
-            | self.claimed_restart.reshape(slots, -1).any(axis=1)
-        )
-        last = np.flatnonzero(used)
-        return int(last[-1]) + 1 if last.size else 0
+        long horizon's idle tail need not be looked at cell by cell. Blocks of slots are counted from the end
+        (``np.count_nonzero``, at memory speed) until one holds something."""
+        arrays = (self.workers, self.servers, self.claimed_restart)
+        step = max(1, DIGEST_BLOCK_CELLS // max(1, self.workers[0].size))
+        for end in range(len(self.workers), 0, -step):
+            start = max(0, end - step)
+            if any(np.count_nonzero(a[start:end]) for a in arrays):
+                used = np.zeros(end - start, dtype=bool)
+                for a in arrays:
+                    used |= a[start:end].reshape(end - start, -1).any(axis=1)
+                return start + int(np.flatnonzero(used)[-1]) + 1
+        return 0
 
     def digest(self) -> str:
         """A hex fingerprint of the allocations (counts per slot, job and machine, and admissions): equal
