@@ -57,11 +57,12 @@ class Schedule:
         step = max(1, DIGEST_BLOCK_CELLS // max(1, self.workers[0].size))
         for end in range(len(self.workers), 0, -step):
             start = max(0, end - step)
-            if any(np.count_nonzero(a[start:end]) for a in arrays):
+            if any(int(np.count_nonzero(a[start:end])) for a in arrays):
                 used = np.zeros(end - start, dtype=bool)
                 for a in arrays:
                     used |= a[start:end].reshape(end - start, -1).any(axis=1)
-                return start + int(np.flatnonzero(used)[-1]) + 1
+                last: int = start + int(np.flatnonzero(used)[-1]) + 1
+                return last
         return 0
 
     def digest(self) -> str:
