@@ -16,7 +16,11 @@ set -euo pipefail
 PORT="${1:-5000}"
 DIR="$(mkdir -p "${2:-mlflow-server}" && cd "${2:-mlflow-server}" && pwd)"
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
-MLFLOW="${MLFLOW:-$HERE/.venv/bin/mlflow}"
+# shellcheck source=infra/tool.sh
+. "$HERE/infra/tool.sh"
+MLFLOW="$(tool MLFLOW mlflow)" || exit 2
+MLFLOW_PY="$(dirname "$MLFLOW")/python"   # the interpreter of that mlflow's environment, for the checks below
+[ -x "$MLFLOW_PY" ] || MLFLOW_PY="$(tool PYTHON python3)" || exit 2
 while IFS='=' read -r key value; do   # the team settings (infra/mlflow-team.env), unless set already
   case "$key" in ''|\#*) continue ;; esac
   [ -n "${!key:-}" ] || export "$key=$value"
@@ -31,8 +35,8 @@ export MLFLOW_ARTIFACTS_DESTINATION="${MLFLOW_ARTIFACTS_DESTINATION:-$DIR/artifa
 masked() { sed -E 's#(://)[^/@]*@#\1***@#' <<< "$1"; }
 needs() {   # needs PREFIX MODULE URI PACKAGE: fail now, with the fix, instead of in a server worker later
   case "$3" in "$1"*)
-    "$(dirname "$MLFLOW")/python" -c "import $2" 2>/dev/null ||
-      { echo "$0: $(masked "$3") needs the Python package $4: $(dirname "$MLFLOW")/pip install $4" >&2; exit 2; } ;;
+    "$MLFLOW_PY" -c "import $2" 2>/dev/null ||
+      { echo "$0: $(masked "$3") needs the Python package $4: $MLFLOW_PY -m pip install $4" >&2; exit 2; } ;;
   esac
 }
 needs postgresql psycopg "$MLFLOW_BACKEND_STORE_URI" "psycopg[binary]"

@@ -8,13 +8,17 @@
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$HERE" || exit 2
+# shellcheck source=infra/tool.sh
+. "$HERE/infra/tool.sh"
+PDORS="$(tool PDORS pdors)" || exit 2
+PYTHON="$(tool PYTHON python3)" || exit 2
 LOG="$(mktemp)"
 trap 'rm -f "$LOG"' EXIT
-"$HERE/.venv/bin/pdors" nightly "$@" 2>&1 | tee "$LOG"
+"$PDORS" nightly "$@" 2>&1 | tee "$LOG"
 STATUS=${PIPESTATUS[0]}
 if [ "$STATUS" -ne 0 ] && [ -n "${PDORS_ALERT_WEBHOOK:-}" ]; then
   # keep the table and verdict, drop progress-bar lines; Slack-style webhooks cap a message near 40 kB
-  "$HERE/.venv/bin/python" - "$LOG" "$STATUS" "$(hostname)" <<'PY' |
+  "$PYTHON" - "$LOG" "$STATUS" "$(hostname)" <<'PY' |
 import json, sys
 log, status, host = open(sys.argv[1], errors="replace").read(), sys.argv[2], sys.argv[3]
 lines = [ln for ln in log.splitlines() if "\r" not in ln and "it/s]" not in ln and "s/instance]" not in ln]

@@ -49,15 +49,37 @@ class Schedule:
             restart_loss=float(restart_loss),
         )
 
+    def horizon(self) -> int:
+        """1 + the last slot with a non-zero count or a claimed restart: every cell from there on is zero, so a
+        long horizon's idle tail need not be looked at cell by cell. Blocks of slots are counted from the end
+        (``np.count_nonzero``, at memory speed) until one holds something."""
+        arrays = (self.workers, self.servers, self.claimed_restart)
+        step = max(1, DIGEST_BLOCK_CELLS // max(1, self.workers[0].size))
+        for end in range(len(self.workers), 0, -step):
+            start = max(0, end - step)
+            if any(int(np.count_nonzero(a[start:end])) for a in arrays):
+                used = np.zeros(end - start, dtype=bool)
+                for a in arrays:
+                    used |= a[start:end].reshape(end - start, -1).any(axis=1)
+                last: int = start + int(np.flatnonzero(used)[-1]) + 1
+                return last
+        return 0
+
     def digest(self) -> str:
         """A hex fingerprint of the allocations (counts per slot, job and machine, and admissions): equal
         digests mean identical schedules."""
         h = hashlib.blake2b(digest_size=16)
-        for a in (self.workers, self.servers, self.admitted[None]):
-            # in blocks of slots: the same bytes as the whole array as int64, without a copy of it
+        used = self.horizon()
+        for a, end in ((self.workers, used), (self.servers, used), (self.admitted[None], 1)):
+            # in blocks of slots: the same bytes as the whole array as int64, without a copy of it; the idle
+            # tail (all zero) as zero bytes from one block, without reading or converting it
             step = max(1, DIGEST_BLOCK_CELLS // max(1, a[0].size))
-            for start in range(0, len(a), step):
-                h.update(np.ascontiguousarray(a[start : start + step], dtype="<i8").data)
+            for start in range(0, end, step):
+                h.update(np.ascontiguousarray(a[start : min(start + step, end)], dtype="<i8").data)
+            tail = (len(a) - end) * a[0].size * 8
+            zeros = memoryview(bytes(max(1, min(tail, DIGEST_BLOCK_CELLS * 8))))
+            for start in range(0, tail, len(zeros)):
+                h.update(zeros[: min(len(zeros), tail - start)])
         return h.hexdigest()
 
     def to_sparse(self) -> JSON:

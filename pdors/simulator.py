@@ -52,6 +52,7 @@ class _State:
     remaining: np.ndarray  # [I] samples still to process
     completed: np.ndarray  # [I] completion slot or -1
     ran: np.ndarray  # [I] had workers in some earlier slot
+    planned: int = 0  # 1 + the last slot any plan holds: later slots hold nothing to release
 
     @classmethod
     def start(cls, instance: Instance, restart_loss: float) -> _State:
@@ -100,6 +101,7 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
                     sched.workers[busy, i, :] = plan.workers[busy]
                     sched.servers[busy, i, :] = plan.servers[busy]
                     planned_until[i] = busy[-1] if busy.size else -1
+                    state.planned = max(state.planned, int(planned_until[i]) + 1)
                     _reserve(reserved, instance, int(i), plan.workers, plan.servers, slice(None))
         elif isinstance(policy, SlotPolicy):
             tick, cpu_tick = time.perf_counter(), time.thread_time()
@@ -200,8 +202,8 @@ def _run_slot(state: _State, t: int) -> None:
     finished = running & (remaining <= jobs.workload * 1e-12)
     completed[finished] = t
     for i in np.flatnonzero(finished):
-        if t + 1 < instance.slots:  # release the rest of a plan that finished early
-            later = slice(t + 1, None)
+        if t + 1 < state.planned:  # release the rest of a plan that finished early
+            later = slice(t + 1, state.planned)
             w, s = sched.workers[later, i], sched.servers[later, i]
             _reserve(reserved, instance, int(i), w, s, later, -1.0)
             # Only the slots it holds are cleared: writing zeros over the rest would touch (and so allocate)

@@ -87,6 +87,11 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     T, I, H = w.shape
     if (instance.slots, instance.num_jobs, instance.num_machines) != (T, I, H) or s.shape != w.shape:
         raise ValueError(f"schedule shape {w.shape} does not match instance {(instance.slots, I, H)}")
+    # Every cell after the schedule's horizon is zero: its checks pass and it yields nothing, so the checks run
+    # on the slots before it and the per-slot results are those values followed by zeros (a long horizon's idle
+    # tail costs neither time nor a different bit).
+    S = min(T, max(schedule.horizon(), 1))  # at least one slot: a completion is looked for in it
+    w, s = w[:S], s[:S]
     loss = schedule.restart_loss
     if not 0.0 <= loss < 1.0:
         raise ValueError(f"schedule.restart_loss: must lie in [0, 1), got {loss}")
@@ -137,7 +142,7 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         ),
     )
     busy = (wsum > 0) | (ssum > 0)
-    early = busy & (np.arange(T)[:, None] < jobs.arrival[None, :])
+    early = busy & (np.arange(S)[:, None] < jobs.arrival[None, :])
     report(
         "before_arrival",
         early,
@@ -177,7 +182,7 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
             (ssum > wsum) & instance.ps_at_most_workers,
             lambda k, t, i: Violation(kind=k, detail=f"{ssum[t, i]} PSs for {wsum[t, i]} workers (3.5)", slot=t, job=i),
         )
-    claimed = schedule.claimed_internal & (wsum > 0)
+    claimed = schedule.claimed_internal[:S] & (wsum > 0)
     report(
         "locality",
         claimed != internal,
@@ -201,7 +206,7 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     if loss > 0:  # with a free restart the claim changes no sample, so it is not checked
         report(
             "restart",
-            schedule.claimed_restart != restarts,
+            schedule.claimed_restart[:S] != restarts,
             lambda k, t, i: Violation(
                 kind=k,
                 detail=f"claimed {'a' if schedule.claimed_restart[t, i] else 'no'} restart, placement "
@@ -210,8 +215,8 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
                 job=i,
             ),
         )
-    samples = slot_samples(instance, wsum, bw, restarts, loss, jobs.gamma[None, :])
-    completion, utility = outcome(instance, samples, schedule.admitted)
+    samples = _padded(slot_samples(instance, wsum, bw, restarts, loss, jobs.gamma[None, :]), T)
+    completion, utility = outcome(instance, samples[:S], schedule.admitted)  # the cumulative sum is flat after S
     for i in np.flatnonzero(schedule.claimed_completion != completion)[:limit]:
         c = int(schedule.claimed_completion[i])
         out.append(
@@ -226,12 +231,21 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
     return Validation(
         violations=out,
         samples=samples,
-        internal=internal,
-        restarts=restarts,
+        internal=_padded(internal, T),
+        restarts=_padded(restarts, T),
         completion=completion,
         utility=utility,
-        usage=usage,
+        usage=_padded(usage, T),
     )
+
+
+def _padded(a: np.ndarray, slots: int) -> np.ndarray:
+    """``a`` [S, ...] followed by zeros up to ``slots`` rows (``a`` itself when S = slots)."""
+    if len(a) == slots:
+        return a
+    out = np.zeros((slots, *a.shape[1:]), dtype=a.dtype)
+    out[: len(a)] = a
+    return out
 
 
 def link_rate(instance: Instance, internal: np.ndarray) -> np.ndarray:

@@ -278,6 +278,37 @@ def test_mlflow_script_says_which_package_a_postgres_or_s3_store_needs(tmp_path)
     assert "postgresql://***@127.0.0.1:1/mlflow" in result.stderr and "S3cr3t" not in result.stderr
 
 
+def test_scripts_run_the_environment_s_programs_before_the_repository_s_venv(tmp_path):
+    """An activated environment (its bin first on PATH) provides mlflow and pdors; an explicit variable wins."""
+    bin_dir = tmp_path / "env-bin"
+    bin_dir.mkdir()
+    for name in ("mlflow", "pdors", "other-mlflow"):
+        fake = bin_dir / name
+        fake.write_text(f'#!/bin/sh\necho "{name} from the environment: $*"\nexit 3\n')
+        fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env.pop("MLFLOW", None)
+    env.pop("PDORS", None)
+    served = subprocess.run(
+        [INFRA / "mlflow-local.sh", "5998", tmp_path / "srv"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert served.returncode == 3 and served.stdout.startswith("mlflow from the environment: server --host 127.0.0.1")
+    nightly = subprocess.run([INFRA / "nightly.sh", "--x"], env=env, capture_output=True, text=True, timeout=30)
+    assert nightly.returncode == 3 and "pdors from the environment: nightly --x" in nightly.stdout
+    chosen = subprocess.run(
+        [INFRA / "mlflow-local.sh", "5998", tmp_path / "srv"],
+        env={**env, "MLFLOW": "other-mlflow"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert chosen.stdout.startswith("other-mlflow from the environment")
+    missing = subprocess.run(
+        [INFRA / "nightly.sh"], env={**env, "PDORS": "/nonexistent/pdors"}, capture_output=True, text=True, timeout=30
+    )
+    assert missing.returncode == 2 and "$PDORS=/nonexistent/pdors is not a program" in missing.stderr
+
+
 class _Hook(BaseHTTPRequestHandler):
     received: ClassVar[list] = []
 

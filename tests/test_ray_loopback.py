@@ -4,6 +4,7 @@ nothing but 127.0.0.1."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -37,14 +38,21 @@ def test_local_sweep_ray_listens_on_loopback_only(tmp_path):
         start_new_session=True,
     )
     seen: set[str] = set()
+    answers: dict[str, str] = {}  # endpoint -> HTTP status of a plain request ("000": nothing HTTP answered)
     try:
         while proc.poll() is None:
             seen |= listeners(set(session_pids(proc.pid)))
+            for ep in seen - answers.keys():
+                port = ep.rsplit(":", 1)[1]
+                curl = ["curl", "-s", "-m", "2", "-o", "/dev/null", "-w", "%{http_code}", f"http://127.0.0.1:{port}/"]
+                answers[ep] = subprocess.run(curl, capture_output=True, text=True).stdout
             time.sleep(0.3)
         log = proc.stdout.read()
     finally:
         end_session(proc)
     assert proc.returncode == 0, log
     assert len(seen) >= 4, seen  # GCS, raylet, agents, workers were seen
+    print("\nlistening during the sweep (HTTP status of a plain request):", json.dumps(answers, indent=1))
     outside = {ep for ep in seen if not ep.startswith(("127.", "[::ffff:127.", "[::1]"))}
     assert not outside, f"listening beyond loopback: {sorted(outside)}"
+    assert set(answers.values()) <= {"401", "000"}, f"answers without the token (a metrics endpoint?): {answers}"

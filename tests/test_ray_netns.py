@@ -46,6 +46,10 @@ SWEEP = {
 }
 TASKS = 2 * SEEDS * 4 + 2 * SEEDS  # simulations + one OPT per instance
 COMPARED = ["status", "schedule_digest", "total_utility"]
+# Ray 2.60's gRPC servers (GCS, raylet, core workers, the agent's gRPC) bind [::] whatever the node address; every
+# one of them checks the cluster token (docs/OPERATIONS.md). Nothing else may listen on a wildcard address.
+GRPC_WILDCARD = ("gcs_server", "raylet", "ray::", "pdors")
+REFUSED = {"401", "000"}  # an HTTP endpoint asks for the token; "000": not HTTP at all (gRPC, HTTP/2 only)
 
 
 @pytest.fixture(scope="module")
@@ -209,6 +213,26 @@ def status_by_node(lab: Lab, env: dict[str, str], cwd: Path, config: Path, out: 
     return done.stdout
 
 
+def exposure(lab: Lab, name: str, prober: str) -> dict[str, str]:
+    """``process address:port`` of every listener of node ``name`` outside loopback -> the HTTP status a plain
+    request from node ``prober`` (another machine) gets, "000" when nothing HTTP answers."""
+    found = {}
+    for entry in lab.listeners(name):
+        program, endpoint = entry.split(" ")
+        host, port = endpoint.rsplit(":", 1)
+        if host.removeprefix("[::ffff:").startswith("127.") or host == "[::1]":
+            continue
+        assert host not in ("0.0.0.0", "*", "[::]") or program.startswith(GRPC_WILDCARD), f"wildcard: {entry}"
+        target = f"{lab.addresses[name]}:{port}"
+        curl = ["curl", "-s", "-m", "3", "-o", "/dev/null", "-w", "%{http_code}", f"http://{target}/"]
+        found[entry] = subprocess.run(
+            ["ip", "netns", "exec", lab.nodes[prober], *curl],
+            capture_output=True,
+            text=True,
+        ).stdout
+    return found
+
+
 def report(name: str, data: dict[str, Any]) -> None:
     print(f"\n{name}: " + json.dumps(data, indent=1, sort_keys=True))
 
@@ -226,6 +250,7 @@ def test_worker_killed_and_new_node_joining_midway(
         procs.append(sweep)
         wait_recorded(out, sweep, TASKS // 4)
         ports = {lab.addresses[n]: lab.listeners(n) for n in lab.nodes}
+        exposed = {**exposure(lab, "head", "w2"), **exposure(lab, "w1", "w2")}
         killed_at = _recorded(out)
         killed = lab.kill("w1")  # the machine loses power: every process of the node at once
         lab.add_node("w3", 4)
@@ -247,11 +272,13 @@ def test_worker_killed_and_new_node_joining_midway(
                 "joined": f"w3 ({lab.addresses['w3']})",
                 "runs_by_node": by_node,
                 "listening": ports,
+                "reached_from_w2": exposed,
                 **counts,
             },
         )
-        for name in ("head", "w2"):  # wildcard listeners reach only what the namespace has: lo and its own address
-            assert lab.ipv4(name) == {"127.0.0.1", lab.addresses[name]} and ports[lab.addresses[name]]
+        assert any(p.startswith("gcs_server") for p in exposed) and exposed, exposed
+        assert set(exposed.values()) <= REFUSED, f"answers without the token: {exposed}"
+        assert not [p for n in ports.values() for p in n if p.endswith((":44217", ":44227", ":8265"))], ports
     finally:
         for proc in reversed(procs):
             end_session(proc)

@@ -4,7 +4,9 @@ result is the one over a horizon just long enough (an operation count, not a tim
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
+import numpy as np
 import pytest
 
 from pdors.run import RunSpec, make_instance, run
@@ -41,3 +43,38 @@ def test_a_long_horizon_ends_when_the_jobs_do_with_the_short_horizon_s_result(po
         assert long.simulation.schedule.to_sparse()["cells"] == short.simulation.schedule.to_sparse()["cells"]
         assert [j.completion for j in long.summary.jobs] == [j.completion for j in short.summary.jobs]
         assert long.summary.total_utility == short.summary.total_utility
+
+
+@pytest.mark.slow  # the digest hashes 2 x 90 M cells as int64 (1.4 GB), by its definition
+def test_three_jobs_over_three_million_slots_give_the_twenty_slot_result():
+    """The issue's case: 3 jobs over T = 3,000,000. The simulator, the validator and the digest look at the slots
+    before the schedule's horizon; the result is the 20-slot run's, job by job (time: docs/appendix/HOSTILE.md)."""
+    spec, instance, short = _short_run("fifo")
+    long = run(dataclasses.replace(spec, slots=3_000_000), dataclasses.replace(instance, slots=3_000_000))
+    assert long.validation.ok and long.summary.completed == 3
+    assert long.simulation.schedule.to_sparse() == short.simulation.schedule.to_sparse()
+    outcome = ("job", "arrival", "admitted", "completion", "utility", "workload", "samples_processed")
+    assert [[getattr(j, f) for f in outcome] for j in long.summary.jobs] == [
+        [getattr(j, f) for f in outcome] for j in short.summary.jobs
+    ]
+    assert long.summary.total_utility == short.summary.total_utility
+
+
+@pytest.mark.parametrize("tail", [0, 1, 7, 300_000])
+def test_the_digest_hashes_the_idle_tail_as_the_dense_arrays_bytes(tail):
+    """The digest skips reading the all-zero slots after the horizon, not hashing them: it equals the hash of the
+    whole arrays as int64, whatever the length of the idle tail."""
+    _, _, short = _short_run("drf")
+    sched = short.simulation.schedule
+    slots = len(sched.workers) + tail
+    grown = dataclasses.replace(
+        sched,
+        workers=np.concatenate([sched.workers, np.zeros((tail, *sched.workers.shape[1:]), np.int32)]),
+        servers=np.concatenate([sched.servers, np.zeros((tail, *sched.servers.shape[1:]), np.int32)]),
+        claimed_restart=np.concatenate([sched.claimed_restart, np.zeros((tail, sched.claimed_restart.shape[1]), bool)]),
+    )
+    dense = hashlib.blake2b(digest_size=16)
+    for a in (grown.workers, grown.servers, grown.admitted[None]):
+        dense.update(np.ascontiguousarray(a, dtype="<i8").tobytes())
+    assert len(grown.workers) == slots and grown.horizon() <= len(sched.workers)
+    assert grown.digest() == dense.hexdigest()

@@ -299,6 +299,14 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
     assert len(now) == 1 and now[0].info.run_id != child.info.run_id
     assert now[0].data.metrics["total_utility"] == pytest.approx(tracking.shown(mean))
     assert {a.path for a in client.list_artifacts(child.info.run_id)} == {"seeds.csv"}
+    # a log killed right after creating a child leaves it RUNNING and empty: the next log completes that child
+    tags = {k: now[0].data.tags[k] for k in ("mlflow.parentRunId", "pdors.sweep_id", "pdors.point_id", "pdors.layout")}
+    client.delete_run(now[0].info.run_id)
+    bare = client.create_run(child.info.experiment_id, tags=tags).info.run_id
+    tracking.log_sweep(manifest, runs, agg, [], store.root)
+    relogged = client.get_run(bare)
+    assert relogged.info.status == "FINISHED" and "pdors.content" in relogged.data.tags
+    assert relogged.data.metrics["total_utility"] == pytest.approx(tracking.shown(mean))
 
 
 def test_a_record_of_one_file_per_run_is_read_and_compacted(tmp_path):
