@@ -222,8 +222,12 @@ class Placer:
         first = [] if plan is None else [t for t in range(T) if plan.workers[t] > 0]
         rest = [t for t in range(int(jobs.arrival[i]), T) if t not in set(first)]
         planned = {t: (int(plan.workers[t]), int(plan.klass[t])) for t in first} if plan is not None else {}
+        done = 0.0
         for t in first:
-            self.slot(i, t, float(jobs.workload[i]), *planned[t])
+            if done >= target:
+                break
+            self.slot(i, t, float(jobs.workload[i]) - done, *planned[t])
+            done = float(self.samples(i).sum())
         for t in first:  # top up: a planned slot re-placed with the shortfall added
             short = float(jobs.workload[i]) - float(self.samples(i).sum())
             if short <= 0:
