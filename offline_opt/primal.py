@@ -31,10 +31,15 @@ from pdors.validator import Validation, validate
 
 from .bounds import CountLimits, count_limits, machine_classes
 from .dual_bound import Costs, DualBound, Hull, Options, Pricing, costs, hull, options, price
+from .placement import Placer, Plan
+from .ruin_recreate import ruin_recreate
 
 K_PER_JOB = 4  # completion slots per job and price scale offered to the master
 PRICE_SCALES = (0.5, 1.0, 2.0)  # the bound's prices scaled: cheap ones give fast columns, dear ones lean columns
 MIP_NODES = 50  # branch-and-bound nodes of the integer master
+MIP_COLUMNS = 500  # the master is integer up to this many columns (2x the tests' instances, I <= 14), else rounded
+SEARCH_ROUNDS = 100  # ruin-and-recreate rounds on the placed schedule
+SEARCH_SEED = 34  # the search's random draws: fixed, so the schedule is one function of the instance
 MAX_CELLS = 20_000_000  # T x I x H of the dense schedule arrays built (two int32 arrays: 160 MB)
 
 
@@ -52,6 +57,7 @@ class Primal:
     master_status: str
     columns: int
     placed: int
+    search_kept: int = 0  # ruin-and-recreate rounds that kept a better schedule
     violations: int
     wall_s: float
 
@@ -199,8 +205,12 @@ def _policy_columns(instance: Instance, schedule: Schedule, v: Validation, of_ma
 
 
 def _master(columns: list[_Column], jobs: int, capacity: np.ndarray) -> tuple[np.ndarray, float, str]:
-    """The integer restricted master: which columns (at most one per job) under the pooled capacity rows."""
+    """The restricted master: which columns (at most one per job) under the pooled capacity rows. Integer up to
+    ``MIP_COLUMNS`` columns; above, its LP relaxation rounded greedily (columns by LP value, then utility, each taken
+    if its job is free and it fits what the taken ones leave): HiGHS's integer root alone (cuts, heuristics, which no
+    node limit bounds) takes seconds there."""
     n = len(columns)
+    integer = n <= MIP_COLUMNS
     cap = capacity.ravel()
     col = np.concatenate([np.full(len(c.rows) + 1, j) for j, c in enumerate(columns)])
     row = np.concatenate([np.concatenate([[c.job], jobs + c.rows]) for c in columns])
@@ -221,7 +231,7 @@ def _master(columns: list[_Column], jobs: int, capacity: np.ndarray) -> tuple[np
         np.full(len(upper), -np.inf),
         upper,
         np.ones(n),
-        integer=True,
+        integer=integer,
     )
     highs.passModel(lp)
     highs.run()
@@ -229,174 +239,24 @@ def _master(columns: list[_Column], jobs: int, capacity: np.ndarray) -> tuple[np
     x = np.asarray(highs.getSolution().col_value)
     if len(x) != n:
         return np.zeros(n, dtype=bool), 0.0, status
-    chosen = x > 0.5
-    return chosen, float(-cost[chosen].sum()), status
+    chosen = x > 0.5 if integer else _rounded(columns, x, cap)
+    return chosen, float(-cost[chosen].sum()), status if integer else f"LP {status}, rounded"
 
 
-class _Placer:
-    """Jobs placed one at a time on the residual capacity of concrete machines."""
-
-    def __init__(self, instance: Instance) -> None:
-        self.inst = instance
-        jobs = instance.jobs
-        T, J, H = instance.slots, instance.num_jobs, instance.num_machines
-        self.cap = instance.cluster.capacity
-        self.res = np.broadcast_to(self.cap, (T, H, self.cap.shape[1])).copy()
-        self.w = np.zeros((T, J, H), dtype=np.int32)
-        self.s = np.zeros((T, J, H), dtype=np.int32)
-        self.per_sample = {True: jobs.time_per_sample(True), False: jobs.time_per_sample(False)}
-        self.scale = np.maximum(self.cap.max(axis=0), 1e-300)
-        self.of_machine = np.unique(self.cap, axis=0, return_inverse=True)[1].ravel()
-
-    def servers(self, i: int, w: np.ndarray, internal: bool) -> np.ndarray:
-        """PSs for ``w`` workers: ceil(w / gamma), and under the thesis's model enough for their traffic (3.4);
-        -1 where (3.5) s <= w cannot hold."""
-        jobs = self.inst.jobs
-        s = -(-w // int(jobs.gamma[i]))
-        bw_all = self.inst.ps_bandwidth
-        if bw_all is None:
-            return s
-        bw = jobs.bw_internal[i] if internal else jobs.bw_external[i]
-        s = np.maximum(s, np.ceil(w * bw / bw_all[i]).astype(np.int64))
-        return np.where((s > w) & self.inst.ps_at_most_workers, -1, s)
-
-    def internal_max(self, i: int, t: int, cap_w: int) -> np.ndarray:
-        """[H, N] whether w = 1..cap_w workers with their PSs fit machine h alone."""
-        jobs = self.inst.jobs
-        ws = np.arange(1, cap_w + 1)
-        ss = self.servers(i, ws, True)
-        use = ws[:, None] * jobs.worker_demand[i] + np.maximum(ss, 0)[:, None] * jobs.ps_demand[i]
-        out: np.ndarray = (use[None] <= self.res[t][:, None, :]).all(axis=2) & (ss >= 0)[None, :]
-        return out
-
-    def spread(self, i: int, t: int, W: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """W workers and their PSs over two or more machines (PSs first, each on the machines with most room)."""
-        jobs = self.inst.jobs
-        S = int(self.servers(i, np.array([W]), False)[0])
-        if S < 0:
-            return None
-        rr = self.res[t].copy()
-        out = []
-        for count, d in ((S, jobs.ps_demand[i]), (W, jobs.worker_demand[i])):
-            need = d > 0
-            room = np.floor(np.min(np.where(need, rr / np.where(need, d, 1.0), np.inf), axis=1))
-            room = np.minimum(room, count).astype(np.int64)
-            room = np.where((room[:, None] * d > rr).any(axis=1), room - 1, room).clip(0)
-            order = np.argsort(-room, kind="stable")
-            n = np.zeros(len(room), dtype=np.int64)
-            left = count
-            for h in order:
-                if left == 0:
-                    break
-                n[h] = min(left, room[h])
-                left -= n[h]
-            if left:
-                return None
-            rr -= n[:, None] * d
-            out.append(n)
-        s, w = out
-        if ((w + s) > 0).sum() < 2:
-            return None
-        return w, s
-
-    def put(self, i: int, t: int, w: np.ndarray, s: np.ndarray) -> None:
-        jobs = self.inst.jobs
-        self.w[t, i], self.s[t, i] = w, s
-        self.res[t] -= w[:, None] * jobs.worker_demand[i] + s[:, None] * jobs.ps_demand[i]
-
-    def take(self, i: int, t: int) -> None:
-        jobs = self.inst.jobs
-        w, s = self.w[t, i].astype(np.int64), self.s[t, i].astype(np.int64)
-        self.res[t] += w[:, None] * jobs.worker_demand[i] + s[:, None] * jobs.ps_demand[i]
-        self.w[t, i] = 0
-        self.s[t, i] = 0
-
-    def internal_at(self, i: int, t: int, W: int, fits: np.ndarray, klass: int) -> bool:
-        """W workers internally on the tightest machine (of ``klass`` if one holds them) that holds them."""
-        ok = fits[:, W - 1]
-        if klass >= 0 and (ok & (self.of_machine == klass)).any():
-            ok = ok & (self.of_machine == klass)
-        if not ok.any():
-            return False
-        jobs = self.inst.jobs
-        S = int(self.servers(i, np.array([W]), True)[0])
-        use = W * jobs.worker_demand[i] + S * jobs.ps_demand[i]
-        slack = ((self.res[t] - use) / self.scale).sum(axis=1)
-        h = int(np.argmin(np.where(ok, slack, np.inf)))
-        w, s = np.zeros(len(ok), dtype=np.int64), np.zeros(len(ok), dtype=np.int64)
-        w[h], s[h] = W, S
-        self.put(i, t, w, s)
-        return True
-
-    def slot(self, i: int, t: int, need: float, want: int, klass: int) -> None:
-        """Allocate job i in slot t: ``want`` workers (internal on ``klass``, or external if -1), no more than
-        ``need`` samples require; where that does not fit, the most samples that fit, up to the planned ones (0: the
-        slot stays idle)."""
-        jobs = self.inst.jobs
-        cap_w = int(jobs.batch[i])
-        if want > 0:  # a plan's slot takes no more than its planned samples: the rest goes to idle slots
-            need = min(need, want / self.per_sample[klass >= 0][i])
-        n_int = max(1, int(np.ceil(need * self.per_sample[True][i])))
-        n_ext = max(1, int(np.ceil(need * self.per_sample[False][i])))
-        fits = self.internal_max(i, t, cap_w)
-        if want > 0:
-            if klass >= 0 and self.internal_at(i, t, min(want, n_int, cap_w), fits, klass):
-                return
-            if klass < 0 and (wd := min(want, n_ext, cap_w)) and (got := self.spread(i, t, wd)) is not None:
-                self.put(i, t, *got)
-                return
-        if n_int <= cap_w and self.internal_at(i, t, n_int, fits, -1):
-            return
-        if n_ext <= cap_w and (got := self.spread(i, t, n_ext)) is not None:
-            self.put(i, t, *got)
-            return
-        best_int = int(np.where(fits, np.arange(1, cap_w + 1), 0).max(initial=0))
-        lo, hi = 0, min(cap_w, n_ext)  # the most external workers that spread: bisection on W
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.spread(i, t, mid) is not None:
-                lo = mid
-            else:
-                hi = mid - 1
-        if best_int == 0 and lo == 0:
-            return
-        if best_int / self.per_sample[True][i] >= lo / self.per_sample[False][i]:
-            self.internal_at(i, t, best_int, fits, -1)
-        else:
-            got = self.spread(i, t, lo)
-            assert got is not None
-            self.put(i, t, *got)
-
-    def samples(self, i: int) -> np.ndarray:
-        """[T] job i's samples per slot, as the validator computes them (restarts free)."""
-        w, s = self.w[:, i], self.s[:, i]
-        wsum = w.sum(axis=1)
-        internal = ((w > 0) | (s > 0)).sum(axis=1) == 1
-        per = np.where(internal, self.per_sample[True][i], self.per_sample[False][i])
-        out: np.ndarray = 1.0 * wsum / per
-        return np.where(wsum > 0, out, 0.0)
-
-    def job(self, i: int, plan: _Column | None) -> bool:
-        """Place job i (its ``plan``, then idle slots from its arrival on); False (and nothing placed) if it cannot
-        complete."""
-        jobs, T = self.inst.jobs, self.inst.slots
-        target = float(jobs.workload[i] * (1.0 - 1e-12))
-        done = 0.0
-        first = [] if plan is None else [t for t in range(T) if plan.workers[t] > 0]
-        rest = [t for t in range(int(jobs.arrival[i]), T) if t not in set(first)]
-        for t in first + rest:
-            if done >= target:
-                break
-            want = 0 if plan is None else int(plan.workers[t])
-            klass = -1 if plan is None else int(plan.klass[t])
-            self.slot(i, t, float(jobs.workload[i]) - done, want, klass)
-            done = float(self.samples(i).sum())
-        if np.cumsum(self.samples(i))[-1] >= target:
-            return True
-        for t in range(T):
-            if self.w[t, i].any() or self.s[t, i].any():
-                self.take(i, t)
-        return False
+def _rounded(columns: list[_Column], x: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Every column in order of LP value, then utility, taken where its job is free and the pooled rows hold it."""
+    left = cap.astype(float).copy()
+    taken: set[int] = set()
+    chosen = np.zeros(len(columns), dtype=bool)
+    order = sorted(range(len(columns)), key=lambda j: (-x[j], -columns[j].utility, j))
+    for j in order:
+        c = columns[j]
+        if c.job in taken or (np.bincount(c.rows, c.use, len(left)) > left + 1e-9).any():
+            continue
+        np.subtract.at(left, c.rows, c.use)
+        taken.add(c.job)
+        chosen[j] = True
+    return chosen
 
 
 def primal(
@@ -437,18 +297,33 @@ def primal(
     # the master with and without the policies' columns: either may place better (the master's pooled value is
     # not what packs), so both are built and the better kept
     tries = [_build(instance, priced + extra)] + ([_build(instance, priced)] if extra else [])
-    schedule, v, master, status, columns, placed = max(tries, key=lambda x: x[1].total_utility if x[1].ok else -1.0)
-    out = fallback(status, master, columns, placed)
+    b = max(tries, key=lambda x: x.validation.total_utility if x.validation.ok else -1.0)
+    at_bound = b.validation.ok and b.validation.total_utility >= bound.bound * (1.0 - 1e-9)
+    kept = 0 if at_bound else ruin_recreate(b.placer, b.plans, SEARCH_ROUNDS, SEARCH_SEED)
+    schedule = b.placer.schedule()
+    v = validate(instance, schedule)
+    out = replace(fallback(b.status, b.master, b.columns, b.placed), search_kept=kept)
     if not v.ok or v.total_utility <= best_u:
-        return replace(out, violations=sum(len(x[1].violations) for x in tries))
+        return replace(out, violations=len(v.violations) + sum(len(x.validation.violations) for x in tries))
     return replace(out, schedule=schedule, utility=v.total_utility, source="rmp")
 
 
-def _build(instance: Instance, cols: list[_Column]) -> tuple[Schedule, Validation, float, str, int, int]:
+@dataclass(frozen=True, kw_only=True)
+class _Built:
+    placer: Placer
+    plans: dict[int, Plan]  # each placed job's master column
+    validation: Validation
+    master: float
+    status: str
+    columns: int
+    placed: int
+
+
+def _build(instance: Instance, cols: list[_Column]) -> _Built:
     """The master over ``cols``, its jobs placed (largest utility first), then the other jobs (largest theta1
-    first): (schedule, its validation, master value, master status, columns, jobs placed)."""
+    first)."""
     T, J = instance.slots, instance.num_jobs
-    placer = _Placer(instance)
+    placer = Placer(instance)
     opt = options(instance)
     chosen, master, status = _master(cols, J, np.broadcast_to(opt.capacity, (T, *opt.capacity.shape)))
     picked = sorted((c for c, x in zip(cols, chosen, strict=True) if x), key=lambda c: (-c.utility, c.job))
@@ -458,17 +333,12 @@ def _build(instance: Instance, cols: list[_Column]) -> tuple[Schedule, Validatio
     rest = sorted(set(range(J)) - {c.job for c in picked}, key=lambda i: (-float(instance.jobs.theta1[i]), i))
     for i in rest:
         placed += placer.job(i, None)
-    schedule = _schedule(instance, placer)
-    return schedule, validate(instance, schedule), master, status, len(cols), placed
-
-
-def _schedule(instance: Instance, placer: _Placer) -> Schedule:
-    """The placed counts with the claims the validator recomputes (locality, completion; restarts are free)."""
-    sched = Schedule.empty(instance)
-    sched.workers[:], sched.servers[:] = placer.w, placer.s
-    sched.admitted[:] = placer.w.sum(axis=(0, 2)) > 0
-    v = validate(instance, sched)
-    sched.claimed_internal[:] = v.internal
-    sched.claimed_completion[:] = v.completion
-    sched.claimed_restart[:] = v.restarts
-    return sched
+    return _Built(
+        placer=placer,
+        plans={c.job: c for c in picked},
+        validation=validate(instance, placer.schedule()),
+        master=master,
+        status=status,
+        columns=len(cols),
+        placed=placed,
+    )
