@@ -4,6 +4,8 @@ fails when PD-ORS is weakened in-process or when its record is altered."""
 
 from __future__ import annotations
 
+import copy
+import importlib
 import json
 import math
 from datetime import date
@@ -16,8 +18,11 @@ from mlflow.tracking import MlflowClient
 import pdors.policies.pdors as pdors_policy
 from offline_opt import Comparison, OptResult, PolicyRatio
 from offline_opt.compare import judge
+from pdors.instance_io import to_dict
 from pdors_cli.main import main
 from pipeline.nightly import EXPERIMENT, date_seed, interval, offences, stats
+
+compare_module = importlib.import_module("offline_opt.compare")  # the package exports compare() under that name
 
 
 def opt(objective=100.0, status="optimal", proven=True, violations=(), bound=None):
@@ -148,10 +153,36 @@ def frozen_high_prices(bounds, used, capacity):
     return np.broadcast_to(bounds.lower * np.exp(0.8 * bounds.log_ratio()), used.shape).copy()
 
 
+def solved_once(monkeypatch):
+    """OPT memoised per instance and solver settings: the test solves seed 6 in ``--record`` and again as a fresh
+    instance, seed 3 as a fresh instance and again in its replay. A different instance or setting is a miss and
+    is solved; the returned results are copies."""
+    solve = compare_module.solve
+    seen = {}
+
+    def once(instance, solver, time_limit, mip_gap, strengthening, incumbent=None):
+        key = (
+            json.dumps(to_dict(instance), sort_keys=True),
+            solver,
+            time_limit,
+            mip_gap,
+            repr(strengthening),
+            None if incumbent is None else (incumbent[0].digest(), incumbent[1].tobytes()),
+        )
+        if key not in seen:
+            seen[key] = solve(instance, solver, time_limit, mip_gap, strengthening, incumbent)
+        return copy.deepcopy(seen[key])
+
+    monkeypatch.setattr(compare_module, "solve", once)
+
+
 @pytest.mark.slow
 def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_altered(tmp_path, monkeypatch, capsys):
     """Seed 6 of the small profile (OPT proven by HiGHS in a few seconds) pinned by ``--record``; fresh: seed 6,
-    and seed 3 with PD-ORS weakened."""
+    and seed 3 with PD-ORS weakened. The green night runs one instance of each paper-scale setting (its wiring
+    into the verdict); the red nights none (their verdict is the pinned one; ``nightly_paper`` is tested in
+    test_dual_bound.py and test_premise.py)."""
+    solved_once(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     mlflow.set_tracking_uri(None)  # re-read the environment (the client caches the URI per process)
@@ -161,7 +192,10 @@ def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_alt
     assert [r["seed"] for r in rec["instances"]] == [6] and rec["profile"] == "small"
     assert rec["rule"].startswith("the first 1 seeds, in seed order from 6") and "No ratio" in rec["rule"]
     recorded = rec["instances"][0]["utilities"]["pdors"]
-    args = ["nightly", "--record-file", str(record), "--fresh", "1", "--seed", "6", "--out", str(tmp_path / "out")]
+    out_dir = str(tmp_path / "out")
+    args = ["nightly", "--record-file", str(record), "--fresh", "1", "--paper", "1", "--fig09", "1", "--seed", "6"]
+    args += ["--out", out_dir]
+    no_paper = ["--paper", "0", "--fig09", "0"]
 
     assert main(args) == 0
     out = capsys.readouterr().out
@@ -174,12 +208,13 @@ def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_alt
     rec["instances"][0]["utilities"]["pdors"] = recorded * 1.01
     rec["instances"][0]["utilities"]["fifo"] += 1.0  # a baseline's change is reported, not failed
     altered.write_text(json.dumps(rec))
-    assert main(["nightly", "--record-file", str(altered), "--fresh", "0", "--out", str(tmp_path / "out")]) == 1
+    assert main(["nightly", "--record-file", str(altered), "--fresh", "0", *no_paper, "--out", out_dir]) == 1
     out = capsys.readouterr().out
     assert f"pdors utility {recorded:.6f} below its record {recorded * 1.01:.6f}" in out and "fifo: " in out
 
     monkeypatch.setattr(pdors_policy, "prices", frozen_high_prices)
-    assert main([*args[:-3], "3", *args[-2:]]) == 1  # fresh seed 3 (OPT in about 20 s)
+    fresh3 = ["nightly", "--record-file", str(record), "--fresh", "1", *no_paper, "--seed", "3", "--out", out_dir]
+    assert main(fresh3) == 1  # fresh seed 3 (OPT in about 20 s)
     out = capsys.readouterr().out
     assert "**FAIL**: 1 instance(s)" in out and "below its record" in out
     bad = json.loads(max((tmp_path / "out").glob("*/report.json")).read_text())
