@@ -9,13 +9,16 @@ from pathlib import Path
 
 WIDTH = 120
 INDENT = "  "  # a continued line
+KEEP = "\x00"  # stands for a space inside a `command` while wrapping: a command stays whole, to copy
 
 
 def fit(line: str, width: int = WIDTH) -> str:
     """``line`` as lines of at most ``width`` columns: clauses (ending in ``"; "``) packed greedily, a clause
-    longer than a line broken at spaces (a word longer than a line, e.g. a URL, stays whole)."""
+    longer than a line broken at spaces (a word longer than a line, e.g. a URL or a `command`, stays whole)."""
     if len(line) <= width:
         return line
+    parts = line.split("`")
+    line = "`".join(p.replace(" ", KEEP) if k % 2 else p for k, p in enumerate(parts))
     clauses = [c + ";" for c in line.split("; ")]
     clauses[-1] = clauses[-1][:-1]
     out: list[str] = []
@@ -33,7 +36,7 @@ def fit(line: str, width: int = WIDTH) -> str:
             break_long_words=False,
             break_on_hyphens=False,
         )
-    return "\n".join(out)
+    return "\n".join(out).replace(KEEP, " ")
 
 
 def shown(path: Path | str) -> str:

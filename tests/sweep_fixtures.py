@@ -4,7 +4,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline import grid, schema
+from pipeline import grid, schema, screen
 
 TINY = {
     "name": "tiny",
@@ -34,3 +34,8 @@ mlflow: {enabled: false}
 def sweep_id_of(config: Path) -> str:
     """The sweep id ``pdors sweep run`` gives ``config``."""
     return grid.expand(schema.load(config)).sweep_id
+
+
+def unwrapped(text: str) -> str:
+    """Printed text with the lines :func:`pipeline.screen.fit` continued joined back (its exact inverse)."""
+    return text.replace("\n" + screen.INDENT, " ")

@@ -26,6 +26,12 @@ def test_fit_breaks_between_clauses_and_keeps_a_url_whole() -> None:
     assert fit(url) == url and fit("short; line") == "short; line"
 
 
+def test_fit_keeps_a_command_whole_to_copy() -> None:
+    command = "`pdors sweep run " + "/very/long/path" * 8 + " --resume`"
+    lines = fit("disk full; free space and continue with " + command).split("\n")
+    assert lines[-1].strip() == command and all(len(x) <= 120 for x in lines[:-1])
+
+
 def test_paths_under_the_working_directory_are_relative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert shown(tmp_path / "out" / "x.parquet") == str(Path("out") / "x.parquet")

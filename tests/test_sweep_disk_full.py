@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from sweep_fixtures import CONFIG_TEXT as CONFIG
-from sweep_fixtures import sweep_id_of
+from sweep_fixtures import sweep_id_of, unwrapped
 
 from pdors_cli.main import main
 from pipeline import storage
@@ -56,7 +56,7 @@ def test_disk_full_then_resume_by_the_printed_command(
     )
     assert cut.returncode == 4, (cut.stdout, cut.stderr)
     assert "Traceback" not in cut.stderr
-    printed = re.search(r"disk full writing under .*continue with `([^`]+)`", cut.stdout)
+    printed = re.search(r"disk full writing under .*continue with `([^`]+)`", unwrapped(cut.stdout))
     assert printed is not None, cut.stdout
     command = shlex.split(printed.group(1))
     assert command[:3] == ["pdors", "sweep", "run"] and "--resume" in command and "--in-process" in command

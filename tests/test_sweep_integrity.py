@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from sweep_fixtures import CONFIG_TEXT as CONFIG
-from sweep_fixtures import sweep_id_of
+from sweep_fixtures import sweep_id_of, unwrapped
 
 from pdors_cli.main import main
 from pipeline import storage
@@ -62,7 +62,7 @@ def test_a_bit_flip_in_a_compacted_runs_file_is_detected_and_repaired(
 
     sweep = sweep_id_of(config)  # the first sweep: 8 of the 12 runs in the damaged file are its own
     assert main(["sweep", "status", sweep, "--out", str(out)]) == 1
-    said = capsys.readouterr().out
+    said = unwrapped(capsys.readouterr().out)
     assert f"damaged: {runs_file} (" in said and "content does not match its SHA-256" in said, said
     assert re.search(r"\(12 runs, 8 of this sweep's\)|\(its runs unknown\)", said), said
     repair = re.search(r"repair: `([^`]+)`", said)
@@ -78,13 +78,13 @@ def test_a_bit_flip_in_a_compacted_runs_file_is_detected_and_repaired(
         assert f"repair: `{repair.group(1)}`" in err
 
     assert main(shlex.split(repair.group(1))[1:]) == 0
-    said = capsys.readouterr().out
+    said = unwrapped(capsys.readouterr().out)
     assert (
         "8 tasks (8 simulations, 0 OPT) over machines; 0 already recorded, 8 to run (1 damaged batches set aside)"
         in said
     )
     assert main(["sweep", "status", sweep, "--out", str(out)]) == 0
-    assert "records intact" in capsys.readouterr().out
+    assert "records intact" in unwrapped(capsys.readouterr().out)
     repaired = utilities(out)
     assert all(repaired[r] == clean[r] for r in repaired) and len(repaired) == 8  # the 4 other runs: the other sweep's
     assert list(out.glob("runs/.damaged-*.parquet"))  # set aside, kept for inspection
@@ -107,7 +107,7 @@ def test_resume_applies_or_refuses_each_change(tmp_path: Path, capsys: pytest.Ca
 
     args = ["mlflow.experiment=renamed", "--in-process", "--out", str(out), "--resume"]
     assert main(["sweep", "run", str(config), *args]) == 0
-    assert "resuming with changed mlflow (recorded in the manifest)" in capsys.readouterr().out
+    assert "resuming with changed mlflow (recorded in the manifest)" in unwrapped(capsys.readouterr().out)
     manifest = storage.manifest_of(storage.Store(out, meta.name))
     assert manifest.experiment == "renamed" and manifest.config["mlflow"]["experiment"] == "renamed"
     assert manifest.resumed[0]["overrides"] == ["mlflow.experiment=renamed"]
@@ -181,7 +181,7 @@ def test_every_file_of_a_batch_is_checked_and_repaired(
 
     sweep = sweep_id_of(config)
     assert main(["sweep", "status", sweep, "--out", str(out)]) == 1
-    said = capsys.readouterr().out
+    said = unwrapped(capsys.readouterr().out)
     assert f"damaged: {batch['runs']} (" in said and "1 damaged batches" in said, said
     assert main(["sweep", "report", sweep, "--out", str(out), "--no-mlflow"]) == 1
     err = capsys.readouterr().err.strip()
@@ -189,7 +189,7 @@ def test_every_file_of_a_batch_is_checked_and_repaired(
 
     assert main(["sweep", "run", str(config), "--in-process", "--out", str(out), "--resume"]) == 0
     assert main(["sweep", "status", sweep, "--out", str(out)]) == 0
-    said = capsys.readouterr().out
+    said = unwrapped(capsys.readouterr().out)
     assert "records intact" in said and "older than digests" not in said, said
     assert record(out) == clean
 

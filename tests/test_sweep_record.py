@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.dataset as ds
 import pytest
-from sweep_fixtures import TINY
+from sweep_fixtures import TINY, unwrapped
 
 from pipeline import columns, grid, schema, storage, summary
 from pipeline.executor import execute
@@ -115,13 +115,13 @@ def test_status_finds_damaged_batches_and_run_repairs_them(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--in-process"]) == 0
     assert main(["sweep", "status", str(cfg), "--out", str(out)]) == 0
-    assert "4 ok, 0 failed, 0 lost, 0 not run; records intact" in capsys.readouterr().out
+    assert "4 ok, 0 failed, 0 lost, 0 not run; records intact" in unwrapped(capsys.readouterr().out)
     [runs] = (out / "runs").glob("*.parquet")
     jobs = out / "jobs" / runs.name
     jobs.write_bytes(jobs.read_bytes()[:100])  # a truncated jobs file
     (out / "runs" / "p99999999999999999999.parquet").write_bytes(b"not parquet")
     assert main(["sweep", "status", "--out", str(out)]) == 1  # no target: the latest sweep
-    text = capsys.readouterr().out
+    text = unwrapped(capsys.readouterr().out)
     assert (
         "0 ok, 0 failed, 0 lost, 4 not run; 2 damaged batches" in text
         and f"damaged: {runs} (4 runs, 4 of this sweep's): jobs file content does not match its SHA-256" in text
@@ -129,7 +129,7 @@ def test_status_finds_damaged_batches_and_run_repairs_them(tmp_path, capsys):
         and "repair: `pdors sweep run" in text
     )
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--resume", "--in-process"]) == 0
-    assert "0 already recorded, 4 to run (2 damaged batches set aside)" in capsys.readouterr().out
+    assert "0 already recorded, 4 to run (2 damaged batches set aside)" in unwrapped(capsys.readouterr().out)
     assert main(["sweep", "status", str(cfg), "--out", str(out)]) == 0
     assert sorted(p.name for p in (out / "runs").glob(".damaged-*.parquet")) == [
         f".damaged-{runs.name}",
@@ -166,7 +166,7 @@ def test_status_reads_five_run_columns_and_no_job_row(tmp_path, capsys, monkeypa
         lambda source, *a, **kw: (reads.append((str(source), "dataset")), real_dataset(source, *a, **kw))[1],
     )
     capsys.readouterr()
-    assert main(["sweep", "status", "--out", str(out)]) == 0 and "4 ok" in capsys.readouterr().out
+    assert main(["sweep", "status", "--out", str(out)]) == 0 and "4 ok" in unwrapped(capsys.readouterr().out)
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--resume", "--in-process", "--dry-run"]) == 0
     assert reads and {(Path(path).parent.name, tuple(columns)) for path, columns in reads} == {
         ("runs", ("run_id", "status", "kind", "jobs", "node_ip"))
