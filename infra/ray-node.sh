@@ -30,8 +30,10 @@ export RAY_AUTH_MODE="${RAY_AUTH_MODE:-token}"
 export RAY_USAGE_STATS_ENABLED=0
 export RAY_enable_metrics_collection="${RAY_enable_metrics_collection:-0}"
 export AUTOSCALER_METRIC_PORT="${AUTOSCALER_METRIC_PORT:-65536}" DASHBOARD_METRIC_PORT="${DASHBOARD_METRIC_PORT:-65536}"
-# Ray turns a 127.0.0.1 node address into the outward interface's and binds wildcards unless this is 0
-[ "${RAY_NODE_IP:-}" = 127.0.0.1 ] && export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
+# A 127.0.0.1 head: Ray would turn the address into the outward interface's and bind wildcards unless this is 0.
+# Only the head: a worker started with it refuses to join ("multi-node clusters are not supported"), and a worker
+# joins a loopback head only where loopback is its only interface (a network namespace, as in tests/test_infra.py).
+[ "$ROLE" = head ] && [ "${RAY_NODE_IP:-}" = 127.0.0.1 ] && export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
 if [ "$RAY_AUTH_MODE" = token ] && [ -z "${RAY_AUTH_TOKEN:-}" ]; then
   TOKEN_FILE="${RAY_AUTH_TOKEN_PATH:-$HOME/.ray/auth_token}"
   if [ ! -s "$TOKEN_FILE" ]; then
