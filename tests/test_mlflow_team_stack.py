@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 from realstack import BIN, ROOT, end_session
+from sweep_fixtures import unwrapped
 
 pytestmark = pytest.mark.slow
 INFRA = ROOT / "infra"
@@ -326,7 +327,7 @@ def test_two_sweeps_and_two_logs_at_once_and_a_server_killed_mid_log(stack: Stac
         assert log.poll() is None and time.time() < deadline, log.stdout.read() if log.stdout else ""
         time.sleep(0.2)
     stack.kill_server()
-    cut_off = log.communicate(timeout=300)[0]
+    cut_off = unwrapped(log.communicate(timeout=300)[0])
     assert log.returncode == 3 and "re-log with `pdors sweep log" in cut_off, cut_off
     stack.start_server()
     partial = counts(stack, "team-big")
