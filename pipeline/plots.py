@@ -274,7 +274,7 @@ def _count(n: int, noun: str) -> str:
 
 def _numeric(values: pd.Series) -> bool:
     """Whether every value of a grid axis reads as a number (its points then sort by value)."""
-    return all(_number(str(v)) is not None for v in values)
+    return all(_number(str(v)) is not None for v in pd.unique(values))  # per value, not per pair
 
 
 def paired_figure(pairs: pd.DataFrame, axes: list[str], reference: str, title: str, path: Path) -> Path:
