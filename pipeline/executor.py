@@ -111,8 +111,14 @@ def probe(address: str, timeout: float = 5.0) -> None:
 
 # A local Ray on loopback only (docs/OPERATIONS.md lists its sockets): Ray turns a 127.0.0.1 node address into
 # the outward interface's unless its single-machine mode is on, which this variable (read when ray is first
-# imported, whatever its name says) switches on for Linux too; the metrics exporter (plain HTTP) is off.
-LOCAL_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+# imported, whatever its name says) switches on for Linux too; the metrics exporter (plain HTTP) is off, and the
+# autoscaler's and dashboard's metrics servers (plain HTTP on fixed ports 44217 and 44227 in Ray 2.60, started even
+# without a dashboard) are skipped by an out-of-range port: Ray logs the failed bind and goes on.
+LOCAL_RAY_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "AUTOSCALER_METRIC_PORT": "65536",
+    "DASHBOARD_METRIC_PORT": "65536",
+}
 LOCAL_RAY_INIT: dict[str, Any] = {
     "address": "local",
     "_node_ip_address": "127.0.0.1",
