@@ -84,7 +84,7 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
     complete = (check.completion >= 0) & admitted
     training = np.where(complete, check.completion - jobs.arrival, T)
     capacity = instance.cluster.capacity.sum(axis=0) * T
-    used = check.usage.sum(axis=(0, 1))
+    used = check.usage[: check.checked].sum(axis=(0, 1))  # the idle tail is zero
     latency_ms = sim.decision_seconds * 1e3
     fastest = fastest_completion(instance)
     return RunSummary(
@@ -122,7 +122,7 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
                 completion=int(check.completion[i]) if complete[i] else None,
                 utility=float(check.utility[i]),
                 workload=float(jobs.workload[i]),
-                samples_processed=float(check.samples[:, i].sum()),
+                samples_processed=float(check.samples[: check.checked, i].sum()),
                 sensitivity=int(jobs.sensitivity[i]),
             )
             for i in range(instance.num_jobs)

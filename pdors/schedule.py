@@ -13,7 +13,7 @@ import numpy as np
 from .config import JSON
 from .model import Instance
 
-DIGEST_BLOCK_CELLS = 1 << 20  # cells hashed per block by :meth:`Schedule.digest` (8 MiB as int64)
+DIGEST_BLOCK_CELLS = 1 << 20  # cells per block scanned by :meth:`Schedule.digest` and :meth:`Schedule.horizon`
 
 
 @dataclass(kw_only=True)
@@ -51,35 +51,23 @@ class Schedule:
 
     def horizon(self) -> int:
         """1 + the last slot with a non-zero count or a claimed restart: every cell from there on is zero, so a
-        long horizon's idle tail need not be looked at cell by cell. Blocks of slots are counted from the end
-        (``np.count_nonzero``, at memory speed) until one holds something."""
-        arrays = (self.workers, self.servers, self.claimed_restart)
-        step = max(1, DIGEST_BLOCK_CELLS // max(1, self.workers[0].size))
-        for end in range(len(self.workers), 0, -step):
-            start = max(0, end - step)
-            if any(int(np.count_nonzero(a[start:end])) for a in arrays):
-                used = np.zeros(end - start, dtype=bool)
-                for a in arrays:
-                    used |= a[start:end].reshape(end - start, -1).any(axis=1)
-                last: int = start + int(np.flatnonzero(used)[-1]) + 1
-                return last
-        return 0
+        long horizon's idle tail need not be looked at cell by cell."""
+        return _horizon((self.workers, self.servers, self.claimed_restart))
 
     def digest(self) -> str:
-        """A hex fingerprint of the allocations (counts per slot, job and machine, and admissions): equal
-        digests mean identical schedules."""
+        """A hex fingerprint of the allocations: the shape [T, I, H] as int64, then one (flat index, workers, PSs)
+        int64 triple per non-zero cell in index order, then the admissions. Equal digests mean identical
+        schedules; the cost is a pass over the slots up to the horizon of the counts and the hashing of the
+        non-zero cells, not of T x I x H."""
         h = hashlib.blake2b(digest_size=16)
-        used = self.horizon()
-        for a, end in ((self.workers, used), (self.servers, used), (self.admitted[None], 1)):
-            # in blocks of slots: the same bytes as the whole array as int64, without a copy of it; the idle
-            # tail (all zero) as zero bytes from one block, without reading or converting it
-            step = max(1, DIGEST_BLOCK_CELLS // max(1, a[0].size))
-            for start in range(0, end, step):
-                h.update(np.ascontiguousarray(a[start : min(start + step, end)], dtype="<i8").data)
-            tail = (len(a) - end) * a[0].size * 8
-            zeros = memoryview(bytes(max(1, min(tail, DIGEST_BLOCK_CELLS * 8))))
-            for start in range(0, tail, len(zeros)):
-                h.update(zeros[: min(len(zeros), tail - start)])
+        h.update(np.array(self.workers.shape, dtype="<i8").tobytes())
+        used, cells = _horizon((self.workers, self.servers)), self.workers[0].size
+        step = max(1, DIGEST_BLOCK_CELLS // max(1, cells))  # in blocks of slots: the triples' bytes are the same
+        for start in range(0, used, step):
+            w, s = (a[start : min(start + step, used)].reshape(-1) for a in (self.workers, self.servers))
+            at = np.flatnonzero(w | s)
+            h.update(np.stack([at + start * cells, w[at], s[at]], axis=1).astype("<i8").tobytes())
+        h.update(np.ascontiguousarray(self.admitted, dtype="<i8").data)
         return h.hexdigest()
 
     def to_sparse(self) -> JSON:
@@ -93,6 +81,21 @@ class Schedule:
             "admitted": self.admitted.astype(int).tolist(),
             "restart_loss": self.restart_loss,
         }
+
+
+def _horizon(arrays: tuple[np.ndarray, ...]) -> int:
+    """1 + the last slot (first axis) where any of ``arrays`` is non-zero, 0 if none. Blocks of slots are counted
+    from the end (``np.count_nonzero``, at memory speed) until one holds something."""
+    step = max(1, DIGEST_BLOCK_CELLS // max(1, arrays[0][0].size))
+    for end in range(len(arrays[0]), 0, -step):
+        start = max(0, end - step)
+        if any(int(np.count_nonzero(a[start:end])) for a in arrays):
+            used = np.zeros(end - start, dtype=bool)
+            for a in arrays:
+                used |= a[start:end].reshape(end - start, -1).any(axis=1)
+            last: int = start + int(np.flatnonzero(used)[-1]) + 1
+            return last
+    return 0
 
 
 def _zeros_by_page(shape: tuple[int, ...], dtype: type[np.generic]) -> np.ndarray:

@@ -53,6 +53,7 @@ class Validation:
     completion: np.ndarray  # [I] first slot with cumulative samples >= V_i, -1 if never
     utility: np.ndarray  # [I] u_i(completion - a_i) for admitted complete jobs, else 0
     usage: np.ndarray  # [T, H, R] resources in use
+    checked: int  # slots checked: every per-slot value from this slot on is zero (the schedule's idle tail)
     total_utility: float = field(init=False)
 
     def __post_init__(self) -> None:
@@ -236,6 +237,7 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         completion=completion,
         utility=utility,
         usage=_padded(usage, T),
+        checked=S,
     )
 
 
