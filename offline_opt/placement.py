@@ -58,7 +58,8 @@ class Placer:
         return out
 
     def spread(self, i: int, t: int, W: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """W workers and their PSs over two or more machines (PSs first, each on the machines with most room)."""
+        """W workers and their PSs over two or more machines (PSs first, each on the machines with the least room that
+        is not none: best fit, which keeps the large gaps for later allocations)."""
         jobs = self.inst.jobs
         S = int(self.servers(i, np.array([W]), False)[0])
         if S < 0:
@@ -70,10 +71,10 @@ class Placer:
             room = np.floor(np.min(np.where(need, rr / np.where(need, d, 1.0), np.inf), axis=1))
             room = np.minimum(room, count).astype(np.int64)
             room = np.maximum(np.where((room[:, None] * d > rr).any(axis=1), room - 1, room), 0)
-            order = np.argsort(-room, kind="stable")
+            order = np.argsort(np.where(room > 0, room, count + 1), kind="stable")
             ranked = room[order]
             n = np.zeros(len(room), dtype=np.int64)
-            n[order] = np.minimum(np.maximum(count - (np.cumsum(ranked) - ranked), 0), ranked)  # most room first
+            n[order] = np.minimum(np.maximum(count - (np.cumsum(ranked) - ranked), 0), ranked)  # least room first
             if n.sum() < count:
                 return None
             rr -= n[:, None] * d
