@@ -93,7 +93,7 @@ class Model:
 
 # fitted by fit() on SIZES (python -m pipeline.sizing, docs/PIPELINE.md), rounded up
 SHIPPED = Model(
-    base=79.11 * 2**20, per_cell=5.68, per_slot=121.8, per_job_slot=84.2, per_resource_slot=20.4, per_resource=868.1
+    base=79.05 * 2**20, per_cell=5.59, per_slot=132.61, per_job_slot=84.27, per_resource_slot=20.39, per_resource=868.61
 )
 
 
