@@ -8,7 +8,7 @@ from typing import Any
 from pdors.config import JSON
 from pdors.errors import ConfigError, InputError
 from pdors.policies import POLICIES
-from pipeline.sizing import MACHINE_SHARE, memory_problem
+from pipeline.sizing import GENERATED_RESOURCES, MACHINE_SHARE, memory_problem
 
 
 def _load_yaml(path: str) -> JSON:
@@ -38,7 +38,7 @@ def run_spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
     policies = file.get("policies") or {}
     if not isinstance(policies, dict):
         raise ConfigError("policies", "must map policy names to their parameters")
-    why = memory_problem(args.machines, args.jobs, args.slots, args.max_run_memory)
+    why = memory_problem(args.machines, args.jobs, args.slots, args.max_run_memory, resources=args.resources)
     if why is not None:
         raise InputError(f"too large: {why}")
     return {
@@ -74,6 +74,7 @@ def add_run_args(p: argparse.ArgumentParser, policy_default: str = "pdors") -> N
 
 
 def add_memory_arg(p: argparse.ArgumentParser) -> None:
+    p.set_defaults(resources=GENERATED_RESOURCES)  # R for the memory check; an instance file sets its own
     p.add_argument(
         "--max-run-memory",
         type=float,

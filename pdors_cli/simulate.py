@@ -19,6 +19,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     instance = load(args.instance) if args.instance else None
     if instance is not None:  # the memory check (in run_spec_from_args) takes the file's sizes
         args.machines, args.jobs, args.slots = instance.num_machines, instance.num_jobs, instance.slots
+        args.resources = len(instance.cluster.resources)
     spec = run_spec_from_args(args)
     result = run(spec, instance)
     s = result.summary

@@ -29,6 +29,8 @@ import yaml
 from realstack import BIN, ROOT, end_session
 from sweep_fixtures import unwrapped
 
+from pipeline import storage, tracking
+
 pytestmark = pytest.mark.slow
 INFRA = ROOT / "infra"
 
@@ -331,24 +333,106 @@ def test_two_sweeps_and_two_logs_at_once_and_a_server_killed_mid_log(stack: Stac
     assert log.returncode == 3 and "re-log with `pdors sweep log" in cut_off, cut_off
     stack.start_server()
     partial = counts(stack, "team-big")
+    # Whatever the kill's timing left, one point is left as a log killed right after creating its child leaves
+    # it (created, RUNNING, no params or metrics): the re-log must complete that child, not skip it.
+    record = storage.read(stack.base / "big").to_pandas()
+    points = sorted(record["point_id"].unique())
+    planted = _half_logged_child(stack, "team-big", points[0])
     again = stack.pdors("sweep", "log", big, "mlflow.enabled=false", "--out", stack.base / "big")
     assert again.returncode == 0, again.stdout + again.stderr
     final = counts(stack, "team-big")
-    assert final == {"parents": 1, "sweeps": 1, "children": 12, "duplicates": 0}, final
-    # every run of the sweep finished, and each child holds its point's metrics: a child left RUNNING or empty
-    # by the cut-off is a lost child, whatever the counts say
-    tracked = stack.tracked("team-big")
-    unfinished = [r.info.run_id for r in tracked if r.info.status != "FINISHED"]
-    children = [r for r in tracked if "mlflow.parentRunId" in r.data.tags]
-    lost = 12 - sum(r.info.status == "FINISHED" and bool(r.data.metrics) for r in children)
-    assert not unfinished and lost == 0, (unfinished, lost)
+    got = _children_against_record(stack, "team-big", record)
+    config = yaml.safe_load(big.read_text())
+    expected = len(config["policies"]) * len(config["grid"]["machines"])  # children: policies x grid points
+    assert len(points) == expected, points
+    assert final == {"parents": 1, "sweeps": 1, "children": expected, "duplicates": 0}, final
+    lost = f"{got.lost} of {len(points)} children lost; unfinished {got.unfinished}; wrong {got.wrong}"
+    assert got.lost == 0 and not got.wrong and not got.unfinished and not got.extra, f"{lost}; extra {got.extra}"
+    assert planted in got.complete, (planted, got)
     report(
         "MLflow on PostgreSQL + S3: concurrent sweeps and logs, server killed mid-log",
         {
             "concurrent": {"team-a": got_a, "team-b": got_b},
             "killed_mid_log": {"children_when_killed": partial["children"], "after_relog": final},
-            "lost": lost,
+            "points_in_record": len(points),
+            "lost": got.lost,
+            "wrong": len(got.wrong),
         },
+    )
+
+
+@dataclass
+class ChildCheck:
+    """The children of a sweep's parent read back against its record: ``complete`` (run ids FINISHED with the
+    point's params and metrics), ``lost`` (record points without such a child), ``wrong`` (point: what differs),
+    ``unfinished`` (run ids not FINISHED), ``extra`` (children of no record point, or a point's second child)."""
+
+    complete: list[str]
+    lost: int
+    wrong: dict[str, str]
+    unfinished: list[str]
+    extra: list[str]
+
+
+def _half_logged_child(stack: Stack, experiment: str, point: str) -> str:
+    """Leave ``point``'s child as a log killed right after ``create_run`` leaves it; its run id."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=stack.uri)
+    runs = stack.tracked(experiment)
+    [parent] = [r for r in runs if tracking.PARENT_TAG not in r.data.tags]
+    for r in runs:
+        if r.data.tags.get(tracking.POINT_TAG) == point:
+            client.delete_run(r.info.run_id)
+    tags = {
+        tracking.PARENT_TAG: parent.info.run_id,
+        tracking.SWEEP_TAG: parent.data.tags[tracking.SWEEP_TAG],
+        tracking.POINT_TAG: point,
+        tracking.LAYOUT_TAG: tracking.LAYOUT,
+    }
+    return str(client.create_run(parent.info.experiment_id, tags=tags).info.run_id)
+
+
+def _children_against_record(stack: Stack, experiment: str, record: Any) -> ChildCheck:
+    runs = stack.tracked(experiment)
+    children = [r for r in runs if tracking.PARENT_TAG in r.data.tags]
+    by_point: dict[str, list[Any]] = {}
+    for r in children:
+        by_point.setdefault(r.data.tags.get(tracking.POINT_TAG, ""), []).append(r)
+    complete, wrong, extra = [], {}, []
+    for point, rows in record.groupby("point_id"):
+        found = by_point.pop(str(point), [])
+        extra += [r.info.run_id for r in found[1:]]
+        if not found:
+            continue
+        child = found[0]
+        seeds = ",".join(str(s) for s in sorted(rows["seed"]))
+        ok = rows[rows["status"] == "ok"]
+        want = {
+            "policy": rows["policy"].iloc[0],
+            "machines": str(rows["machines"].iloc[0]),
+            "seeds": seeds,
+            "n": float(len(ok)),
+            "total_utility": tracking.shown(ok["total_utility"].mean()),
+        }
+        have = {
+            "policy": child.data.params.get("policy"),
+            "machines": child.data.params.get("machines"),
+            "seeds": child.data.params.get("seeds"),
+            "n": child.data.metrics.get("n"),
+            "total_utility": child.data.metrics.get("total_utility"),
+        }
+        if child.info.status == "FINISHED" and have == want:
+            complete.append(child.info.run_id)
+        else:
+            wrong[str(point)] = f"{child.info.status}: {have} != {want}"
+    extra += [r.info.run_id for rest in by_point.values() for r in rest]
+    return ChildCheck(
+        complete=complete,
+        lost=record["point_id"].nunique() - len(complete),
+        wrong=wrong,
+        unfinished=[r.info.run_id for r in children if r.info.status != "FINISHED"],
+        extra=extra,
     )
 
 
