@@ -332,16 +332,16 @@ def log_batches(
     c: MlflowClient, run_id: str, logged: list[Param], values: list[Metric], tags: Sequence[RunTag] = ()
 ) -> None:
     """Params, metrics and tags in as few ``log_batch`` calls as MLflow's limits allow: one for a child (up to
-    100 params and 1000 entries in all)."""
-    tags = list(tags)
+    100 params and 1000 entries in all). The tags go with the last call, so a content tag on a run means that
+    everything before it was logged."""
     params_left, values_left = list(logged), list(values)
     while True:
         batch_params = params_left[:PARAMS_PER_BATCH]
-        room = METRICS_PER_BATCH - len(batch_params) - len(tags)
-        batch_metrics = values_left[:room]
-        c.log_batch(run_id, params=batch_params, metrics=batch_metrics, tags=tags)
-        params_left, values_left, tags = params_left[len(batch_params) :], values_left[len(batch_metrics) :], []
-        if not params_left and not values_left:
+        batch_metrics = values_left[: METRICS_PER_BATCH - len(batch_params) - len(tags)]
+        params_left, values_left = params_left[len(batch_params) :], values_left[len(batch_metrics) :]
+        last = not params_left and not values_left
+        c.log_batch(run_id, params=batch_params, metrics=batch_metrics, tags=list(tags) if last else [])
+        if last:
             return
 
 
@@ -366,6 +366,8 @@ def _log_child(
         ).encode()
     ).hexdigest()[:20]
     if existing is not None and existing.data.tags.get(CONTENT_TAG) == content and ORDER_TAG in existing.data.tags:
+        if existing.info.status != "FINISHED":  # logged in full, then cut off before it was marked finished
+            c.set_terminated(existing.info.run_id)
         return str(existing.info.run_id)
     child = (
         existing.info.run_id

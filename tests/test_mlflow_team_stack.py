@@ -349,6 +349,12 @@ def test_two_sweeps_and_two_logs_at_once_and_a_server_killed_mid_log(stack: Stac
     lost = f"{got.lost} of {len(points)} children lost; unfinished {got.unfinished}; wrong {got.wrong}"
     assert got.lost == 0 and not got.wrong and not got.unfinished and not got.extra, f"{lost}; extra {got.extra}"
     assert planted in got.complete, (planted, got)
+    # a log killed after a child's last batch, before it was marked finished: the next log marks it finished
+    unmarked = _unfinished_child(stack, "team-big", points[1])
+    third = stack.pdors("sweep", "log", big, "mlflow.enabled=false", "--out", stack.base / "big")
+    assert third.returncode == 0, third.stdout + third.stderr
+    again_got = _children_against_record(stack, "team-big", record)
+    assert unmarked in again_got.complete and not again_got.unfinished and again_got.lost == 0, (unmarked, again_got)
     report(
         "MLflow on PostgreSQL + S3: concurrent sweeps and logs, server killed mid-log",
         {
@@ -391,6 +397,17 @@ def _half_logged_child(stack: Stack, experiment: str, point: str) -> str:
         tracking.LAYOUT_TAG: tracking.LAYOUT,
     }
     return str(client.create_run(parent.info.experiment_id, tags=tags).info.run_id)
+
+
+def _unfinished_child(stack: Stack, experiment: str, point: str) -> str:
+    """Leave ``point``'s child as a log killed after the child's last batch, before it was marked finished, leaves
+    it (its content logged, RUNNING); its run id."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=stack.uri)
+    [child] = [r for r in stack.tracked(experiment) if r.data.tags.get(tracking.POINT_TAG) == point]
+    client.update_run(child.info.run_id, status="RUNNING")
+    return str(child.info.run_id)
 
 
 def _children_against_record(stack: Stack, experiment: str, record: Any) -> ChildCheck:

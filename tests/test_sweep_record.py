@@ -307,6 +307,10 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
     relogged = client.get_run(bare)
     assert relogged.info.status == "FINISHED" and "pdors.content" in relogged.data.tags
     assert relogged.data.metrics["total_utility"] == pytest.approx(tracking.shown(mean))
+    # a log killed after a child's last batch, before it was marked finished: the next log marks it finished
+    client.update_run(bare, status="RUNNING")
+    tracking.log_sweep(manifest, runs, agg, [], store.root)
+    assert client.get_run(bare).info.status == "FINISHED"
 
 
 def test_a_record_of_one_file_per_run_is_read_and_compacted(tmp_path):
