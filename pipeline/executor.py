@@ -15,6 +15,7 @@ import functools
 import logging
 import os
 import socket
+import sys
 import time
 import traceback
 from collections import deque
@@ -70,11 +71,8 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
 
 def _node() -> tuple[str | None, str | None]:
     """The Ray node id and address of this process (None outside Ray)."""
-    try:
-        import ray
-    except ImportError:
-        return None, None
-    return _ray_node() if ray.is_initialized() else (None, None)
+    ray = sys.modules.get("ray")  # a Ray worker has imported it; importing it here would cost ~1 s in-process
+    return _ray_node() if ray is not None and ray.is_initialized() else (None, None)
 
 
 @functools.cache

@@ -42,8 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from pdors import atomic
@@ -217,9 +215,6 @@ def to_table(rows: list[JSON], schema: pa.Schema) -> pa.Table:
 
 DIGEST_SUFFIX = ".sha256"
 PAGE_CHECKSUMS = {"write_page_checksum": True}  # every data page carries a CRC, verified on every read
-VERIFIED = ds.ParquetFileFormat(
-    default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
-)
 
 
 def digest_path(path: Path) -> Path:
@@ -288,7 +283,10 @@ def _read(path: Path, columns: list[str]) -> tuple[dict[str, list[Any]], dict[by
     """Columns of one file (as lists) and its footer metadata, or None if it cannot be read as such (truncated,
     not Parquet, another table, a string that is not UTF-8)."""
     try:
-        t = pq.read_table(path, columns=columns, page_checksum_verification=True)
+        with pq.ParquetFile(path, page_checksum_verification=True) as f:  # not read_table: no pyarrow.dataset
+            t = f.read(columns=columns)
+        if t.column_names != columns:  # ParquetFile.read leaves out a missing column silently
+            return None
         return t.to_pydict(), t.schema.metadata
     except (OSError, pa.ArrowException, KeyError, ValueError):
         return None
@@ -397,6 +395,12 @@ def _scan(
 ) -> Iterator[pa.RecordBatch]:
     """The rows of ``table`` of the runs ``held`` (batch -> run ids), streamed: batches whose every row is
     wanted are scanned whole (``MERGE_BATCHES`` files per scan), the others filtered by run id."""
+    import pyarrow.compute as pc  # with pyarrow.dataset (which imports pandas): only where rows are read
+    import pyarrow.dataset as ds
+
+    verified = ds.ParquetFileFormat(
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+    )
     schema = schema_of(table)
     whole: list[tuple[Path, list[str]]] = []
     partial: list[tuple[Path, list[str]]] = []
@@ -407,9 +411,9 @@ def _scan(
     try:
         for k in range(0, len(whole), MERGE_BATCHES):  # a scan's state grows with its files: a bounded number each
             paths = [p for p, _ in whole[k : k + MERGE_BATCHES]]
-            yield from ds.dataset(paths, format=VERIFIED, schema=schema).to_batches(columns=columns)
+            yield from ds.dataset(paths, format=verified, schema=schema).to_batches(columns=columns)
         for path, ids in partial:
-            yield from ds.dataset(path, format=VERIFIED, schema=schema).to_batches(
+            yield from ds.dataset(path, format=verified, schema=schema).to_batches(
                 columns=columns, filter=pc.field("run_id").isin(ids)
             )
     except (OSError, pa.ArrowException, ValueError) as e:  # damaged after ``index`` checked it, a page failing its CRC

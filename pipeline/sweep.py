@@ -29,7 +29,7 @@ from pdors import atomic
 from pdors.config import JSON, quote, to_dict
 from pdors.errors import ExitStatus, SweepError
 
-from . import grid, schema, sizing, sweep_index
+from . import schema, sizing, sweep_index
 from .credentials import one_line
 from .locate import locate, sweeps_under
 from .manifest import Manifest
@@ -188,6 +188,8 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
     nowhere; with it, also a progress bar on standard error)."""
     o, overrides, say = options, list(options.overrides), progress or silent
     address = _ray_address(o)
+    from . import grid  # with pdors.run: not for status, list or --help
+
     data = schema.raw(config_path, overrides)
     plan = grid.expand(schema.parse(data, o.max_tasks))  # every spec validated: nothing is written before this
     root = Path(o.out or plan.config.output)

@@ -1,7 +1,7 @@
 """Start-up cost where users wait: `pdors --help`, `pdors sweep --help`, `pdors simulate --help`, `sweep status`,
-`sweep list` and a sweep re-run with nothing to do import neither Pyomo, Ray nor MLflow, and the help texts not
-even NumPy or a YAML parser (each command in a fresh interpreter, its ``sys.modules`` read at exit). Their times
-are in `pdors bench` (docs/PERFORMANCE.md)."""
+`sweep list` and a sweep re-run with nothing to do import neither Pyomo, Ray nor MLflow, status and list not
+pandas, and the help texts not even NumPy or a YAML parser (each command in a fresh interpreter, its
+``sys.modules`` read at exit). Their times are in `pdors bench` (docs/PERFORMANCE.md)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from pdors_cli.main import main
 
 HEAVY = ("pyomo", "ray", "mlflow")
 LIGHT = ("numpy", "yaml")  # not heavy, but a help text needs neither (NumPy alone is ~0.1 s of CPU)
+ROWS = ("pandas",)  # ~0.4 s of CPU (also through pyarrow.dataset): status and list read no row into a table
 # Runs `pdors ARGV` in this interpreter and prints (exit status, the heavy packages imported) as JSON.
 PROBE = (
     "import json, sys\nfrom pdors_cli.main import main\n"
     "try:\n    code = main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-    f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY + LIGHT)!r})\n"
+    f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY + LIGHT + ROWS)!r})\n"
     "print(json.dumps([code, heavy]), file=sys.stderr)"
 )
 
@@ -52,6 +53,7 @@ def test_status_list_and_an_identical_rerun_import_no_solver_ray_or_mlflow(tmp_p
     for argv in (["sweep", "status", "--out", out], ["sweep", "list", "--out", out]):
         code, heavy, text = pdors(*argv, cwd=tmp_path)
         assert code == 0 and heavy_only(heavy) == [] and "12 ok" in text.replace("     ", " "), (argv, heavy, text)
+        assert "pandas" not in heavy, argv
     # the same sweep again, without --resume or --in-process: nothing to run (no Ray), nothing to publish
     code, heavy, text = pdors("sweep", "run", str(config), "--out", out, cwd=tmp_path)
     assert (

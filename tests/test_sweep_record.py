@@ -152,7 +152,23 @@ def test_status_reads_five_run_columns_and_no_job_row(tmp_path, capsys, monkeypa
     out = tmp_path / "out"
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--in-process"]) == 0
     reads = []
-    real_table, real_dataset = pq.read_table, pyarrow.dataset.dataset
+    real_open, real_read, real_table, real_dataset = (
+        pq.ParquetFile.__init__,
+        pq.ParquetFile.read,
+        pq.read_table,
+        pyarrow.dataset.dataset,
+    )
+
+    def opened(self, source, *a, **kw):
+        self.spied_path = str(source)
+        real_open(self, source, *a, **kw)
+
+    def read(self, columns=None, **kw):
+        reads.append((self.spied_path, columns))
+        return real_read(self, columns=columns, **kw)
+
+    monkeypatch.setattr(pq.ParquetFile, "__init__", opened)
+    monkeypatch.setattr(pq.ParquetFile, "read", read)
     monkeypatch.setattr(
         pq,
         "read_table",
