@@ -3,7 +3,7 @@ paths, on a real sweep recorded in Parquet (in this process, no MLflow)."""
 
 from __future__ import annotations
 
-from sweep_fixtures import TINY, write_config
+from sweep_fixtures import TINY, unwrapped, write_config
 
 import pdors
 import pipeline
@@ -45,6 +45,6 @@ def test_load_runs_gives_the_rows_sweep_status_counts(tmp_path, capsys):
     from pipeline.sweep import status
 
     assert status(None, str(root)) == 0
-    assert "12 tasks, 12 ok, 0 failed, 0 lost" in capsys.readouterr().out
+    assert "12 tasks, 12 ok, 0 failed, 0 lost" in unwrapped(capsys.readouterr().out)
     jobs = pipeline.load_jobs(root)
     assert set(jobs["run_id"]) == set(runs["run_id"]) and len(jobs) == 12 * TINY["instance"]["jobs"]

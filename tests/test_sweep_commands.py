@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sweep_fixtures import unwrapped
 
 from pdors_cli.main import main
 from pipeline import storage
@@ -73,10 +74,10 @@ def test_a_sweep_written_anywhere_is_found_by_list_and_status(
     (tmp_path / "other").mkdir()
     monkeypatch.chdir(tmp_path / "other")
     assert main(["sweep", "list"]) == 0
-    listed = capsys.readouterr().out
+    listed = unwrapped(capsys.readouterr().out)
     assert sweep_id in listed and str(elsewhere) in listed
     assert main(["sweep", "status", QUICKSTART, *SMALL, "seeds.count=2"]) == 0
-    assert f"{sweep_id} ({elsewhere}): 4 tasks, 4 ok" in capsys.readouterr().out
+    assert f"{sweep_id} ({elsewhere}): 4 tasks, 4 ok" in unwrapped(capsys.readouterr().out)
     assert (tmp_path / "index" / "sweep-roots.txt").read_text() == f"{elsewhere.resolve()}\n"
 
 
