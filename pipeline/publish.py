@@ -13,19 +13,24 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pdors.version
 from pdors import atomic
 from pdors.config import JSON
 from pdors.errors import ExitStatus
 
-from .credentials import one_line
+from . import tracking_process
 from .locate import locate
 from .manifest import Manifest
 from .provenance import git_commit
 from .screen import shown
-from .storage import Store, manifest_of
+from .storage import Counts, Store, manifest_of
 from .sweep import Say, SweepResult, say_out, silent, stops_recorded
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PUBLISHED = "published.json"
 
@@ -33,12 +38,12 @@ PUBLISHED = "published.json"
 @dataclass(frozen=True, kw_only=True)
 class Published:
     """What :func:`publish` did: the exit status (0, 1 runs failed, lost, not run or above OPT, 3 MLflow
-    failed), the seconds of its stages (``report``, ``mlflow``) and the MLflow comparison URL (None: not
+    failed), the seconds of its stages (``report``, ``mlflow``) and how to open the MLflow comparison (None: not
     logged)."""
 
     status: int
     stages: dict[str, float] = field(default_factory=dict)
-    url: str | None = None
+    comparison: str | None = None
 
 
 def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
@@ -58,12 +63,12 @@ def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
             say(f"nothing to do: every run is recorded and published as it stands (exit status {result.status})")
         else:
             done = publish(store, manifest, track, say)
-            result.status, result.url = done.status, done.url
+            result.status, result.comparison = done.status, done.comparison
             result.stages.update(done.stages)
             _remember(store, mark, done.status)
     say("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.stages.items()))
-    if result.url:
-        say(comparison_lines(result.url))
+    if result.comparison:
+        say(result.comparison)
     return result
 
 
@@ -100,9 +105,10 @@ def _remember(store: Store, mark: str, status: int) -> None:
 
 def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Say = silent) -> Published:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
-    status of ``run``/``log``."""
-    from . import headline, plots, summary, theorem_check, tracking
-    from .report import comparison, draw_all, figures_of, runs_of
+    status of ``run``/``log``. MLflow is logged in a process of its own while the report is drawn
+    (:mod:`pipeline.tracking_process`)."""
+    from . import headline, summary
+    from .report import comparison, runs_of
 
     tick = time.perf_counter()
     counts, runs = runs_of(store, manifest)
@@ -116,8 +122,53 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
     top = headline.table(runs, axes, reference)
     atomic.write(store.meta / "summary.csv", agg.to_csv(index=False))
     atomic.write(store.meta / "summary.md", headline.markdown(top, reference) + "\n## Every grid point\n\n" + table)
+    # The default plot is not logged: the report's figures (and its HTML page) hold it.
+    artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
+    tracked = manifest.mlflow if track is None else track
+    handle = tracking_process.start(manifest, runs, agg, artifacts, store.root) if tracked else None
+    try:
+        figures, status = _report(store, manifest, runs, found, top, reference, counts, say)
+        stages = {"report": time.perf_counter() - tick}
+        if handle is None:
+            return Published(status=status, stages=stages)
+        tick = time.perf_counter()  # what the logging took beyond the report, beside which it ran
+        try:
+            logged = tracking_process.finish(handle, figures, "report", store.root)
+        except tracking_process.LoggingFailed as e:  # Parquet is the record: say how to re-log, keep the results
+            say(
+                f"MLflow logging failed ({e}); results are safe "
+                f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`"
+            )
+            return Published(status=status or ExitStatus.MLFLOW_FAILED, stages=stages)
+    finally:
+        if handle is not None:
+            tracking_process.stop(handle)
+    stages["mlflow"] = time.perf_counter() - tick
+    say(
+        f"MLflow: experiment {manifest.experiment!r}, parent run {logged.parent} with {len(agg)} child runs; "
+        f"store {logged.store}"
+    )
+    return Published(status=status, stages=stages, comparison=comparison_lines(logged.url, logged.served))
+
+
+def _report(
+    store: Store,
+    manifest: Manifest,
+    runs: pd.DataFrame,
+    found: pd.DataFrame,
+    top: pd.DataFrame,
+    reference: str,
+    counts: Counts,
+    say: Say,
+) -> tuple[list[Path], int]:
+    """The report's figures and the default plot drawn, the results screen said; the figures and the exit
+    status."""
+    from . import headline, plots, summary, theorem_check
+    from .report import draw_all, figures_of
+
     figures = draw_all(runs, manifest, store.meta / "report", found)
-    plot = plots.utility_vs_axis(runs, axes, store.meta / "plots" / "total_utility.png", figures_of(manifest), figures)
+    default_plot = store.meta / "plots" / "total_utility.png"
+    plot = plots.utility_vs_axis(runs, manifest.axes, default_plot, figures_of(manifest), figures)
     say("\n" + headline.text(top, reference))
     for failed in runs[runs["status"] != "ok"].head(5).itertuples():
         say(
@@ -141,51 +192,27 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
     for line in theorem_check.messages(theorem, theorem_check.save_instances(theorem, store.meta / "theorem")):
         say("  " + line)
     broken = counts.failed or counts.lost or counts.remaining or len(above) or len(theorem)
-    status = ExitStatus.FAILED if broken else ExitStatus.OK
-    stages = {"report": time.perf_counter() - tick}
-    if not (manifest.mlflow if track is None else track):
-        return Published(status=status, stages=stages)
-    tick = time.perf_counter()
-    # The default plot is not logged: the report's figures (and its HTML page) hold it.
-    artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
-    try:
-        logged = tracking.log_sweep(manifest, runs, agg, artifacts, store.root)
-        tracking.attach(manifest, figures, "report", store.root)
-    except Exception as e:  # Parquet is the record: say how to re-log, keep the results
-        say(
-            f"MLflow logging failed ({one_line(e)}); results are safe "
-            f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`"
-        )
-        return Published(status=status or ExitStatus.MLFLOW_FAILED, stages=stages)
-    stages["mlflow"] = time.perf_counter() - tick
-    say(
-        f"MLflow: experiment {manifest.experiment!r}, parent run {logged.parent} with {len(agg)} child runs; "
-        f"store {tracking.shown_uri()}"
-    )
-    return Published(status=status, stages=stages, url=logged.url)
+    return figures, ExitStatus.FAILED if broken else ExitStatus.OK
 
 
 def log(target: str | None, out: str | None, overrides: Sequence[str] = (), say: Say = say_out) -> int:
     """``pdors sweep log``: re-log sweeps to MLflow from their Parquet record (``target``, ``overrides`` as
     :func:`pipeline.locate.locate`)."""
     status: int = ExitStatus.OK
-    urls: list[str] = []
+    comparisons: list[str] = []
     for store in locate(target, out, overrides):
         manifest = manifest_of(store)
         mark = _mark(store, manifest, True)
         done = publish(store, manifest, True, say)
         _remember(store, mark, done.status)
         status = max(status, done.status)
-        urls += [done.url] if done.url else []
-    for url in urls:
-        say(comparison_lines(url))
+        comparisons += [done.comparison] if done.comparison else []
+    for comparison in comparisons:
+        say(comparison)
     return status
 
 
-def comparison_lines(url: str) -> str:
+def comparison_lines(url: str, served: bool) -> str:
     """The MLflow comparison: a line saying how to open it, then the URL alone on the last line (whole, to
     copy or click; it fits :data:`pipeline.screen.WIDTH` columns for a local store)."""
-    from . import tracking
-
-    served = tracking.tracking_uri().startswith(("http://", "https://"))
     return "MLflow comparison" + ("" if served else ", once `.venv/bin/pdors ui` serves the store") + ":\n" + url

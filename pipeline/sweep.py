@@ -85,7 +85,7 @@ class SweepResult:
     """What :func:`run` (and :func:`pipeline.publish.publish_run` after it) did: its exit status, the tasks and
     what became of those it ran, and the seconds of each stage of ``STAGES``. ``recorded``: the runs were
     recorded to the end (not a dry run, not stopped), so the sweep can be published; ``again``: the command
-    that continues it; ``url``: the MLflow comparison page, once published."""
+    that continues it; ``comparison``: how to open the MLflow comparison page, once published."""
 
     status: int
     sweep_id: str
@@ -99,7 +99,7 @@ class SweepResult:
     run_seconds: float = 0.0  # running the tasks, after start-up
     stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     recorded: bool = False
-    url: str | None = None
+    comparison: str | None = None
 
     @property
     def runs_per_s(self) -> float | None:

@@ -400,10 +400,13 @@ def headline(runs: pd.DataFrame) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Logged:
-    """A logged sweep: its parent run and the UI address of its comparison view."""
+    """A logged sweep: its parent run, the UI address of its comparison view, the store (credentials masked) and
+    whether a server holds it (else `pdors ui` serves the local store)."""
 
     parent: str
     url: str
+    store: str
+    served: bool
 
 
 def log_sweep(
@@ -488,4 +491,5 @@ def log_sweep(
             )
         c.set_terminated(parent)
         key = publish_view(c, exp_id, parent, manifest.axes)
-    return Logged(parent, view_url(ui_base(tracking_uri()), exp_id, key))
+    uri = tracking_uri()
+    return Logged(parent, view_url(ui_base(uri), exp_id, key), redact(uri), uri.startswith(("http://", "https://")))

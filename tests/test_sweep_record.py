@@ -354,3 +354,32 @@ def test_a_record_of_one_file_per_run_is_read_and_compacted(tmp_path):
     assert [len(list(store.part(t).glob("*.parquet"))) for t in ("runs", "jobs")] == [1, 1]
     pd.testing.assert_frame_equal(storage.read(tmp_path).to_pandas().set_index("run_id").loc[runs.index], runs)
     assert len(storage.read(tmp_path, "jobs")) == 4 * TINY["instance"]["jobs"]
+
+
+def test_a_logging_process_that_dies_is_a_logging_failure(tmp_path):
+    """MLflow is logged in a process of its own beside the report: one killed is a logging failure (the sweep
+    says how to re-log), never a hang or an exception of the sweep."""
+    from pipeline import tracking_process
+
+    manifest = Manifest(
+        sweep_id="s",
+        name="tiny",
+        experiment="unit",
+        tasks=0,
+        run_ids=[],
+        config_path="x.yaml",
+        overrides=[],
+        axes=[],
+        seeds=[1],
+        output="out",
+        mlflow=True,
+        config={"policies": TINY["policies"], "opt": None},
+        packages={"pdors": "0"},
+        git_commit="abc123",
+    )
+    handle = tracking_process.start(manifest, pd.DataFrame(), pd.DataFrame(), [], tmp_path)
+    handle.process.kill()
+    with pytest.raises(tracking_process.LoggingFailed, match="exit status -9"):
+        tracking_process.finish(handle, [], "report", tmp_path)
+    tracking_process.stop(handle)
+    assert not handle.process.is_alive()
