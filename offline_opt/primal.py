@@ -35,6 +35,7 @@ from .bounds import CountLimits, count_limits, machine_classes
 from .dual_bound import Costs, DualBound, Hull, Options, Pricing, costs, hull, options, price
 from .placement import Placer, Plan
 from .ruin_recreate import ruin_recreate
+from .slot_packing import Item, pack_slot
 
 K_PER_JOB = 4  # completion slots per job and price scale offered to the master
 PRICE_SCALES = (0.5, 1.0, 2.0)  # the bound's prices scaled: cheap ones give fast columns, dear ones lean columns
@@ -338,16 +339,21 @@ class _Built:
 
 
 def _build(instance: Instance, cols: list[_Column]) -> _Built:
-    """The master over ``cols``, its jobs placed (largest utility first), then the other jobs (largest theta1
-    first)."""
+    """The master over ``cols``, its plans packed slot by slot (:func:`.slot_packing.pack_slot`), each of its
+    jobs completed where a slot fell short (largest utility first) or taken out, then the other jobs placed (largest
+    theta1 first)."""
     T, J = instance.slots, instance.num_jobs
     placer = Placer(instance)
     opt = options(instance)
     chosen, master, status = _master(cols, J, np.broadcast_to(opt.capacity, (T, *opt.capacity.shape)))
     picked = sorted((c for c, x in zip(cols, chosen, strict=True) if x), key=lambda c: (-c.utility, c.job))
+    for t in range(T):
+        items = [Item(c.job, int(c.workers[t]), int(c.klass[t]), c.utility) for c in picked if c.workers[t] > 0]
+        if items:
+            pack_slot(placer, t, items)
     placed = 0
     for c in picked:
-        placed += placer.job(c.job, c)
+        placed += placer.complete(c.job, c)
     rest = sorted(set(range(J)) - {c.job for c in picked}, key=lambda i: (-float(instance.jobs.theta1[i]), i))
     for i in rest:
         placed += placer.job(i, None)
