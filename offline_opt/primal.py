@@ -7,12 +7,12 @@
    (machines of one class pooled), limited by ``MIP_NODES`` branch-and-bound nodes: work, never seconds; above
    ``MIP_COLUMNS`` columns over the columns its LP relaxation uses, the rest added greedily. With policy schedules
    given it is solved with and without their columns, and the better placement is kept.
-3. **Machine assignment and repair.** The chosen jobs (largest utility first), then the rest, are placed one at a
-   time on concrete machines: a slot's planned allocation on the tightest machine that holds it (internal) or
-   spread over the machines with the least room that holds a part (external); where it does not fit, the most
-   samples that fit; a job still short is given idle slots, later ones too (a later completion), and dropped if it
-   cannot complete. Only what fits the residual capacity is placed, so the schedule is feasible by construction;
-   :func:`pdors.validator.validate` judges it.
+3. **Machine assignment and repair.** The master's plans are packed slot by slot, all jobs of a slot at once
+   (:mod:`.slot_packing`: internal allocations whole on the tightest machine, external ones worker by worker and PS
+   by PS); each chosen job is then completed from what it holds (largest utility first): a shortfall goes to its
+   planned slots with more workers, then to idle slots, later ones too (a later completion); a job that cannot
+   complete is taken out. Then the other jobs, one at a time where they fit. Only what fits the residual capacity
+   is placed, so the schedule is feasible by construction; :func:`pdors.validator.validate` judges it.
 
 The result is the better of that schedule and the best given policy schedule, so it is never below the best policy.
 Every step counts work (nodes, slots, jobs) and none reads the clock: the result is the same on any machine load.
