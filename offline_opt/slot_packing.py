@@ -101,6 +101,8 @@ def _fill(room: np.ndarray, d: np.ndarray, scale: np.ndarray, choice: str, n: in
 
 
 def _pack(placer: Placer, t: int, items: list[Item], size: str, choice: str) -> np.ndarray:
+    """One rule's packing of ``items`` into slot ``t`` (committed): whether each was placed whole; an external
+    allocation some unit of which finds no room is taken out whole."""
     jobs = placer.inst.jobs
     scale = placer.scale
     ok = np.ones(len(items), dtype=bool)
