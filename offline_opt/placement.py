@@ -213,32 +213,44 @@ class Placer:
         return float(np.maximum(inside, outside).sum())
 
     def job(self, i: int, plan: Plan | None) -> bool:
-        """Place job i: its ``plan``'s slots; where they fall short, the same slots again with more workers
-        (up to the slot's share of what is left), then idle slots from its arrival on. False (and nothing placed) if
-        it cannot complete."""
-        jobs, T = self.inst.jobs, self.inst.slots
+        """Place job i: its ``plan``'s slots, then :meth:`complete`. False (and nothing placed) if it cannot
+        complete."""
+        jobs = self.inst.jobs
         target = float(jobs.workload[i] * (1.0 - 1e-12))
         if self.most_samples(i) < target:
             return False
-        first = [] if plan is None else [t for t in range(T) if plan.workers[t] > 0]
-        rest = [t for t in range(int(jobs.arrival[i]), T) if t not in set(first)]
-        planned = {t: (int(plan.workers[t]), int(plan.klass[t])) for t in first} if plan is not None else {}
         done = 0.0
-        for t in first:
+        planned = (
+            []
+            if plan is None
+            else [(int(t), int(plan.workers[t]), int(plan.klass[t])) for t in np.flatnonzero(plan.workers > 0)]
+        )
+        for t, want, klass in planned:
             if done >= target:
                 break
-            self.slot(i, t, float(jobs.workload[i]) - done, *planned[t])
+            self.slot(i, t, float(jobs.workload[i]) - done, want, klass)
             done = float(self.samples(i).sum())
+        return self.complete(i, plan)
+
+    def complete(self, i: int, plan: Plan | None) -> bool:
+        """Complete job i from what it holds: where it falls short, its ``plan``'s slots again with more workers
+        (up to the slot's share of what is left; kept only if it gains), then idle slots from its arrival on. False
+        (and all of job i taken out) if it cannot complete."""
+        jobs, T = self.inst.jobs, self.inst.slots
+        target = float(jobs.workload[i] * (1.0 - 1e-12))
+        first = [] if plan is None else [int(t) for t in np.flatnonzero(plan.workers > 0)]
+        rest = [t for t in range(int(jobs.arrival[i]), T) if t not in set(first)]
         for t in first:  # top up: a planned slot re-placed with the shortfall added
             short = float(jobs.workload[i]) - float(self.samples(i).sum())
             if short <= 0:
                 break
             had = float(self.samples(i)[t])
+            w, s = self.w[t, i].astype(np.int64), self.s[t, i].astype(np.int64)
             self.take(i, t)
             self.slot(i, t, had + short, 0, -1)
             if float(self.samples(i)[t]) < had:  # never less than before: put the old allocation back
                 self.take(i, t)
-                self.slot(i, t, had, *planned[t])
+                self.put(i, t, w, s)
         done = float(self.samples(i).sum())
         for t in rest:
             if done >= target:

@@ -7,12 +7,12 @@
    (machines of one class pooled), limited by ``MIP_NODES`` branch-and-bound nodes: work, never seconds; above
    ``MIP_COLUMNS`` columns over the columns its LP relaxation uses, the rest added greedily. With policy schedules
    given it is solved with and without their columns, and the better placement is kept.
-3. **Machine assignment and repair.** The chosen jobs (largest utility first), then the rest, are placed one at a
-   time on concrete machines: a slot's planned allocation on the tightest machine that holds it (internal) or
-   spread over the machines with the least room that holds a part (external); where it does not fit, the most
-   samples that fit; a job still short is given idle slots, later ones too (a later completion), and dropped if it
-   cannot complete. Only what fits the residual capacity is placed, so the schedule is feasible by construction;
-   :func:`pdors.validator.validate` judges it.
+3. **Machine assignment and repair.** The master's plans are packed slot by slot, all jobs of a slot at once
+   (:mod:`.slot_packing`: internal allocations whole on the tightest machine, external ones worker by worker and PS
+   by PS); each chosen job is then completed from what it holds (largest utility first): a shortfall goes to its
+   planned slots with more workers, then to idle slots, later ones too (a later completion); a job that cannot
+   complete is taken out. Then the other jobs, one at a time where they fit. Only what fits the residual capacity
+   is placed, so the schedule is feasible by construction; :func:`pdors.validator.validate` judges it.
 
 The result is the better of that schedule and the best given policy schedule, so it is never below the best policy.
 Every step counts work (nodes, slots, jobs) and none reads the clock: the result is the same on any machine load.
@@ -35,6 +35,7 @@ from .bounds import CountLimits, count_limits, machine_classes
 from .dual_bound import Costs, DualBound, Hull, Options, Pricing, costs, hull, options, price
 from .placement import Placer, Plan
 from .ruin_recreate import ruin_recreate
+from .slot_packing import Item, pack_slot
 
 K_PER_JOB = 4  # completion slots per job and price scale offered to the master
 PRICE_SCALES = (0.5, 1.0, 2.0)  # the bound's prices scaled: cheap ones give fast columns, dear ones lean columns
@@ -338,16 +339,21 @@ class _Built:
 
 
 def _build(instance: Instance, cols: list[_Column]) -> _Built:
-    """The master over ``cols``, its jobs placed (largest utility first), then the other jobs (largest theta1
-    first)."""
+    """The master over ``cols``, its plans packed slot by slot (:func:`.slot_packing.pack_slot`), each of its
+    jobs completed where a slot fell short (largest utility first) or taken out, then the other jobs placed (largest
+    theta1 first)."""
     T, J = instance.slots, instance.num_jobs
     placer = Placer(instance)
     opt = options(instance)
     chosen, master, status = _master(cols, J, np.broadcast_to(opt.capacity, (T, *opt.capacity.shape)))
     picked = sorted((c for c, x in zip(cols, chosen, strict=True) if x), key=lambda c: (-c.utility, c.job))
+    for t in range(T):
+        items = [Item(c.job, int(c.workers[t]), int(c.klass[t]), c.utility) for c in picked if c.workers[t] > 0]
+        if items:
+            pack_slot(placer, t, items)
     placed = 0
     for c in picked:
-        placed += placer.job(c.job, c)
+        placed += placer.complete(c.job, c)
     rest = sorted(set(range(J)) - {c.job for c in picked}, key=lambda i: (-float(instance.jobs.theta1[i]), i))
     for i in rest:
         placed += placer.job(i, None)

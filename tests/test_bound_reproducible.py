@@ -61,8 +61,8 @@ def _small(seed: int) -> tuple:
 
 def test_bound_and_primal_are_bit_identical_across_parallel_processes() -> None:
     """Two processes computing at once (as ``--jobs 2`` or Ray's workers do) give what one process alone gives."""
-    alone = [_small(seed) for seed in (1, 2)]
+    alone = [_small(seed) for seed in (1, 3)]  # on seed 3 the search keeps rounds (on 1, 2, 4 it keeps none)
     with mp.get_context("spawn").Pool(2) as pool:
-        parallel = pool.map(_small, [1, 2, 1, 2])
+        parallel = pool.map(_small, [1, 3, 1, 3])
     assert parallel == alone + alone
     assert any(a[3] > 0 for a in alone)  # the search kept rounds, so its random draws decided the schedule
