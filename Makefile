@@ -45,12 +45,16 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# Tests run in TEST_WORKERS processes (pytest-xdist; each integration test's services live in a network namespace
+# of their own, or are found by their own session); TEST_WORKERS=0 runs them in this one.
+TEST_WORKERS ?= 2
+
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Everything but the integration tier (tests marked `slow`, pyproject.toml [tool.pytest.ini_options] markers).
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 
 # Speed figures of docs/PERFORMANCE.md in one run (medians and ratios); `pdors bench --quick` for a short one.
 bench: setup
