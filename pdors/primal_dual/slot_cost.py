@@ -162,6 +162,11 @@ class SlotCosts:
         self._solved = 0  # candidates[:_solved] have had their LP solved
         self._lp: LinearProgram | None = None  # this state's HiGHS model, from its first LP on
         self._state = state
+        # levels whose LP was skipped on the current basis (solved when rounded); the last optimum (D, bound) solved
+        # in increasing order; whether every level is solved in order (integer covers, or after a replay)
+        self._deferred: set[int] = set()
+        self._anchor: tuple[float, float] | None = None
+        self._in_order = state.job.integer_covers
 
     def refine(self, k: int) -> bool:
         """Make ``cost[k]`` exact; True if it was a bound (the row may have changed elsewhere too)."""
@@ -169,6 +174,8 @@ class SlotCosts:
             return False
         if k not in self._solutions:
             self._solve_lps_through(k)
+            if k in self._deferred:
+                self._solve_deferred(k)
             if self.exact[k]:
                 return True
         st, (lp_sol, lp_cost) = self._state, self._solutions.pop(k)
@@ -188,25 +195,105 @@ class SlotCosts:
         return True
 
     def _solve_lps_through(self, k: int) -> None:
-        """The class LPs of the candidate levels up to ``k`` not solved yet, in increasing order on this state's
-        own warm HiGHS model: the same sequence of solves, so the same optimal vertex per level, as solving them
-        all at once, paused where the DP needs no more. A level whose LP bound reaches its internal cost is
-        settled; the others' bounds rise to the LP optimum."""
-        st = self._state
-        if self._lp is None:
-            self._lp = LinearProgram()
-            _load_external_lp(st.job, st.p_w, st.p_s, st.cls_free, st.counts, self._lp)
+        """The class LPs of the candidate levels up to ``k`` not solved yet, as if solved in increasing order on
+        this state's own warm HiGHS model (the order that fixes which optimal vertex each level gets), paused where
+        the DP needs no more. A level whose LP bound reaches its internal cost is settled; the others' bounds rise
+        to the LP optimum.
+
+        Only the cover row's lower bound D changes from level to level, so a basis optimal at two covers is optimal
+        at every cover between them (primal feasibility is a set of affine inequalities in D, dual feasibility does
+        not depend on D), and in order the levels between would each be re-solved in 0 simplex iterations on that
+        basis, leaving it as it is. So the highest pending level is solved first, warm from the last one solved: in
+        0 iterations, the levels below it are skipped (their LP optima, affine in D on one basis, interpolated as
+        bounds) and solved only if the DP asks to round one (:meth:`_solve_deferred`, again in 0 iterations on the
+        same basis: HiGHS computes the point from the basis alone, so it gets the same bits as in order). Otherwise
+        the model is rebuilt and every level solved so far re-solved in order (:meth:`_replay`). The thesis's
+        integer covers change a second row (m_p), so they are always solved in order."""
+        pending = []
         while self._solved < len(self._candidates) and self._candidates[self._solved] <= k:
-            level = self._candidates[self._solved]
+            pending.append(self._candidates[self._solved])
             self._solved += 1
-            solved = _solve_external_lp(st.demand[level], st.job, len(st.counts), self._lp)
-            self.lp_solves += 1
-            if solved is None or solved[1] >= self._internal(level):  # no rounding could beat internal
+        if pending and self._lp is None:
+            self._lp = self._new_lp()
+            level = pending.pop(0)
+            self._apply(level, self._run(level)[0])
+        if not pending:
+            return
+        if self._in_order:
+            for level in pending:
+                self._apply(level, self._run(level)[0])
+            return
+        top, below = pending[-1], pending[:-1]
+        anchor = self._anchor
+        solved, iterations = self._run(top)
+        if solved is None or iterations or anchor is None:
+            if below or self._deferred:  # the levels skipped were not all on one basis: solve them in order
+                self._replay()
+            else:  # the next level in order: this is the in-order solve itself
+                self._apply(top, solved)
+            return
+        demand = self._state.demand
+        low_d, low_bound = anchor
+        slope = (solved[1] - low_bound) / (demand[top] - low_d)
+        for level in below:
+            bound = low_bound + slope * (demand[level] - low_d)
+            if bound >= self._internal(level):  # no rounding could beat internal
                 self._settle(level, None)
-                continue
-            lp_sol, bound = solved
-            self._solutions[level] = (lp_sol, float(dot(lp_sol[0], st.p_w) + dot(lp_sol[1], st.p_s)))
-            self.cost[level] = max(self.cost[level], bound)
+            else:
+                self.cost[level] = max(self.cost[level], bound)
+                self._deferred.add(level)
+        self._apply(top, solved)
+
+    def _solve_deferred(self, k: int) -> None:
+        """The LP of a level skipped by :meth:`_solve_lps_through`, now that the DP asks to round it."""
+        self._deferred.discard(k)
+        solved, iterations = self._run(k)
+        if solved is None or iterations:  # not on the basis its neighbours were solved on (numerically)
+            self._replay()
+        else:
+            self._apply(k, solved, anchor=False)
+
+    def _replay(self) -> None:
+        """Rebuild the model and solve every level solved so far in increasing order, as from the start (the cold
+        solve is deterministic); levels already exact are re-solved only for the basis they leave."""
+        self._in_order = True
+        self._deferred.clear()
+        self._lp = self._new_lp()
+        for level in self._candidates[: self._solved]:
+            solved = self._run(level)[0]
+            if not self.exact[level]:
+                self._apply(level, solved)
+
+    def _new_lp(self) -> LinearProgram:
+        st = self._state
+        lp = LinearProgram()
+        _load_external_lp(st.job, st.p_w, st.p_s, st.cls_free, st.counts, lp)
+        return lp
+
+    def _run(self, level: int) -> tuple[tuple[tuple[np.ndarray, np.ndarray], float] | None, int]:
+        """Solve ``level``'s LP on the current model: its (class solution, bound) or None, and the simplex
+        iterations it took."""
+        assert self._lp is not None
+        st = self._state
+        solved = _solve_external_lp(st.demand[level], st.job, len(st.counts), self._lp)
+        self.lp_solves += 1
+        return solved, self._lp.iterations()
+
+    def _apply(
+        self, level: int, solved: tuple[tuple[np.ndarray, np.ndarray], float] | None, anchor: bool = True
+    ) -> None:
+        """Settle ``level`` if its LP leaves no rounding a chance against internal, else keep its solution for the
+        rounding and raise its bound. With ``anchor``, this solve is the last in increasing order: its optimum is the
+        point the next skipped levels are interpolated from."""
+        if anchor:  # an infeasible solve leaves a basis no optimum is known on
+            self._anchor = (float(self._state.demand[level]), solved[1]) if solved is not None else None
+        if solved is None or solved[1] >= self._internal(level):  # no rounding could beat internal
+            self._settle(level, None)
+            return
+        st = self._state
+        lp_sol, bound = solved
+        self._solutions[level] = (lp_sol, float(dot(lp_sol[0], st.p_w) + dot(lp_sol[1], st.p_s)))
+        self.cost[level] = max(self.cost[level], bound)
 
     def _internal(self, k: int) -> float:
         option = self.options[k]
@@ -256,6 +343,10 @@ class LinearProgram:
             return None
         bound = self.highs.getObjectiveValue() * self.scale * (1.0 - LP_BOUND_RTOL)
         return np.asarray(self.highs.getSolution().col_value), bound
+
+    def iterations(self) -> int:
+        """Simplex iterations of the last solve."""
+        return int(self.highs.getInfo().simplex_iteration_count)
 
 
 def rescaled_costs(cost: np.ndarray) -> tuple[np.ndarray, float]:
