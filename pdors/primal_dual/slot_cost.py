@@ -24,9 +24,10 @@ solution of the machine-level LP.
 What makes it fast without changing a value (docs/PERFORMANCE.md; tests/test_reference.py checks each
 against the literal reference.py): the internal case for every level and class at once; the external case
 worked out only as far as the DP needs it (:class:`SlotCosts`), behind two lower bounds on any external
-cost (:func:`_separable_bound`, then the LP optimum) that decide most levels without a rounding; one warm
-HiGHS model per state; roundings checked by lookup per machine in batches, and not drawn at all where no
-outcome can be feasible (:func:`_count_bounds_allow`, :func:`_roundable`).
+cost (:func:`_separable_bound`, then the LP optimum at ceil(D)) that decide most levels without a rounding; one
+warm HiGHS model per state, solved only at the levels whose basis or point is needed; roundings checked by
+lookup per machine in batches, and not drawn at all where no outcome can be feasible (:func:`_count_bounds_allow`,
+:func:`_roundable`).
 """
 
 from __future__ import annotations
@@ -140,10 +141,11 @@ class SlotCosts:
 
     The external case is worked out only as far as the DP needs it. ``cost[k]`` starts as the cheaper of the
     internal cost and a lower bound on any external cost (:func:`_separable_bound`); ``exact[k]`` tells which
-    entries are final. :meth:`refine` makes one exact: it solves this state's LP for every candidate level up to k
-    not solved yet (in increasing order on the state's own warm HiGHS model, the order that fixes which optimal
-    vertex each level gets, continued where the last call stopped), which tightens those bounds to the LP optimum
-    less ``LP_BOUND_RTOL`` (no integer solution beats it), then level k is rounded (Steps 9-11). The rounding of
+    entries are final. :meth:`refine` makes one exact: it works out this state's LP for every candidate level up to
+    k not done yet (as if solved in increasing order on the state's own warm HiGHS model, the order that fixes which
+    optimal vertex each level gets, continued where the last call stopped; :meth:`_solve_lps_through`), which
+    tightens those bounds to the LP optimum less ``LP_BOUND_RTOL`` (no integer solution beats it), raised along the
+    optimum's tangent to ceil(D) workers (no rounding has fewer), then level k is rounded (Steps 9-11). The rounding of
     level k is seeded by (``seed_key``, k), so when it happens changes nothing. A level with no feasible rounding
     gets the internal cost; with ``reject_on_failure`` it keeps its LP cost instead (if below the internal
     one) and is marked in ``failed``: a schedule that uses it discards the job (paper Section V).
@@ -216,42 +218,44 @@ class SlotCosts:
         if pending and self._lp is None:
             self._lp = self._new_lp()
             level = pending.pop(0)
-            self._apply(level, self._run(level)[0])
+            solved, _, dual = self._run(level)
+            self._apply(level, solved, dual)
         if not pending:
             return
         if self._in_order:
             for level in pending:
-                self._apply(level, self._run(level)[0])
+                solved, _, dual = self._run(level)
+                self._apply(level, solved, dual)
             return
         top, below = pending[-1], pending[:-1]
         anchor = self._anchor
-        solved, iterations = self._run(top)
+        solved, iterations, dual = self._run(top)
         if solved is None or iterations or anchor is None:
             if below or self._deferred:  # the levels skipped were not all on one basis: solve them in order
                 self._replay()
             else:  # the next level in order: this is the in-order solve itself
-                self._apply(top, solved)
+                self._apply(top, solved, dual)
             return
         demand = self._state.demand
         low_d, low_bound = anchor
         slope = (solved[1] - low_bound) / (demand[top] - low_d)
         for level in below:
-            bound = low_bound + slope * (demand[level] - low_d)
+            bound = low_bound + slope * (self._integral(level) - low_d)  # on the line through the segment
             if bound >= self._internal(level):  # no rounding could beat internal
                 self._settle(level, None)
             else:
                 self.cost[level] = max(self.cost[level], bound)
                 self._deferred.add(level)
-        self._apply(top, solved)
+        self._apply(top, solved, dual)
 
     def _solve_deferred(self, k: int) -> None:
         """The LP of a level skipped by :meth:`_solve_lps_through`, now that the DP asks to round it."""
         self._deferred.discard(k)
-        solved, iterations = self._run(k)
+        solved, iterations, dual = self._run(k)
         if solved is None or iterations:  # not on the basis its neighbours were solved on (numerically)
             self._replay()
         else:
-            self._apply(k, solved, anchor=False)
+            self._apply(k, solved, dual, anchor=False)
 
     def _replay(self) -> None:
         """Rebuild the model and solve every level solved so far in increasing order, as from the start (the cold
@@ -260,9 +264,9 @@ class SlotCosts:
         self._deferred.clear()
         self._lp = self._new_lp()
         for level in self._candidates[: self._solved]:
-            solved = self._run(level)[0]
+            solved, _, dual = self._run(level)
             if not self.exact[level]:
-                self._apply(level, solved)
+                self._apply(level, solved, dual)
 
     def _new_lp(self) -> LinearProgram:
         st = self._state
@@ -270,30 +274,43 @@ class SlotCosts:
         _load_external_lp(st.job, st.p_w, st.p_s, st.cls_free, st.counts, lp)
         return lp
 
-    def _run(self, level: int) -> tuple[tuple[tuple[np.ndarray, np.ndarray], float] | None, int]:
-        """Solve ``level``'s LP on the current model: its (class solution, bound) or None, and the simplex
-        iterations it took."""
+    def _run(self, level: int) -> tuple[tuple[tuple[np.ndarray, np.ndarray], float] | None, int, float]:
+        """Solve ``level``'s LP on the current model: its (class solution, bound) or None, the simplex iterations it
+        took and the cover row's dual (a subgradient of the optimum in D; 0 if infeasible)."""
         assert self._lp is not None
         st = self._state
         solved = _solve_external_lp(st.demand[level], st.job, len(st.counts), self._lp)
         self.lp_solves += 1
-        return solved, self._lp.iterations()
+        return solved, self._lp.iterations(), self._lp.cover_dual() if solved is not None else 0.0
+
+    def _integral(self, level: int) -> float:
+        """The cover a rounding of ``level`` must meet: ceil(D) workers, since a rounding's worker count is an
+        integer >= D (not with ``reject_on_failure``, where a failed level costs its LP optimum at D itself)."""
+        d = float(self._state.demand[level])
+        return d if self._state.reject_on_failure else math.ceil(d)
 
     def _apply(
-        self, level: int, solved: tuple[tuple[np.ndarray, np.ndarray], float] | None, anchor: bool = True
+        self,
+        level: int,
+        solved: tuple[tuple[np.ndarray, np.ndarray], float] | None,
+        dual: float,
+        anchor: bool = True,
     ) -> None:
         """Settle ``level`` if its LP leaves no rounding a chance against internal, else keep its solution for the
         rounding and raise its bound. With ``anchor``, this solve is the last in increasing order: its optimum is the
         point the next skipped levels are interpolated from."""
         if anchor:  # an infeasible solve leaves a basis no optimum is known on
             self._anchor = (float(self._state.demand[level]), solved[1]) if solved is not None else None
-        if solved is None or solved[1] >= self._internal(level):  # no rounding could beat internal
+        if solved is None or solved[1] + dual * (self._integral(level) - float(self._state.demand[level])) >= (
+            self._internal(level)
+        ):  # no rounding could beat internal
             self._settle(level, None)
             return
         st = self._state
         lp_sol, bound = solved
         self._solutions[level] = (lp_sol, float(dot(lp_sol[0], st.p_w) + dot(lp_sol[1], st.p_s)))
-        self.cost[level] = max(self.cost[level], bound)
+        # the optimum is convex in D: its tangent at D bounds it at ceil(D), which every rounding must cover
+        self.cost[level] = max(self.cost[level], bound + dual * (self._integral(level) - float(st.demand[level])))
 
     def _internal(self, k: int) -> float:
         option = self.options[k]
@@ -343,6 +360,12 @@ class LinearProgram:
             return None
         bound = self.highs.getObjectiveValue() * self.scale * (1.0 - LP_BOUND_RTOL)
         return np.asarray(self.highs.getSolution().col_value), bound
+
+    def cover_dual(self) -> float:
+        """The cover row's dual in the original costs (>= 0: a larger cover never costs less), less
+        ``LP_BOUND_RTOL``: the slope of a line below the optimum as a function of the cover bound."""
+        dual = float(self.highs.getSolution().row_dual[self.cover_row])
+        return max(dual, 0.0) * self.scale * (1.0 - LP_BOUND_RTOL)
 
     def iterations(self) -> int:
         """Simplex iterations of the last solve."""
@@ -503,8 +526,8 @@ def _separable_bound(
     """
     total = np.zeros(len(demand))
     for price, per_task, need in ((p_w, job.worker_demand, demand), (p_s, job.ps_demand, demand / job.gamma)):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            room = np.where(per_task > 0, cls_free / per_task, np.inf).min(axis=1)
+        # divided only where the task needs the resource (no errstate context per call: it costs more than the rest)
+        room = np.divide(cls_free, per_task, out=np.full(cls_free.shape, np.inf), where=per_task > 0).min(axis=1)
         room = np.minimum(np.maximum(room, 0.0) * counts, job.batch)  # no class needs more than F tasks
         order = np.argsort(price, kind="stable")
         filled = np.concatenate([[0.0], np.cumsum(room[order])])  # tasks held by the j cheapest classes
@@ -614,8 +637,7 @@ def _disaggregate(
     load = per_w[:, None] * job.worker_demand + per_s[:, None] * job.ps_demand  # [P, R]
     round_up = (per_w > 0)[:, None] * job.worker_demand + (per_s > 0)[:, None] * job.ps_demand
     room = free[[members[c][0] for c in used]] - round_up
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stretch = np.min(np.where(load > 0, room / load, np.inf), axis=1, initial=np.inf)
+    stretch = np.min(np.divide(room, load, out=np.full(load.shape, np.inf), where=load > 0), axis=1, initial=np.inf)
     stretch = np.maximum(1.0, np.minimum(stretch, count.astype(float)))
     if job.gamma_internal is not None and used.size == 1:
         # Thesis: on one machine the tasks would run internally (Fact 1) under (3.4)'s internal rule, so an
