@@ -492,7 +492,12 @@ def slot_costs(
     candidates = np.flatnonzero(bound < cost)  # D > F or no room: bound = inf
     exact = np.ones(q, dtype=bool)
     exact[candidates] = False
-    cost[candidates] = bound[candidates]
+    if not reject_on_failure:  # a rounding has integral counts: ceil(D) workers and PSs to match (the candidates
+        # stay those of the bound at D, so that the LPs solved are the same)
+        workers = np.ceil(demand)
+        servers = np.ceil(workers / job.gamma - 1e-9)
+        bound = np.maximum(bound, _separable_bound(job, workers, p_w, p_s, cls_free, counts, servers))
+    cost[candidates] = np.minimum(cost[candidates], bound[candidates])
     state = SlotState(
         job=job,
         prices=prices,
@@ -515,17 +520,25 @@ def slot_costs(
 
 
 def _separable_bound(
-    job: JobShape, demand: np.ndarray, p_w: np.ndarray, p_s: np.ndarray, cls_free: np.ndarray, counts: np.ndarray
+    job: JobShape,
+    demand: np.ndarray,
+    p_w: np.ndarray,
+    p_s: np.ndarray,
+    cls_free: np.ndarray,
+    counts: np.ndarray,
+    servers: np.ndarray | None = None,
 ) -> np.ndarray:
     """A lower bound on the LP of (23)-(26) + ratio for every cover ``demand``, and so on any external cost.
 
     Dropping the capacity (24) that workers and PSs share leaves two fractional knapsacks: D workers at the
     cheapest worker prices, each class holding at most |c| min_r (C^r - rho^r) / alpha^r, and D / gamma PSs
     likewise; each is filled cheapest class first. inf where D > F (eq. 25) or where the room runs out (the
-    LP is then infeasible too). Less ``LP_BOUND_RTOL`` for rounding.
+    LP is then infeasible too). Less ``LP_BOUND_RTOL`` for rounding. ``servers``: the PSs needed, D / gamma unless
+    given.
     """
     total = np.zeros(len(demand))
-    for price, per_task, need in ((p_w, job.worker_demand, demand), (p_s, job.ps_demand, demand / job.gamma)):
+    servers = demand / job.gamma if servers is None else servers
+    for price, per_task, need in ((p_w, job.worker_demand, demand), (p_s, job.ps_demand, servers)):
         # divided only where the task needs the resource (no errstate context per call: it costs more than the rest)
         room = np.divide(cls_free, per_task, out=np.full(cls_free.shape, np.inf), where=per_task > 0).min(axis=1)
         room = np.minimum(np.maximum(room, 0.0) * counts, job.batch)  # no class needs more than F tasks
