@@ -85,9 +85,10 @@ class _ForwardPass:
         self.best: list[np.ndarray] = []  # Theta(slot j, k levels) for every k
         self.choice: list[np.ndarray] = []  # levels in slot j behind best[j]
         self.leader: list[float] = []  # best payoff (or 0) up to slot j
+        self.top: list[int] = []  # best[j][top + 1:] is all inf
 
     def run(self, start: int) -> None:
-        del self.best[start:], self.choice[start:], self.leader[start:]
+        del self.best[start:], self.choice[start:], self.leader[start:], self.top[start:]
         slots = len(self.utility)
         for j in range(start, slots):
             if self.best_ahead[j] <= (self.leader[-1] if self.leader else 0.0):
@@ -110,7 +111,7 @@ class _ForwardPass:
             # first minimum of a row unless the whole row is inf, and then level 0 (always finite, theta = 0) is the
             # first index either way. Every entry kept is the same sum as over the full [q, k] grid.
             last = int(np.flatnonzero(costs != np.inf)[-1])
-            top = min(width - 1, last + int(np.flatnonzero(self.pad[width - 1 :] != np.inf)[-1]))
+            top = min(width - 1, last + (self.top[-1] if self.top else 0))  # >= the last finite total
             combined = costs[None, : last + 1] + self.back[: top + 1, : last + 1]
             first_min = np.argmin(combined, axis=1)
             choice, best = np.zeros(width, dtype=np.int64), np.full(width, np.inf)
@@ -118,6 +119,7 @@ class _ForwardPass:
             best[: top + 1] = combined[self.k[: top + 1], first_min]
             self.choice.append(choice)
             self.best.append(best)
+            self.top.append(top)
             payoff = self.utility[j] - self.best[-1][-1]
             self.leader.append(max(self.leader[-1] if self.leader else 0.0, payoff))
 

@@ -488,16 +488,18 @@ def slot_costs(
     demand = levels * job.per_sample_external * (1.0 - COVER_RTOL)  # the cover D of (26), as workers_for
     if job.integer_covers:
         demand = np.ceil(demand)  # m_w (thesis Algorithm 4 step 8); a rounding needs that many workers anyway
-    bound = _separable_bound(job, demand, p_w, p_s, cls_free, counts)
+    if reject_on_failure:
+        bound = tight = _separable_bound(job, demand, p_w, p_s, cls_free, counts)
+    else:  # a rounding has integral counts: ceil(D) workers and the PSs they need (one call for both covers)
+        workers = np.ceil(demand)
+        servers = np.concatenate([demand / job.gamma, np.ceil(workers / job.gamma - 1e-9)])
+        both = _separable_bound(job, np.concatenate([demand, workers]), p_w, p_s, cls_free, counts, servers)
+        bound, tight = both[:q], np.maximum(both[:q], both[q:])
+    # the candidates are those of the bound at D, so that the LPs solved are the same
     candidates = np.flatnonzero(bound < cost)  # D > F or no room: bound = inf
     exact = np.ones(q, dtype=bool)
     exact[candidates] = False
-    if not reject_on_failure:  # a rounding has integral counts: ceil(D) workers and PSs to match (the candidates
-        # stay those of the bound at D, so that the LPs solved are the same)
-        workers = np.ceil(demand)
-        servers = np.ceil(workers / job.gamma - 1e-9)
-        bound = np.maximum(bound, _separable_bound(job, workers, p_w, p_s, cls_free, counts, servers))
-    cost[candidates] = np.minimum(cost[candidates], bound[candidates])
+    cost[candidates] = np.minimum(cost[candidates], tight[candidates])
     state = SlotState(
         job=job,
         prices=prices,
