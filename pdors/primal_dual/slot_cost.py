@@ -359,12 +359,13 @@ class LinearProgram:
         if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
         bound = self.highs.getObjectiveValue() * self.scale * (1.0 - LP_BOUND_RTOL)
-        return np.asarray(self.highs.getSolution().col_value), bound
+        self.solution = self.highs.getSolution()  # one copy of HiGHS's solution per solve
+        return np.asarray(self.solution.col_value), bound
 
     def cover_dual(self) -> float:
-        """The cover row's dual in the original costs (>= 0: a larger cover never costs less), less
+        """The last optimal solve's cover row dual in the original costs (>= 0: a larger cover never costs less), less
         ``LP_BOUND_RTOL``: the slope of a line below the optimum as a function of the cover bound."""
-        dual = float(self.highs.getSolution().row_dual[self.cover_row])
+        dual = float(self.solution.row_dual[self.cover_row])
         return max(dual, 0.0) * self.scale * (1.0 - LP_BOUND_RTOL)
 
     def iterations(self) -> int:
