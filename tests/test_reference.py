@@ -186,6 +186,63 @@ def test_theta_matches_the_reference_on_random_slot_states(seed, gain):
             )
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.booleans())
+def test_skipped_lp_solves_give_every_level_what_solving_in_order_gives(seed, reject):
+    """Refining levels in a random order (as the DP's passes ask for them), with the LPs of skipped levels solved only
+    when rounded, against the same state solving every LP in increasing order: the same theta, allocation and
+    rounding statistics per level, with fewer solves."""
+    rng = np.random.default_rng(seed)
+    shape = _shape(rng)
+    kinds = int(rng.integers(2, 7))
+    rows = rng.integers(0, kinds, int(rng.integers(2, 30)))
+    price = rng.uniform(1e-3, 2, (kinds, 4))[rows]
+    free = rng.uniform(0, 25, (kinds, 4))[rows] * (rng.random((kinds, 4)) < 0.9)[rows]
+    q = 24
+    levels = np.arange(q + 1) * float(rng.uniform(5, 80)) / q
+    rounding = RoundingConfig(gain=1.0, delta=1.0, feasible_solutions=3, max_attempts=150)
+    args = (shape, levels, price, free, rounding, (seed, 7))
+    skipping = slot_costs(*args, lazy=True, reject_on_failure=reject)
+    in_order = slot_costs(*args, lazy=True, reject_on_failure=reject)
+    in_order._in_order = True
+    for k in rng.permutation(np.arange(1, q + 1))[: int(rng.integers(1, q + 1))].tolist():
+        assert skipping.refine(k) == in_order.refine(k)
+        assert skipping.cost[k] == in_order.cost[k] and skipping.failed[k] == in_order.failed[k]
+        a, b = skipping.options[k], in_order.options[k]
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert (a.cost, a.machines.tolist(), a.workers.tolist(), a.servers.tolist()) == (
+                b.cost,
+                b.machines.tolist(),
+                b.workers.tolist(),
+                b.servers.tolist(),
+            )
+    assert skipping.external_solves == in_order.external_solves
+    assert skipping.lp_solves <= in_order.lp_solves or skipping._in_order  # a replay re-solves in order
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.booleans())
+def test_lp_bounds_never_exceed_theta(seed, reject):
+    """Every bound the DP may see before a level is rounded (separable, LP optimum, its tangent at ceil(D),
+    interpolated on one basis) is <= that level's theta: the DP's refinement argument rests on it."""
+    rng = np.random.default_rng(seed)
+    shape = _shape(rng)
+    kinds = int(rng.integers(2, 7))
+    rows = rng.integers(0, kinds, int(rng.integers(2, 30)))
+    price = rng.uniform(1e-3, 2, (kinds, 4))[rows]
+    free = rng.uniform(0, 25, (kinds, 4))[rows] * (rng.random((kinds, 4)) < 0.9)[rows]
+    q = 24
+    levels = np.arange(q + 1) * float(rng.uniform(5, 80)) / q
+    rounding = RoundingConfig(gain=float(rng.choice([0.8, 1.0])), delta=1.0, feasible_solutions=3, max_attempts=150)
+    args = (shape, levels, price, free, rounding, (seed, 7))
+    exact = slot_costs(*args, reject_on_failure=reject).cost
+    lazy = slot_costs(*args, lazy=True, reject_on_failure=reject)
+    for k in sorted(rng.choice(np.arange(1, q + 1), int(rng.integers(1, 4)), replace=False).tolist()):
+        lazy._solve_lps_through(k)  # bounds on every level up to k, as a DP pass may see them
+        assert (lazy.cost <= exact).all()
+
+
 def _full_dp(theta, utility):
     """Algorithms 2-3 by brute force over every split of the levels: (completion, payoff) or None."""
     slots, width = theta.shape

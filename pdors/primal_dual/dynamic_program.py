@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 
 def aligned_levels(levels: int, fastest: np.ndarray, window: np.ndarray) -> np.ndarray:
@@ -84,9 +85,10 @@ class _ForwardPass:
         self.best: list[np.ndarray] = []  # Theta(slot j, k levels) for every k
         self.choice: list[np.ndarray] = []  # levels in slot j behind best[j]
         self.leader: list[float] = []  # best payoff (or 0) up to slot j
+        self.top: list[int] = []  # best[j][top + 1:] is all inf
 
     def run(self, start: int) -> None:
-        del self.best[start:], self.choice[start:], self.leader[start:]
+        del self.best[start:], self.choice[start:], self.leader[start:], self.top[start:]
         slots = len(self.utility)
         for j in range(start, slots):
             if self.best_ahead[j] <= (self.leader[-1] if self.leader else 0.0):
@@ -96,26 +98,28 @@ class _ForwardPass:
             costs = self.rows[j]
             width = len(costs)
             if not self.best:
-                k = self.k = np.arange(width)
-                q_minus_k = k[:, None] - k[None, :]  # [q, k] -> q - k
-                self.back = np.where(q_minus_k >= 0, q_minus_k, width)  # k > q: the inf sentinel below
-                previous = np.full(width + 1, np.inf)
-                previous[0] = 0.0  # Theta(a_i - 1, .)
+                self.k = np.arange(width)
+                # previous[q - k] for every (q, k) as a strided view of one buffer (no gather): Theta(slot j - 1, .)
+                # sits at pad[width - 1:], inf before it (k > q)
+                self.pad = np.full(2 * width - 1, np.inf)
+                self.pad[width - 1] = 0.0  # Theta(a_i - 1, .)
+                self.back = sliding_window_view(self.pad, width)[:, ::-1]  # [q, k] -> pad[width - 1 + q - k]
             else:
-                previous = np.append(self.best[-1], np.inf)
-            # Only the finite levels of this slot, and only the totals q that a finite level and a finite
-            # Theta(slot j - 1, q - k) reach: an inf level is never the first minimum of a row unless the whole
-            # row is inf, and then level 0 (always finite, theta = 0) is the first index either way; the rows
-            # beyond ``top`` are all inf. Every entry kept is the same sum as over the full [q, k] grid.
-            finite = np.flatnonzero(costs != np.inf)
-            top = min(width - 1, int(finite[-1]) + int(np.flatnonzero(previous != np.inf)[-1]))
-            combined = costs[finite][None, :] + previous[self.back[: top + 1, finite]]
+                self.pad[width - 1 :] = self.best[-1]
+            # Only the levels up to this slot's last finite one, and only the totals q that a finite level and a
+            # finite Theta(slot j - 1, q - k) reach: the rows beyond ``top`` are all inf. An inf entry is never the
+            # first minimum of a row unless the whole row is inf, and then level 0 (always finite, theta = 0) is the
+            # first index either way. Every entry kept is the same sum as over the full [q, k] grid.
+            last = int(np.flatnonzero(costs != np.inf)[-1])
+            top = min(width - 1, last + (self.top[-1] if self.top else 0))  # >= the last finite total
+            combined = costs[None, : last + 1] + self.back[: top + 1, : last + 1]
             first_min = np.argmin(combined, axis=1)
             choice, best = np.zeros(width, dtype=np.int64), np.full(width, np.inf)
-            choice[: top + 1] = finite[first_min]
+            choice[: top + 1] = first_min
             best[: top + 1] = combined[self.k[: top + 1], first_min]
             self.choice.append(choice)
             self.best.append(best)
+            self.top.append(top)
             payoff = self.utility[j] - self.best[-1][-1]
             self.leader.append(max(self.leader[-1] if self.leader else 0.0, payoff))
 

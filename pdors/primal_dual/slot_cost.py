@@ -24,9 +24,10 @@ solution of the machine-level LP.
 What makes it fast without changing a value (docs/PERFORMANCE.md; tests/test_reference.py checks each
 against the literal reference.py): the internal case for every level and class at once; the external case
 worked out only as far as the DP needs it (:class:`SlotCosts`), behind two lower bounds on any external
-cost (:func:`_separable_bound`, then the LP optimum) that decide most levels without a rounding; one warm
-HiGHS model per state; roundings checked by lookup per machine in batches, and not drawn at all where no
-outcome can be feasible (:func:`_count_bounds_allow`, :func:`_roundable`).
+cost (:func:`_separable_bound`, then the LP optimum at ceil(D)) that decide most levels without a rounding; one
+warm HiGHS model per state, solved only at the levels whose basis or point is needed; roundings checked by
+lookup per machine in batches, and not drawn at all where no outcome can be feasible (:func:`_count_bounds_allow`,
+:func:`_roundable`).
 """
 
 from __future__ import annotations
@@ -140,10 +141,11 @@ class SlotCosts:
 
     The external case is worked out only as far as the DP needs it. ``cost[k]`` starts as the cheaper of the
     internal cost and a lower bound on any external cost (:func:`_separable_bound`); ``exact[k]`` tells which
-    entries are final. :meth:`refine` makes one exact: it solves this state's LP for every candidate level up to k
-    not solved yet (in increasing order on the state's own warm HiGHS model, the order that fixes which optimal
-    vertex each level gets, continued where the last call stopped), which tightens those bounds to the LP optimum
-    less ``LP_BOUND_RTOL`` (no integer solution beats it), then level k is rounded (Steps 9-11). The rounding of
+    entries are final. :meth:`refine` makes one exact: it works out this state's LP for every candidate level up to
+    k not done yet (as if solved in increasing order on the state's own warm HiGHS model, the order that fixes which
+    optimal vertex each level gets, continued where the last call stopped; :meth:`_solve_lps_through`), which
+    tightens those bounds to the LP optimum less ``LP_BOUND_RTOL`` (no integer solution beats it), raised along the
+    optimum's tangent to ceil(D) workers (no rounding has fewer), then level k is rounded (Steps 9-11). The rounding of
     level k is seeded by (``seed_key``, k), so when it happens changes nothing. A level with no feasible rounding
     gets the internal cost; with ``reject_on_failure`` it keeps its LP cost instead (if below the internal
     one) and is marked in ``failed``: a schedule that uses it discards the job (paper Section V).
@@ -162,6 +164,11 @@ class SlotCosts:
         self._solved = 0  # candidates[:_solved] have had their LP solved
         self._lp: LinearProgram | None = None  # this state's HiGHS model, from its first LP on
         self._state = state
+        # levels whose LP was skipped on the current basis (solved when rounded); the last optimum (D, bound) solved
+        # in increasing order; whether every level is solved in order (integer covers, or after a replay)
+        self._deferred: set[int] = set()
+        self._anchor: tuple[float, float] | None = None
+        self._in_order = state.job.integer_covers
 
     def refine(self, k: int) -> bool:
         """Make ``cost[k]`` exact; True if it was a bound (the row may have changed elsewhere too)."""
@@ -169,6 +176,8 @@ class SlotCosts:
             return False
         if k not in self._solutions:
             self._solve_lps_through(k)
+            if k in self._deferred:
+                self._solve_deferred(k)
             if self.exact[k]:
                 return True
         st, (lp_sol, lp_cost) = self._state, self._solutions.pop(k)
@@ -188,25 +197,120 @@ class SlotCosts:
         return True
 
     def _solve_lps_through(self, k: int) -> None:
-        """The class LPs of the candidate levels up to ``k`` not solved yet, in increasing order on this state's
-        own warm HiGHS model: the same sequence of solves, so the same optimal vertex per level, as solving them
-        all at once, paused where the DP needs no more. A level whose LP bound reaches its internal cost is
-        settled; the others' bounds rise to the LP optimum."""
-        st = self._state
-        if self._lp is None:
-            self._lp = LinearProgram()
-            _load_external_lp(st.job, st.p_w, st.p_s, st.cls_free, st.counts, self._lp)
+        """The class LPs of the candidate levels up to ``k`` not solved yet, as if solved in increasing order on
+        this state's own warm HiGHS model (the order that fixes which optimal vertex each level gets), paused where
+        the DP needs no more. A level whose LP bound reaches its internal cost is settled; the others' bounds rise
+        to the LP optimum.
+
+        Only the cover row's lower bound D changes from level to level, so a basis optimal at two covers is optimal
+        at every cover between them (primal feasibility is a set of affine inequalities in D, dual feasibility does
+        not depend on D), and in order the levels between would each be re-solved in 0 simplex iterations on that
+        basis, leaving it as it is. So the highest pending level is solved first, warm from the last one solved: in
+        0 iterations, the levels below it are skipped (their LP optima, affine in D on one basis, interpolated as
+        bounds) and solved only if the DP asks to round one (:meth:`_solve_deferred`, again in 0 iterations on the
+        same basis: HiGHS computes the point from the basis alone, so it gets the same bits as in order). Otherwise
+        the model is rebuilt and every level solved so far re-solved in order (:meth:`_replay`). The thesis's
+        integer covers change a second row (m_p), so they are always solved in order."""
+        pending = []
         while self._solved < len(self._candidates) and self._candidates[self._solved] <= k:
-            level = self._candidates[self._solved]
+            pending.append(self._candidates[self._solved])
             self._solved += 1
-            solved = _solve_external_lp(st.demand[level], st.job, len(st.counts), self._lp)
-            self.lp_solves += 1
-            if solved is None or solved[1] >= self._internal(level):  # no rounding could beat internal
+        if pending and self._lp is None:
+            self._lp = self._new_lp()
+            level = pending.pop(0)
+            solved, _, dual = self._run(level)
+            self._apply(level, solved, dual)
+        if not pending:
+            return
+        if self._in_order:
+            for level in pending:
+                solved, _, dual = self._run(level)
+                self._apply(level, solved, dual)
+            return
+        top, below = pending[-1], pending[:-1]
+        anchor = self._anchor
+        solved, iterations, dual = self._run(top)
+        if solved is None or iterations or anchor is None:
+            if below or self._deferred:  # the levels skipped were not all on one basis: solve them in order
+                self._replay()
+            else:  # the next level in order: this is the in-order solve itself
+                self._apply(top, solved, dual)
+            return
+        demand = self._state.demand
+        low_d, low_bound = anchor
+        slope = (solved[1] - low_bound) / (demand[top] - low_d)
+        for level in below:
+            bound = low_bound + slope * (self._integral(level) - low_d)  # on the line through the segment
+            if bound >= self._internal(level):  # no rounding could beat internal
                 self._settle(level, None)
-                continue
-            lp_sol, bound = solved
-            self._solutions[level] = (lp_sol, float(dot(lp_sol[0], st.p_w) + dot(lp_sol[1], st.p_s)))
-            self.cost[level] = max(self.cost[level], bound)
+            else:
+                self.cost[level] = max(self.cost[level], bound)
+                self._deferred.add(level)
+        self._apply(top, solved, dual)
+
+    def _solve_deferred(self, k: int) -> None:
+        """The LP of a level skipped by :meth:`_solve_lps_through`, now that the DP asks to round it."""
+        self._deferred.discard(k)
+        solved, iterations, dual = self._run(k)
+        if solved is None or iterations:  # not on the basis its neighbours were solved on (numerically)
+            self._replay()
+        else:
+            self._apply(k, solved, dual, anchor=False)
+
+    def _replay(self) -> None:
+        """Rebuild the model and solve every level solved so far in increasing order, as from the start (the cold
+        solve is deterministic); levels already exact are re-solved only for the basis they leave."""
+        self._in_order = True
+        self._deferred.clear()
+        self._lp = self._new_lp()
+        for level in self._candidates[: self._solved]:
+            solved, _, dual = self._run(level)
+            if not self.exact[level]:
+                self._apply(level, solved, dual)
+
+    def _new_lp(self) -> LinearProgram:
+        st = self._state
+        lp = LinearProgram()
+        _load_external_lp(st.job, st.p_w, st.p_s, st.cls_free, st.counts, lp)
+        return lp
+
+    def _run(self, level: int) -> tuple[tuple[tuple[np.ndarray, np.ndarray], float] | None, int, float]:
+        """Solve ``level``'s LP on the current model: its (class solution, bound) or None, the simplex iterations it
+        took and the cover row's dual (a subgradient of the optimum in D; 0 if infeasible)."""
+        assert self._lp is not None
+        st = self._state
+        solved = _solve_external_lp(st.demand[level], st.job, len(st.counts), self._lp)
+        self.lp_solves += 1
+        return solved, self._lp.iterations(), self._lp.cover_dual() if solved is not None else 0.0
+
+    def _integral(self, level: int) -> float:
+        """The cover a rounding of ``level`` must meet: ceil(D) workers, since a rounding's worker count is an
+        integer >= D (not with ``reject_on_failure``, where a failed level costs its LP optimum at D itself)."""
+        d = float(self._state.demand[level])
+        return d if self._state.reject_on_failure else math.ceil(d)
+
+    def _apply(
+        self,
+        level: int,
+        solved: tuple[tuple[np.ndarray, np.ndarray], float] | None,
+        dual: float,
+        anchor: bool = True,
+    ) -> None:
+        """Settle ``level`` if its LP leaves no rounding a chance against internal, else keep its solution for the
+        rounding and raise its bound. With ``anchor``, this solve is the last in increasing order: its optimum is the
+        point the next skipped levels are interpolated from."""
+        if anchor:  # an infeasible solve leaves a basis no optimum is known on
+            self._anchor = (float(self._state.demand[level]), solved[1]) if solved is not None else None
+        if solved is None or solved[1] + dual * (self._integral(level) - float(self._state.demand[level])) >= (
+            self._internal(level)
+        ):  # no rounding could beat internal
+            self._settle(level, None)
+            return
+        st = self._state
+        lp_sol, bound = solved
+        self._solutions[level] = (lp_sol, float(dot(lp_sol[0], st.p_w) + dot(lp_sol[1], st.p_s)))
+        # the optimum is convex in D: its tangent at D bounds it at ceil(D), which every rounding must cover
+        self.cost[level] = max(self.cost[level], bound + dual * (self._integral(level) - float(st.demand[level])))
 
     def _internal(self, k: int) -> float:
         option = self.options[k]
@@ -255,7 +359,18 @@ class LinearProgram:
         if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
         bound = self.highs.getObjectiveValue() * self.scale * (1.0 - LP_BOUND_RTOL)
-        return np.asarray(self.highs.getSolution().col_value), bound
+        self.solution = self.highs.getSolution()  # one copy of HiGHS's solution per solve
+        return np.asarray(self.solution.col_value), bound
+
+    def cover_dual(self) -> float:
+        """The last optimal solve's cover row dual in the original costs (>= 0: a larger cover never costs less), less
+        ``LP_BOUND_RTOL``: the slope of a line below the optimum as a function of the cover bound."""
+        dual = float(self.solution.row_dual[self.cover_row])
+        return max(dual, 0.0) * self.scale * (1.0 - LP_BOUND_RTOL)
+
+    def iterations(self) -> int:
+        """Simplex iterations of the last solve."""
+        return int(self.highs.getInfo().simplex_iteration_count)
 
 
 def rescaled_costs(cost: np.ndarray) -> tuple[np.ndarray, float]:
@@ -374,11 +489,18 @@ def slot_costs(
     demand = levels * job.per_sample_external * (1.0 - COVER_RTOL)  # the cover D of (26), as workers_for
     if job.integer_covers:
         demand = np.ceil(demand)  # m_w (thesis Algorithm 4 step 8); a rounding needs that many workers anyway
-    bound = _separable_bound(job, demand, p_w, p_s, cls_free, counts)
+    if reject_on_failure:
+        bound = tight = _separable_bound(job, demand, p_w, p_s, cls_free, counts)
+    else:  # a rounding has integral counts: ceil(D) workers and the PSs they need (one call for both covers)
+        workers = np.ceil(demand)
+        servers = np.concatenate([demand / job.gamma, np.ceil(workers / job.gamma - 1e-9)])
+        both = _separable_bound(job, np.concatenate([demand, workers]), p_w, p_s, cls_free, counts, servers)
+        bound, tight = both[:q], np.maximum(both[:q], both[q:])
+    # the candidates are those of the bound at D, so that the LPs solved are the same
     candidates = np.flatnonzero(bound < cost)  # D > F or no room: bound = inf
     exact = np.ones(q, dtype=bool)
     exact[candidates] = False
-    cost[candidates] = bound[candidates]
+    cost[candidates] = np.minimum(cost[candidates], tight[candidates])
     state = SlotState(
         job=job,
         prices=prices,
@@ -401,19 +523,27 @@ def slot_costs(
 
 
 def _separable_bound(
-    job: JobShape, demand: np.ndarray, p_w: np.ndarray, p_s: np.ndarray, cls_free: np.ndarray, counts: np.ndarray
+    job: JobShape,
+    demand: np.ndarray,
+    p_w: np.ndarray,
+    p_s: np.ndarray,
+    cls_free: np.ndarray,
+    counts: np.ndarray,
+    servers: np.ndarray | None = None,
 ) -> np.ndarray:
     """A lower bound on the LP of (23)-(26) + ratio for every cover ``demand``, and so on any external cost.
 
     Dropping the capacity (24) that workers and PSs share leaves two fractional knapsacks: D workers at the
     cheapest worker prices, each class holding at most |c| min_r (C^r - rho^r) / alpha^r, and D / gamma PSs
     likewise; each is filled cheapest class first. inf where D > F (eq. 25) or where the room runs out (the
-    LP is then infeasible too). Less ``LP_BOUND_RTOL`` for rounding.
+    LP is then infeasible too). Less ``LP_BOUND_RTOL`` for rounding. ``servers``: the PSs needed, D / gamma unless
+    given.
     """
     total = np.zeros(len(demand))
-    for price, per_task, need in ((p_w, job.worker_demand, demand), (p_s, job.ps_demand, demand / job.gamma)):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            room = np.where(per_task > 0, cls_free / per_task, np.inf).min(axis=1)
+    servers = demand / job.gamma if servers is None else servers
+    for price, per_task, need in ((p_w, job.worker_demand, demand), (p_s, job.ps_demand, servers)):
+        # divided only where the task needs the resource (no errstate context per call: it costs more than the rest)
+        room = np.divide(cls_free, per_task, out=np.full(cls_free.shape, np.inf), where=per_task > 0).min(axis=1)
         room = np.minimum(np.maximum(room, 0.0) * counts, job.batch)  # no class needs more than F tasks
         order = np.argsort(price, kind="stable")
         filled = np.concatenate([[0.0], np.cumsum(room[order])])  # tasks held by the j cheapest classes
@@ -523,8 +653,7 @@ def _disaggregate(
     load = per_w[:, None] * job.worker_demand + per_s[:, None] * job.ps_demand  # [P, R]
     round_up = (per_w > 0)[:, None] * job.worker_demand + (per_s > 0)[:, None] * job.ps_demand
     room = free[[members[c][0] for c in used]] - round_up
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stretch = np.min(np.where(load > 0, room / load, np.inf), axis=1, initial=np.inf)
+    stretch = np.min(np.divide(room, load, out=np.full(load.shape, np.inf), where=load > 0), axis=1, initial=np.inf)
     stretch = np.maximum(1.0, np.minimum(stretch, count.astype(float)))
     if job.gamma_internal is not None and used.size == 1:
         # Thesis: on one machine the tasks would run internally (Fact 1) under (3.4)'s internal rule, so an
