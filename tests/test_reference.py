@@ -158,17 +158,26 @@ def test_vectorised_disaggregation_matches_the_machine_by_machine_loop(seed):
         assert a.tolist() == b.tolist()
 
 
+def _slot_state(
+    rng: np.random.Generator, kinds: tuple[int, int], machines: tuple[int, int]
+) -> tuple[JobShape, np.ndarray, np.ndarray]:
+    """A random job shape and slot state: machines in classes of identical rows (counts drawn from the ranges),
+    their prices and free capacities (often tight)."""
+    shape = _shape(rng)
+    k = int(rng.integers(*kinds))
+    rows = rng.integers(0, k, int(rng.integers(*machines)))
+    price = rng.uniform(1e-3, 2, (k, 4))[rows]
+    free = rng.uniform(0, 25, (k, 4))[rows] * (rng.random((k, 4)) < 0.9)[rows]
+    return shape, price, free
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**32 - 1), st.sampled_from([0.8, 1.0, 1.2]))
 def test_theta_matches_the_reference_on_random_slot_states(seed, gain):
     """slot_costs (one warm LP per state, vectorised internal case, skipped solves) against theta computed
     level by level from scratch; machines come in classes of identical rows, capacities are often tight."""
     rng = np.random.default_rng(seed)
-    shape = _shape(rng)
-    kinds = int(rng.integers(1, 4))
-    rows = rng.integers(0, kinds, int(rng.integers(1, 9)))
-    price = rng.uniform(1e-3, 2, (kinds, 4))[rows]
-    free = rng.uniform(0, 25, (kinds, 4))[rows] * (rng.random((kinds, 4)) < 0.9)[rows]
+    shape, price, free = _slot_state(rng, (1, 4), (1, 9))
     q = 8
     levels = np.arange(q + 1) * float(rng.uniform(5, 80)) / q
     rounding = RoundingConfig(gain=gain, delta=1.0, feasible_solutions=3, max_attempts=150)
@@ -193,11 +202,7 @@ def test_skipped_lp_solves_give_every_level_what_solving_in_order_gives(seed, re
     when rounded, against the same state solving every LP in increasing order: the same theta, allocation and
     rounding statistics per level, with fewer solves."""
     rng = np.random.default_rng(seed)
-    shape = _shape(rng)
-    kinds = int(rng.integers(2, 7))
-    rows = rng.integers(0, kinds, int(rng.integers(2, 30)))
-    price = rng.uniform(1e-3, 2, (kinds, 4))[rows]
-    free = rng.uniform(0, 25, (kinds, 4))[rows] * (rng.random((kinds, 4)) < 0.9)[rows]
+    shape, price, free = _slot_state(rng, (2, 7), (2, 30))
     q = 24
     levels = np.arange(q + 1) * float(rng.uniform(5, 80)) / q
     rounding = RoundingConfig(gain=1.0, delta=1.0, feasible_solutions=3, max_attempts=150)
@@ -227,11 +232,7 @@ def test_lp_bounds_never_exceed_theta(seed, reject):
     """Every bound the DP may see before a level is rounded (separable, LP optimum, its tangent at ceil(D),
     interpolated on one basis) is <= that level's theta: the DP's refinement argument rests on it."""
     rng = np.random.default_rng(seed)
-    shape = _shape(rng)
-    kinds = int(rng.integers(2, 7))
-    rows = rng.integers(0, kinds, int(rng.integers(2, 30)))
-    price = rng.uniform(1e-3, 2, (kinds, 4))[rows]
-    free = rng.uniform(0, 25, (kinds, 4))[rows] * (rng.random((kinds, 4)) < 0.9)[rows]
+    shape, price, free = _slot_state(rng, (2, 7), (2, 30))
     q = 24
     levels = np.arange(q + 1) * float(rng.uniform(5, 80)) / q
     rounding = RoundingConfig(gain=float(rng.choice([0.8, 1.0])), delta=1.0, feasible_solutions=3, max_attempts=150)
