@@ -13,7 +13,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     from pipeline import tracking
 
     uri = tracking.tracking_uri()
-    if uri.startswith(("http://", "https://")):
+    if tracking.served(uri):
         print(f"pdors ui: MLFLOW_TRACKING_URI is a server ({tracking.shown_uri()}): open it there", file=sys.stderr)
         return 2
     port = args.port or tracking.ui_port()

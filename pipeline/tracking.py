@@ -108,6 +108,11 @@ def tracking_uri() -> str:
     return mlflow.get_tracking_uri()
 
 
+def served(uri: str) -> bool:
+    """Whether tracking URI ``uri`` names a server (else a local store, which `pdors ui` serves)."""
+    return uri.startswith(("http://", "https://"))
+
+
 def shown_uri() -> str:
     """The tracking URI as it may be printed: credentials masked."""
     return redact(tracking_uri())
@@ -124,7 +129,7 @@ def client() -> MlflowClient:
 def check_reachable(uri: str) -> None:
     """Fail fast on a server that is down (the client would otherwise retry for minutes). Credentials in the
     URI are sent as MLflow's client sends them and never appear in the message."""
-    if not uri.startswith(("http://", "https://")):
+    if not served(uri):
         return
     try:
         bare, headers = split_auth(uri)
@@ -276,7 +281,7 @@ def ui_port() -> int:
 def ui_base(uri: str) -> str:
     """The UI that shows tracking URI ``uri``: the server itself (credentials removed), else ``pdors ui`` on
     the loopback (:func:`ui_port`)."""
-    return split_auth(uri)[0] if uri.startswith(("http://", "https://")) else f"http://127.0.0.1:{ui_port()}"
+    return split_auth(uri)[0] if served(uri) else f"http://127.0.0.1:{ui_port()}"
 
 
 def publish_view(mlflow_client: MlflowClient, exp_id: str, parent: str, axes: list[str]) -> str:
@@ -492,4 +497,4 @@ def log_sweep(
         c.set_terminated(parent)
         key = publish_view(c, exp_id, parent, manifest.axes)
     uri = tracking_uri()
-    return Logged(parent, view_url(ui_base(uri), exp_id, key), redact(uri), uri.startswith(("http://", "https://")))
+    return Logged(parent, view_url(ui_base(uri), exp_id, key), redact(uri), served(uri))
