@@ -72,9 +72,16 @@ def _reading_label(reference: str, versus: str) -> str:
     return variant_name(reference, [part.split("=", 1)[1] for part in versus.split(", ")] if versus else [])
 
 
-def table(runs: pd.DataFrame, axes: Sequence[str], reference: str, by: Sequence[str] = ()) -> pd.DataFrame:
+def table(
+    runs: pd.DataFrame,
+    axes: Sequence[str],
+    reference: str,
+    by: Sequence[str] = (),
+    found: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """The headline table of a sweep's ``runs`` (the record, with :func:`pipeline.summary.with_job_metrics`
-    applied for ``completed_share``): :data:`COLUMNS` plus the ``by`` axes (labels) after ``policy``."""
+    applied for ``completed_share``): :data:`COLUMNS` plus the ``by`` axes (labels) after ``policy``.
+    ``found``: the sweep's :func:`pipeline.summary.pairs` if already computed."""
     axes, by = list(axes), list(by)
     unknown = [a for a in by if a not in axes]
     if unknown:
@@ -83,7 +90,7 @@ def table(runs: pd.DataFrame, axes: Sequence[str], reference: str, by: Sequence[
     ok = runs[(runs["status"] == "ok") & (runs["kind"] == "sim")]
     ok = ok.assign(variant=_variant(ok, axes), **{a: ok[a].map(axis_label) for a in by})
     ok = ok.sort_values("policy", key=lambda p: p != reference, kind="stable")  # the reference's rows first
-    found = pairs(runs, axes, reference)
+    found = pairs(runs, axes, reference) if found is None else found
     found = found.assign(variant=_variant(found, axes))
     readings = list(dict.fromkeys(found["versus"])) or [""]
     rows = []

@@ -229,11 +229,17 @@ def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
 def draw(table: pd.DataFrame, fig: FigureConfig, path: Path) -> Path:
     """Draw one figure from its table as ``path`` (PNG, ``DPI``) and the same name in every other of
     ``FORMATS``; returns the PNG's path."""
-    drawn = figure(table, fig)
+    return save(figure(table, fig), path)
+
+
+def save(drawn: Figure, path: Path) -> Path:
+    """``drawn`` as ``path`` (PNG, ``DPI``) and the same name in every other of ``FORMATS``, then closed; the
+    layout is solved for the first format and kept for the others (constrained layout is most of a draw)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     for suffix in FORMATS:
         with atomic.replacing(path.with_suffix(suffix)) as tmp:
             drawn.savefig(tmp, dpi=DPI)
+        drawn.set_layout_engine("none")
     plt.close(drawn)
     return path
 
@@ -279,13 +285,7 @@ def _numeric(values: pd.Series) -> bool:
 
 def paired_figure(pairs: pd.DataFrame, axes: list[str], reference: str, title: str, path: Path) -> Path:
     """:func:`paired_plot` as ``path`` (PNG) and every other of ``FORMATS``."""
-    out = paired_plot(pairs, axes, reference, title)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in FORMATS:
-        with atomic.replacing(path.with_suffix(suffix)) as tmp:
-            out.savefig(tmp, dpi=DPI)
-    plt.close(out)
-    return path
+    return save(paired_plot(pairs, axes, reference, title), path)
 
 
 def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str) -> Figure:

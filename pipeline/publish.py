@@ -119,7 +119,7 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
     table += f"\nPaired over every grid point and seed, against {reference}:\n\n" + summary.paired_markdown(
         summary.paired_overall(runs, axes, reference, found), reference
     )
-    top = headline.table(runs, axes, reference)
+    top = headline.table(runs, axes, reference, found=found)
     atomic.write(store.meta / "summary.csv", agg.to_csv(index=False))
     atomic.write(store.meta / "summary.md", headline.markdown(top, reference) + "\n## Every grid point\n\n" + table)
     # The default plot is not logged: the report's figures (and its HTML page) hold it.

@@ -206,12 +206,14 @@ def report_sweeps(
         manifest = manifest_of(store)
         counts, runs = runs_of(store, manifest)
         dest = store.meta / "report" if out is None else Path(out) / (str(store.sweep_id) if len(stores) > 1 else "")
+        reference = summary.reference_policy(manifest)
+        found = summary.pairs(runs, manifest.axes, reference)  # once: the headline table and the report alike
         try:
-            top = headline.table(runs, manifest.axes, summary.reference_policy(manifest), by)
+            top = headline.table(runs, manifest.axes, reference, by, found)
         except ValueError as e:
             raise SweepError(str(e)) from None
-        paths = draw_all(runs, manifest, dest)
-        print(headline.text(top, summary.reference_policy(manifest), by), flush=True)
+        paths = draw_all(runs, manifest, dest, found)
+        print(headline.text(top, reference, by), flush=True)
         print(
             fit(
                 f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {shown(dest)}: "
