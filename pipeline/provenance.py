@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-from importlib import metadata
 from pathlib import Path
 
 PACKAGES = ("pdors", "numpy", "scipy", "highspy", "pyomo", "ray", "mlflow", "pyarrow", "pandas", "matplotlib")
@@ -33,6 +32,8 @@ def git_commit() -> str:
 
 
 def packages() -> dict[str, str]:
+    from importlib import metadata  # only a new manifest needs it, not `sweep status`
+
     out = {"python": platform.python_version()}
     for name in PACKAGES:
         try:

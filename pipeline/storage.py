@@ -48,8 +48,6 @@ from pdors import atomic
 from pdors.atomic import TMP_PREFIX
 from pdors.config import JSON
 from pdors.errors import LockedError, RecordDamaged, SweepError, shorten
-from pdors.policies import POLICIES, policy_module
-from pdors.workload import WorkloadConfig
 
 from . import seal
 from .columns import (
@@ -65,7 +63,6 @@ from .columns import (
 )
 from .manifest import Manifest
 from .manifest import parse as parse_manifest
-from .schema import OptConfig
 from .tasks import Outcome, Task
 
 if typing.TYPE_CHECKING:
@@ -103,6 +100,11 @@ def _columns(cls: Any, prefix: str) -> list[tuple[str, pa.DataType]]:
 def _runs_schema() -> pa.Schema:
     """Identity, instance params, every registered policy's params (``<policy>.<param>``), the offline
     optimum's settings, metrics, provenance: the same columns whichever policies a sweep ran."""
+    from pdors.policies import POLICIES, policy_module
+    from pdors.workload import WorkloadConfig
+
+    from .schema import OptConfig
+
     params = [c for p in POLICIES for c in _columns(policy_module(p).Config, p)]
     opt = [*_columns(OptConfig, "opt"), ("opt.status", pa.string()), ("opt.result", pa.string())]
     return pa.schema(

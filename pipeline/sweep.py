@@ -23,13 +23,11 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-import yaml
-
 from pdors import atomic
 from pdors.config import JSON, quote, to_dict
 from pdors.errors import ExitStatus, SweepError
 
-from . import schema, sizing, sweep_index
+from . import sizing, sweep_index
 from .credentials import one_line
 from .locate import locate, sweeps_under
 from .manifest import Manifest
@@ -188,7 +186,7 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
     nowhere; with it, also a progress bar on standard error)."""
     o, overrides, say = options, list(options.overrides), progress or silent
     address = _ray_address(o)
-    from . import grid  # with pdors.run: not for status, list or --help
+    from . import grid, schema  # with pdors.run and the config schema: not for status, list or --help
 
     data = schema.raw(config_path, overrides)
     plan = grid.expand(schema.parse(data, o.max_tasks))  # every spec validated: nothing is written before this
@@ -343,6 +341,8 @@ def _resumed_manifest(store: Store, fresh: Manifest, say: Say) -> Manifest:
 
 def _write_config(store: Store, data: JSON, config_path: str, overrides: list[str], manifest: Manifest) -> None:
     """The sweep's config as given and its manifest, the manifest last: a sweep is resumable once it exists."""
+    import yaml
+
     header = f"# {config_path}" + (f" with {shlex.join(overrides)}" if overrides else "") + "\n"
     atomic.write(store.meta / "config.yaml", header + yaml.safe_dump(data, sort_keys=False))
     atomic.write(store.meta / "manifest.json", manifest.to_json())

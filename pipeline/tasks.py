@@ -7,9 +7,10 @@ import it, and it imports none of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Required, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
 
-from .schema import SweepConfig
+if TYPE_CHECKING:  # `sweep status` imports the tasks, not the config schema
+    from .schema import SweepConfig
 
 OPT_POLICY = "opt"  # the ``policy`` of offline-optimum rows
 

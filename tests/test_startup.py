@@ -1,6 +1,6 @@
 """Start-up cost where users wait: `pdors --help`, `pdors sweep --help`, `pdors simulate --help`, `sweep status`,
 `sweep list` and a sweep re-run with nothing to do import neither Pyomo, Ray nor MLflow, status and list not
-pandas, and the help texts not even NumPy or a YAML parser (each command in a fresh interpreter, its
+pandas nor YAML, and the help texts not even NumPy or a YAML parser (each command in a fresh interpreter, its
 ``sys.modules`` read at exit). Their times are in `pdors bench` (docs/PERFORMANCE.md)."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_status_list_and_an_identical_rerun_import_no_solver_ray_or_mlflow(tmp_p
     for argv in (["sweep", "status", "--out", out], ["sweep", "list", "--out", out]):
         code, heavy, text = pdors(*argv, cwd=tmp_path)
         assert code == 0 and heavy_only(heavy) == [] and "12 ok" in text.replace("     ", " "), (argv, heavy, text)
-        assert "pandas" not in heavy, argv
+        assert "pandas" not in heavy and "yaml" not in heavy, argv  # nor the config schema, nor its parser
     # the same sweep again, without --resume or --in-process: nothing to run (no Ray), nothing to publish
     code, heavy, text = pdors("sweep", "run", str(config), "--out", out, cwd=tmp_path)
     assert (
