@@ -49,6 +49,14 @@ class Published:
 def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
     """Publish what :func:`pipeline.sweep.run` recorded (``result``, updated and returned): skipped, with its
     status as last published, when it ran nothing and nothing changed since the last publish."""
+    try:
+        return _publish_run(result, say)
+    finally:
+        if result.logging is not None:  # started by the sweep and not used (nothing to publish): ended
+            tracking_process.stop(result.logging)
+
+
+def _publish_run(result: SweepResult, say: Say) -> SweepResult:
     if not result.recorded:
         return result
     store = Store(result.root, result.sweep_id)
@@ -62,7 +70,7 @@ def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
             result.status = int(last["status"])
             say(f"nothing to do: every run is recorded and published as it stands (exit status {result.status})")
         else:
-            done = publish(store, manifest, track, say)
+            done = publish(store, manifest, track, say, result.logging)
             result.status, result.comparison = done.status, done.comparison
             result.stages.update(done.stages)
             _remember(store, mark, done.status)
@@ -103,10 +111,16 @@ def _remember(store: Store, mark: str, status: int) -> None:
         atomic.write(store.meta / PUBLISHED, json.dumps({"mark": mark, "status": status}))
 
 
-def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Say = silent) -> Published:
+def publish(
+    store: Store,
+    manifest: Manifest,
+    track: bool | None = None,
+    say: Say = silent,
+    logging: tracking_process.Logging | None = None,
+) -> Published:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``. MLflow is logged in a process of its own while the report is drawn
-    (:mod:`pipeline.tracking_process`)."""
+    (:mod:`pipeline.tracking_process`): ``logging`` if the sweep started one, else a new one."""
     from . import headline, summary
     from .report import comparison, runs_of
 
@@ -125,7 +139,9 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
     # The default plot is not logged: the report's figures (and its HTML page) hold it.
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
     tracked = manifest.mlflow if track is None else track
-    handle = tracking_process.start(manifest, runs, agg, artifacts, store.root) if tracked else None
+    handle = (logging or tracking_process.start(manifest.experiment)) if tracked else None
+    if handle is not None:
+        tracking_process.log(handle, manifest, runs, agg, artifacts, store.root)
     try:
         figures, status = _report(store, manifest, runs, found, top, reference, counts, say)
         stages = {"report": time.perf_counter() - tick}

@@ -37,6 +37,7 @@ from .storage import Damage, Index, Store, count, manifest_of, resume_command
 from .tasks import Outcome, Plan, Task
 
 if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
+    from . import tracking_process
     from .executor import Cluster
 
 FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at least this often
@@ -98,6 +99,8 @@ class SweepResult:
     stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     recorded: bool = False
     comparison: str | None = None
+    # MLflow's logging process, started beside the runs (it imports MLflow and opens the store meanwhile)
+    logging: tracking_process.Logging | None = field(default=None, repr=False, compare=False)
 
     @property
     def runs_per_s(self) -> float | None:
@@ -215,6 +218,10 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
             "it, or choose another --out"
         )
     manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()), say)
+    if todo and manifest.mlflow:
+        from . import tracking_process
+
+        result.logging = tracking_process.start(manifest.experiment)
     cluster = _start_ray(address, o.num_cpus, result, say) if todo and not o.in_process else None
     try:
         with stops_recorded(result, say), store.lock():
@@ -232,6 +239,10 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
             from . import executor
 
             executor.disconnect()
+        if result.logging is not None and not result.recorded:  # stopped: nothing will be published
+            from . import tracking_process
+
+            tracking_process.stop(result.logging)
     return result
 
 
