@@ -7,12 +7,14 @@ no sweep recorded before it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import os
 import shlex
 import signal
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -223,6 +225,8 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
 
         result.logging = tracking_process.start(manifest.experiment)
     cluster = _start_ray(address, o.num_cpus, result, say) if todo and not o.in_process else None
+    if cluster is not None:  # the runs run on Ray: meanwhile this process imports what publishing will need
+        threading.Thread(target=_warm_publishing, name="pdors-warm", daemon=True).start()
     try:
         with stops_recorded(result, say), store.lock():
             _write_config(store, data, config_path, overrides, manifest)
@@ -244,6 +248,13 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
 
             tracking_process.stop(result.logging)
     return result
+
+
+def _warm_publishing() -> None:
+    from . import publish
+
+    with contextlib.suppress(Exception):  # an import that fails fails again, and is reported, when publishing
+        publish.warm()
 
 
 def _ray_address(o: SweepOptions) -> str | None:
