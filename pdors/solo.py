@@ -99,6 +99,15 @@ def max_samples_per_slot(instance: Instance) -> np.ndarray:
 
 
 def _max_samples_per_slot(instance: Instance) -> np.ndarray:
+    capacity = instance.cluster.capacity
+    if (capacity == capacity[0]).all():  # identical machines (every generated cluster): all jobs at once
+        return _max_samples_identical(instance)
+    return max_samples_reference(instance)
+
+
+def max_samples_reference(instance: Instance) -> np.ndarray:
+    """:func:`max_samples_per_slot` job by job, on any cluster: the reference of :func:`_max_samples_identical`
+    (tests/test_workload_grid.py compares them)."""
     jobs, capacity = instance.jobs, instance.cluster.capacity
     thesis = instance.ps_bandwidth is not None and instance.ps_at_most_workers  # (3.5)
     g_int, g_ext = ps_ratio(instance, True), ps_ratio(instance, False)
@@ -122,6 +131,107 @@ def _max_samples_per_slot(instance: Instance) -> np.ndarray:
             ok = (hosted >= servers) & (w >= 1)
             w_ext = int(np.flatnonzero(ok)[-1]) if ok.any() else 0
         out[i] = max(w_int / per_int[i], w_ext / per_ext[i])
+    return out
+
+
+# cells ([jobs, workers, resources]) of one block of :func:`_max_samples_identical`: bounds its memory
+_BLOCK_CELLS = 1 << 20
+
+
+def _max_samples_identical(instance: Instance) -> np.ndarray:
+    """:func:`max_samples_reference` on H identical machines, the same numbers by the same float operations: the
+    internal count and :func:`_greedy_fits` for all jobs of a block at once, over w = 0..max F_i (cells beyond a
+    job's F_i are masked); the exact packing only for the jobs the greedy test leaves open."""
+    jobs, H = instance.jobs, instance.num_machines
+    row = instance.cluster.capacity[0]
+    thesis = instance.ps_bandwidth is not None and instance.ps_at_most_workers  # (3.5)
+    g_int, g_ext = ps_ratio(instance, True), ps_ratio(instance, False)
+    per_int, per_ext = jobs.time_per_sample(True), jobs.time_per_sample(False)
+    batch = jobs.batch
+    width = int(batch.max()) + 1
+    w = np.arange(width)
+    w_int = np.zeros(instance.num_jobs, dtype=np.int64)
+    greedy = np.zeros(instance.num_jobs, dtype=bool)
+    step = max(1, _BLOCK_CELLS // (width * len(row)))
+    for lo in range(0, instance.num_jobs, step):
+        b = slice(lo, lo + step)
+        alpha, beta, f = jobs.worker_demand[b, None, :], jobs.ps_demand[b, None, :], batch[b]
+        valid = w[None, :] <= f[:, None]
+        need = w[None, :, None] * alpha + _servers(w[None, :], g_int[b, None], thesis)[:, :, None] * beta
+        w_int[b] = _last((need <= row + 1e-9).all(axis=2) & valid)
+        greedy[b] = _greedy_fits_identical(row, H, alpha, beta, f, w, valid, _servers(f, g_ext[b], thesis))
+    # external placements only where one could beat the internal one (at most F_i workers) and H >= 2
+    external = (w_int / per_int < batch / per_ext) & (H >= 2)
+    w_ext = np.where(external & greedy, batch, 0)
+    for i in np.flatnonzero(external & ~greedy).tolist():
+        f = int(batch[i])
+        hosted = _servers_on_identical(row, H, jobs.worker_demand[i], jobs.ps_demand[i], f)
+        ok = (hosted >= _servers(w[: f + 1], g_ext[i], thesis)) & (w[: f + 1] >= 1)
+        w_ext[i] = int(np.flatnonzero(ok)[-1]) if ok.any() else 0
+    out: np.ndarray = np.maximum(w_int / per_int, w_ext / per_ext)
+    return out
+
+
+def _servers_on_identical(row: np.ndarray, count: int, alpha: np.ndarray, beta: np.ndarray, cap: int) -> np.ndarray:
+    """:func:`_servers_on_machines` on ``count`` machines of capacity ``row``, the same binary powers of
+    :func:`_max_plus` on each table's possible part alone: x workers fit on k machines only up to k times the
+    most on one, and beyond that both tables are impossible (-1), as are their products."""
+    one = _servers_hosted(row, alpha, beta, cap)
+    power = one[: int(np.flatnonzero(one >= 0)[-1]) + 1]  # x = 0 always fits on an empty machine
+    total = np.zeros(1, dtype=np.int64)
+    while count:
+        if count & 1:
+            total = _max_plus_upto(total, power, cap)
+        count >>= 1
+        if count:
+            power = _max_plus_upto(power, power, cap)
+    out = np.full(cap + 1, -1, dtype=np.int64)
+    out[: len(total)] = total
+    return out
+
+
+def _max_plus_upto(a: np.ndarray, b: np.ndarray, cap: int) -> np.ndarray:
+    """:func:`_max_plus` of two tables with no impossible entry, of any lengths, for w up to ``cap``: every
+    sum of one entry of each is possible, and the results are capped at ``cap`` as there."""
+    n = min(len(a) + len(b) - 1, cap + 1)
+    padded = np.concatenate([np.full(len(a) - 1, _IMPOSSIBLE), b, np.full(max(n - len(b), 0), _IMPOSSIBLE)])
+    shifted = sliding_window_view(padded[: n + len(a) - 1], len(a))[:, ::-1]  # [w, x] = b[w - x]
+    out: np.ndarray = np.minimum((shifted + a[None, :]).max(axis=1), cap)
+    return out
+
+
+def _last(mask: np.ndarray) -> np.ndarray:
+    """Per row, the last index where ``mask`` holds (each row holds at index 0)."""
+    out: np.ndarray = mask.shape[1] - 1 - mask[:, ::-1].argmax(axis=1)
+    return out
+
+
+def _greedy_fits_identical(
+    row: np.ndarray,
+    count: int,
+    alpha: np.ndarray,
+    beta: np.ndarray,
+    f: np.ndarray,
+    w: np.ndarray,
+    valid: np.ndarray,
+    servers: np.ndarray,
+) -> np.ndarray:
+    """:func:`_greedy_fits` of F_i workers and ``servers`` PSs, per job of a block, on ``count`` machines of
+    capacity ``row``: :func:`_servers_hosted`'s tables for x = 0..F_i (``valid``) of all jobs at once."""
+    room = row - w[None, :, None] * alpha  # [job, x, R]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(beta > 0, np.floor((room + 1e-9) / beta), f[:, None, None])
+    held = (room >= -1e-9).all(axis=2) & valid
+    table = np.where(held, np.minimum(per.min(axis=2), f[:, None]), -1).astype(np.int64)
+    most = _last(held)  # workers one machine holds (capped at F_i)
+    full = np.minimum(count, f // np.maximum(most, 1))
+    left = f - full * most
+    rest = np.where(full < count, np.minimum(left, most), 0)
+    left -= rest
+    jobs = np.arange(len(f))
+    hosted = full * table[jobs, most] + np.where(full < count, table[jobs, rest], 0)
+    hosted += np.maximum(count - full - 1, 0) * table[:, 0]
+    out: np.ndarray = (most > 0) & (left == 0) & (hosted >= servers)
     return out
 
 
