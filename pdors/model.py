@@ -188,7 +188,7 @@ def instance_problems(inst: Instance) -> list[str]:
         want = (n, r) if f.name in ("worker_demand", "ps_demand") else (n,)
         if a.shape != want:
             out.append(f"jobs.{f.name}: shape {a.shape}, expected {want}")
-        elif not np.all(np.isfinite(a)):
+        elif a.dtype.kind == "f" and not np.isfinite(a).all():  # the integer fields are finite
             out.append(f"jobs.{f.name}: must be finite")
     if inst.ps_bandwidth is not None and (
         inst.ps_bandwidth.shape != (n,) or not np.all(np.isfinite(inst.ps_bandwidth) & (inst.ps_bandwidth > 0))
@@ -210,11 +210,12 @@ def instance_problems(inst: Instance) -> list[str]:
         ("ps_demand", np.all(j.ps_demand >= 0, axis=1), "must be >= 0"),
         ("theta1", j.theta1 >= 0, "must be >= 0"),
         ("theta2", j.theta2 >= 0, "must be >= 0 (utility non-increasing in time)"),
-        ("sensitivity", np.isin(j.sensitivity, (INSENSITIVE, SENSITIVE, CRITICAL)), "must be 0, 1 or 2"),
-        ("utility_form", np.isin(j.utility_form, (0, 1)), "must be 0 (sigmoid) or 1 (1 / (1 + d))"),
+        ("sensitivity", (j.sensitivity >= INSENSITIVE) & (j.sensitivity <= CRITICAL), "must be 0, 1 or 2"),
+        ("utility_form", (j.utility_form >= 0) & (j.utility_form <= 1), "must be 0 (sigmoid) or 1 (1 / (1 + d))"),
     ]
     for name, ok, why in checks:
+        if ok.all():
+            continue
         bad = np.flatnonzero(~ok)
-        if bad.size:
-            out.append(f"jobs.{name}: {why} (job {int(bad[0])}{' and others' if bad.size > 1 else ''})")
+        out.append(f"jobs.{name}: {why} (job {int(bad[0])}{' and others' if bad.size > 1 else ''})")
     return out
