@@ -99,7 +99,7 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         admitted=int(admitted.sum()),
         completed=int(complete.sum()),
         rejected=int((~admitted).sum()),
-        median_training_time=float(np.median(training)),
+        median_training_time=median(sorted(training.tolist())),
         offered_load=offered_load(instance),
         fluid_completable=fluid_completable(instance),
         utility_ceiling=utility_ceiling(instance, fastest),
@@ -115,21 +115,47 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         wall_s=sim.wall_seconds,
         code_version=CODE_VERSION,
         spec=to_dict(spec),
-        jobs=[
-            JobOutcome(
-                job=i,
-                arrival=int(jobs.arrival[i]),
-                admitted=bool(admitted[i]),
-                completion=int(check.completion[i]) if complete[i] else None,
-                utility=float(check.utility[i]),
-                workload=float(jobs.workload[i]),
-                samples_processed=float(check.samples[: check.checked, i].sum()),
-                sensitivity=int(jobs.sensitivity[i]),
-            )
-            for i in range(instance.num_jobs)
-        ],
+        jobs=_outcomes(instance, check, admitted, complete),
         premise=premise_of_run(instance, sim.schedule, policy_config(spec.policy, spec.params), sim.stats),
     )
+
+
+def _outcomes(instance: Instance, check: Validation, admitted: np.ndarray, complete: np.ndarray) -> list[JobOutcome]:
+    """Each job's fate; the per-job values read as Python numbers at once (``tolist``), the same numbers."""
+    jobs, ran = instance.jobs, check.samples[: check.checked]
+    return [
+        JobOutcome(
+            job=i,
+            arrival=arrival,
+            admitted=was_admitted,
+            completion=completion if done else None,
+            utility=utility,
+            workload=workload,
+            samples_processed=float(ran[:, i].sum()),  # summed per job as NumPy sums a column
+            sensitivity=sensitivity,
+        )
+        for i, (arrival, was_admitted, done, completion, utility, workload, sensitivity) in enumerate(
+            zip(
+                jobs.arrival.tolist(),
+                admitted.tolist(),
+                complete.tolist(),
+                check.completion.tolist(),
+                check.utility.tolist(),
+                jobs.workload.tolist(),
+                jobs.sensitivity.tolist(),
+                strict=True,
+            )
+        )
+    ]
+
+
+def median(ordered: list[float]) -> float:
+    """``np.median`` of a sorted list: the middle value, or the mean of the two middle ones (their sum halved,
+    as ``np.mean`` takes it)."""
+    half = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[half])
+    return (float(ordered[half - 1]) + float(ordered[half])) / 2
 
 
 def _latency(ms: np.ndarray) -> Latency:

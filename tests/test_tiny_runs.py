@@ -4,9 +4,10 @@ replace, bit for bit."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pdors.policies.placement import FEW_MACHINES, _passes_few, room, round_robin_passes
-from pdors.run import percentile
+from pdors.run import median, percentile
 
 
 def test_percentile_is_numpys_linear_percentile_bit_for_bit() -> None:
@@ -39,3 +40,30 @@ def test_round_robin_on_few_machines_places_as_the_array_passes_do() -> None:
             assert fast is not None and fast[1] == reference[1] and np.array_equal(fast[0], reference[0])
             placed += 1
     assert placed >= 500 and refused >= 500, (placed, refused)
+
+
+def test_median_is_numpys_median() -> None:
+    rng = np.random.default_rng(2)
+    for k in range(2000):
+        n = int(rng.integers(1, 40))
+        values = rng.integers(0, 30, size=n) if k % 2 else rng.exponential(size=n) * 10 ** rng.uniform(-3, 3)
+        assert median(sorted(values.tolist())) == float(np.median(values)), k
+
+
+def test_usage_of_all_slots_at_once_is_the_slot_by_slot_sum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The validator's small-schedule usage (every job's products, zeros included, summed at once) has the bits of
+    the slot-by-slot sum over the busy jobs only, for fractional demands whose sums round."""
+    import pdors.validator as validator
+
+    rng = np.random.default_rng(3)
+    cases = []
+    for _ in range(600):
+        T, H, R = (int(x) for x in rng.integers(1, 12, size=3))
+        jobs = int(rng.integers(1, 40))  # sums of more than 8 jobs: a pairwise order would show
+        w = rng.integers(0, 4, size=(T, jobs, H)).astype(np.int32) * (rng.random((T, jobs, 1)) < 0.6)
+        s = rng.integers(0, 3, size=(T, jobs, H)).astype(np.int32) * (w > 0)
+        alpha, beta = rng.random((jobs, R)) * 7.3, rng.random((jobs, R)) * 3.1
+        cases.append((w, s, alpha, beta, validator._usage(w, s, alpha, beta)))
+    monkeypatch.setattr(validator, "USAGE_AT_ONCE", 0)
+    for w, s, alpha, beta, at_once in cases:
+        assert at_once.tobytes() == validator._usage(w, s, alpha, beta).tobytes()
