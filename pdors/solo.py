@@ -11,7 +11,7 @@ a_i on, so it needs n_i = ceil(V_i / m_i) slots.
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from .model import Instance
 from .thesis import ps_ratio
@@ -194,9 +194,10 @@ def _max_plus_upto(a: np.ndarray, b: np.ndarray, cap: int) -> np.ndarray:
     """:func:`_max_plus` of two tables with no impossible entry, of any lengths, for w up to ``cap``: every
     sum of one entry of each is possible, and the results are capped at ``cap`` as there."""
     n = min(len(a) + len(b) - 1, cap + 1)
-    padded = np.concatenate([np.full(len(a) - 1, _IMPOSSIBLE), b, np.full(max(n - len(b), 0), _IMPOSSIBLE)])
-    shifted = sliding_window_view(padded[: n + len(a) - 1], len(a))[:, ::-1]  # [w, x] = b[w - x]
-    out: np.ndarray = np.minimum((shifted + a[None, :]).max(axis=1), cap)
+    padded = np.full(n + len(a) - 1, _IMPOSSIBLE)
+    padded[len(a) - 1 : len(a) - 1 + min(len(b), n)] = b[:n]
+    window = as_strided(padded, shape=(n, len(a)), strides=(padded.strides[0],) * 2, writeable=False)
+    out: np.ndarray = np.minimum((window + a[::-1]).max(axis=1), cap)  # window[w, j] + a[len(a) - 1 - j]
     return out
 
 
@@ -219,11 +220,12 @@ def _greedy_fits_identical(
     """:func:`_greedy_fits` of F_i workers and ``servers`` PSs, per job of a block, on ``count`` machines of
     capacity ``row``: :func:`_servers_hosted`'s tables for x = 0..F_i (``valid``) of all jobs at once."""
     room = row - w[None, :, None] * alpha  # [job, x, R]
+    held = (room >= -1e-9).all(axis=2) & valid
+    most = _last(held)  # workers one machine holds (capped at F_i)
+    room, held = room[:, : int(most.max()) + 1], held[:, : int(most.max()) + 1]  # the entries read below
     with np.errstate(divide="ignore", invalid="ignore"):
         per = np.where(beta > 0, np.floor((room + 1e-9) / beta), f[:, None, None])
-    held = (room >= -1e-9).all(axis=2) & valid
     table = np.where(held, np.minimum(per.min(axis=2), f[:, None]), -1).astype(np.int64)
-    most = _last(held)  # workers one machine holds (capped at F_i)
     full = np.minimum(count, f // np.maximum(most, 1))
     left = f - full * most
     rest = np.where(full < count, np.minimum(left, most), 0)
