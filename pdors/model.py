@@ -75,15 +75,28 @@ class Jobs:
 
     @property
     def workload(self) -> np.ndarray:
-        """V_i = E_i * K_i, the total samples to process (Section IV-C)."""
-        out: np.ndarray = (self.epochs * self.samples).astype(np.float64)
-        return out
+        """V_i = E_i * K_i, the total samples to process (Section IV-C); read-only."""
+        return self._once("_workload", lambda: self.epochs * self.samples)
 
     def time_per_sample(self, internal: bool | np.ndarray) -> np.ndarray:
         """Slots one worker spends per sample: tau_i + 2 g_i gamma_i / (b F_i) (eqs. 1-2).
 
-        ``b`` is b_i^(i) where ``internal`` holds (Fact 1), else b_i^(e).
+        ``b`` is b_i^(i) where ``internal`` holds (Fact 1), else b_i^(e). For ``internal`` True or False the
+        read-only array is computed once.
         """
+        if isinstance(internal, bool):
+            return self._once(f"_time_per_sample_{internal}", lambda: self._time_per_sample(internal))
+        return self._time_per_sample(internal)
+
+    def _once(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """``compute()`` as float64, read-only, kept as attribute ``name`` from the first call: it derives from the
+        fields, which never change (read-only arrays)."""
+        if name not in self.__dict__:
+            object.__setattr__(self, name, _frozen(compute(), np.float64))
+        out: np.ndarray = self.__dict__[name]
+        return out
+
+    def _time_per_sample(self, internal: bool | np.ndarray) -> np.ndarray:
         bw = np.where(internal, self.bw_internal, self.bw_external)
         out: np.ndarray = self.tau + 2.0 * self.grad_mb * self.gamma / (bw * self.batch)
         return out

@@ -13,8 +13,8 @@ import numpy as np
 from .config import JSON
 from .model import Instance
 
-DIGEST_BLOCK_CELLS = 1 << 20
-NUMPY_HUGE_PAGE_BYTES = 1 << 22  # NumPy advises huge pages for allocations from 4 MiB on  # cells per block scanned by :meth:`Schedule.digest` and :meth:`Schedule.horizon`
+DIGEST_BLOCK_CELLS = 1 << 20  # cells per block scanned by :meth:`Schedule.digest` and :meth:`Schedule.horizon`
+NUMPY_HUGE_PAGE_BYTES = 1 << 22  # NumPy advises huge pages for allocations from 4 MiB on
 
 
 @dataclass(kw_only=True)

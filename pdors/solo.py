@@ -29,7 +29,7 @@ def workers_for(samples: np.ndarray | float, per_sample: float) -> np.ndarray:
     return np.ceil(np.asarray(samples) * per_sample * (1.0 - COVER_RTOL))
 
 
-def _servers(workers: np.ndarray, gamma: float, at_most_workers: bool) -> np.ndarray:
+def _servers(workers: np.ndarray, gamma: float | np.ndarray, at_most_workers: bool) -> np.ndarray:
     """PSs that ``workers`` need (eq. 2 or (3.4)); a huge number where (3.5) forbids it."""
     s = np.ceil(workers / gamma)
     return np.where(at_most_workers & (s > workers) & (workers > 0), np.iinfo(np.int32).max, s)
@@ -164,9 +164,9 @@ def _max_samples_identical(instance: Instance) -> np.ndarray:
     external = (w_int / per_int < batch / per_ext) & (H >= 2)
     w_ext = np.where(external & greedy, batch, 0)
     for i in np.flatnonzero(external & ~greedy).tolist():
-        f = int(batch[i])
-        hosted = _servers_on_identical(row, H, jobs.worker_demand[i], jobs.ps_demand[i], f)
-        ok = (hosted >= _servers(w[: f + 1], g_ext[i], thesis)) & (w[: f + 1] >= 1)
+        cap = int(batch[i])
+        hosted = _servers_on_identical(row, H, jobs.worker_demand[i], jobs.ps_demand[i], cap)
+        ok = (hosted >= _servers(w[: cap + 1], g_ext[i], thesis)) & (w[: cap + 1] >= 1)
         w_ext[i] = int(np.flatnonzero(ok)[-1]) if ok.any() else 0
     out: np.ndarray = np.maximum(w_int / per_int, w_ext / per_ext)
     return out

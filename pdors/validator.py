@@ -79,7 +79,8 @@ def _usage(w: np.ndarray, s: np.ndarray, alpha: np.ndarray, beta: np.ndarray) ->
     exactly 0.0 there, so they are left out, or (a small schedule, all slots at once) kept."""
     T, _, H = w.shape
     if w.size * alpha.shape[1] <= USAGE_AT_ONCE and alpha.shape[1] > 1:
-        return dot(w.transpose(0, 2, 1), alpha) + dot(s.transpose(0, 2, 1), beta)
+        at_once: np.ndarray = dot(w.transpose(0, 2, 1), alpha) + dot(s.transpose(0, 2, 1), beta)
+        return at_once
     usage = np.zeros((T, H, alpha.shape[1]))
     busy = np.asarray(w.any(axis=2) | s.any(axis=2))
     for t in np.flatnonzero(busy.any(axis=1)).tolist():  # a slot without tasks uses exactly nothing
@@ -105,7 +106,7 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         raise ValueError(f"schedule.restart_loss: must lie in [0, 1), got {loss}")
     out: list[Violation] = []
 
-    def report(kind: str, mask: np.ndarray, describe: Callable[..., Violation]) -> None:
+    def report(kind: str, mask: np.ndarray | np.bool_, describe: Callable[..., Violation]) -> None:
         if not mask.any():
             return
         for idx in _cells(mask)[:limit]:

@@ -82,7 +82,7 @@ def _passes_few(room: list[int], count: int, cursor: int) -> tuple[np.ndarray, i
             passes = (count - before) // (H - j)
             break
         before += b
-    take = [min(x, passes) for x in k]
+    take = [x if x < passes else passes for x in k]  # min(x, passes)
     rest = count - sum(take)
     if rest:
         partial = [j for j, x in enumerate(k) if x > passes][:rest]
