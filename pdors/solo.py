@@ -22,6 +22,7 @@ from .validator import WORKLOAD_RTOL
 COVER_RTOL = WORKLOAD_RTOL / 10
 # below any sum of two counts (each at most a job's batch F_i): impossible stays negative in :func:`_max_plus`
 _IMPOSSIBLE = np.int64(-(1 << 40))
+_HUGE = np.iinfo(np.int32).max  # PSs that (3.5) forbids; slots of a job that cannot run
 
 
 def workers_for(samples: np.ndarray | float, per_sample: float) -> np.ndarray:
@@ -32,7 +33,7 @@ def workers_for(samples: np.ndarray | float, per_sample: float) -> np.ndarray:
 def _servers(workers: np.ndarray, gamma: float | np.ndarray, at_most_workers: bool) -> np.ndarray:
     """PSs that ``workers`` need (eq. 2 or (3.4)); a huge number where (3.5) forbids it."""
     s = np.ceil(workers / gamma)
-    return np.where(at_most_workers & (s > workers) & (workers > 0), np.iinfo(np.int32).max, s)
+    return np.where(at_most_workers & (s > workers) & (workers > 0), _HUGE, s)
 
 
 def _servers_hosted(capacity: np.ndarray, alpha: np.ndarray, beta: np.ndarray, cap: int) -> np.ndarray:
@@ -242,7 +243,7 @@ def fastest_slots(instance: Instance) -> np.ndarray:
     rate = max_samples_per_slot(instance)
     with np.errstate(divide="ignore"):
         n = np.ceil(instance.jobs.workload / rate * (1.0 - COVER_RTOL))
-    return np.where(rate > 0, n, np.iinfo(np.int32).max).astype(np.int64)
+    return np.where(rate > 0, n, _HUGE).astype(np.int64)
 
 
 def fastest_completion(instance: Instance) -> np.ndarray:
