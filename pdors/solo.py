@@ -136,7 +136,7 @@ def max_samples_reference(instance: Instance) -> np.ndarray:
 
 
 # cells ([jobs, workers, resources]) of one block of :func:`_max_samples_identical`: bounds its memory
-_BLOCK_CELLS = 1 << 20
+_BLOCK_CELLS = 1 << 18
 
 
 def _max_samples_identical(instance: Instance) -> np.ndarray:
