@@ -5,7 +5,6 @@ This is the unit of work of every command: ``pdors simulate`` runs one, a sweep 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +15,7 @@ from .load import fluid_completable, offered_load
 from .model import Instance
 from .policies import POLICIES, THESIS_POLICIES, make_policy, policy_config
 from .premise import of_run as premise_of_run
+from .quantiles import median, percentile
 from .run_summary import JobOutcome, Latency, RunSummary
 from .simulator import SimulationResult, simulate
 from .solo import fastest_completion, utility_ceiling
@@ -149,30 +149,8 @@ def _outcomes(instance: Instance, check: Validation, admitted: np.ndarray, compl
     ]
 
 
-def median(ordered: list[float]) -> float:
-    """``np.median`` of a sorted list: the middle value, or the mean of the two middle ones (their sum halved,
-    as ``np.mean`` takes it)."""
-    half = len(ordered) // 2
-    if len(ordered) % 2:
-        return float(ordered[half])
-    return (float(ordered[half - 1]) + float(ordered[half])) / 2
-
-
 def _latency(ms: np.ndarray) -> Latency:
     """p50 and p99 of decision times ``ms`` (0 without decisions)."""
     ordered = sorted(ms.tolist())
     p50, p99 = (percentile(ordered, 50), percentile(ordered, 99)) if ordered else (0.0, 0.0)
     return Latency(p50=p50, p99=p99, count=len(ordered))
-
-
-def percentile(ordered: list[float], q: float) -> float:
-    """``np.percentile(ordered, q)`` (its default "linear" method, the same float operations) of a sorted list of
-    finite floats, without NumPy's per-call overhead on a run's few decisions (tests/test_tiny_runs.py compares
-    them)."""
-    quantile = q / 100
-    virtual = (len(ordered) - 1) * quantile  # NumPy's virtual index of the linear method
-    if virtual >= len(ordered) - 1:
-        return ordered[-1]
-    below = math.floor(virtual)
-    a, b, t = ordered[below], ordered[below + 1], virtual - below
-    return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t

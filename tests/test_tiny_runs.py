@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pdors.policies.placement import FEW_MACHINES, _passes_few, room, round_robin_passes
-from pdors.run import median, percentile
+from pdors.quantiles import median, percentile
 
 
 def test_percentile_is_numpys_linear_percentile_bit_for_bit() -> None:
