@@ -74,6 +74,14 @@ def _passes_few(room: list[int], count: int, cursor: int) -> tuple[np.ndarray, i
     passes m in closed form over the sorted rooms (the largest m with sum(min(k, m)) <= count), not by bisection."""
     H = len(room)
     k = room[cursor:] + room[:cursor]  # in round-robin order from the cursor
+    first = []  # the common case: one pass, a task on each of the first ``count`` machines with room
+    for j, x in enumerate(k):
+        if x > 0:
+            first.append(j)
+            if len(first) == count:
+                placed = np.zeros(H, dtype=np.int64)
+                placed[[(cursor + j) % H for j in first]] = 1
+                return placed, (cursor + first[-1] + 1) % H
     if sum(k) < count:
         return None
     passes, before = max(k), 0  # as many full passes as the roomiest machine takes, unless a sorted room says less
