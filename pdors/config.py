@@ -238,10 +238,18 @@ def build(cls: type[T], data: Any, path: str = "") -> T:
     return obj
 
 
+@functools.cache
+def _init_names(cls: type) -> tuple[str, ...] | None:
+    """The init fields of dataclass ``cls`` (None for any other type): looked up once per type, as every run's
+    summary turns its spec into plain data."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init) if dataclasses.is_dataclass(cls) else None
+
+
 def to_dict(obj: Any) -> Any:
     """Plain-data form of a config dataclass (tuples become lists), the inverse of :func:`build`."""
-    if dataclasses.is_dataclass(obj):
-        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
+    names = _init_names(obj if isinstance(obj, type) else type(obj))
+    if names is not None:
+        return {name: to_dict(getattr(obj, name)) for name in names}
     if isinstance(obj, (list, tuple)):
         return [to_dict(v) for v in obj]
     if isinstance(obj, dict):

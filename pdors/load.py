@@ -102,15 +102,18 @@ def fluid_completable(instance: Instance) -> int:
     processing = _shares(_demand(instance, fastest), instance.cluster.capacity.sum(axis=0)) * (1 - SLACK)
     deadline = (instance.slots - jobs.arrival).astype(float)
     candidates = np.flatnonzero(alone_completable(instance))
-    return min(_most_on_time(processing[candidates, r], deadline[candidates]) for r in range(processing.shape[1]))
+    # the candidates by deadline, once for every resource; read as Python numbers (the same values)
+    order = candidates[np.argsort(deadline[candidates], kind="stable")]
+    due = deadline[order].tolist()
+    return min(_most_on_time(processing[order, r].tolist(), due) for r in range(processing.shape[1]))
 
 
-def _most_on_time(processing: np.ndarray, deadline: np.ndarray) -> int:
+def _most_on_time(processing: list[float], deadline: list[float]) -> int:
     """Moore-Hodgson: the largest number of jobs one unit-rate machine finishes by their deadlines
-    (all released at 0, preemption irrelevant)."""
+    (all released at 0, preemption irrelevant), the jobs given in order of their deadlines."""
     kept: list[float] = []
-    for i in np.argsort(deadline, kind="stable"):
-        kept.append(float(processing[i]))
-        if sum(kept) > deadline[i]:
+    for p, d in zip(processing, deadline, strict=True):
+        kept.append(p)
+        if sum(kept) > d:
             kept.remove(max(kept))
     return len(kept)

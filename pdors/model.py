@@ -75,15 +75,28 @@ class Jobs:
 
     @property
     def workload(self) -> np.ndarray:
-        """V_i = E_i * K_i, the total samples to process (Section IV-C)."""
-        out: np.ndarray = (self.epochs * self.samples).astype(np.float64)
-        return out
+        """V_i = E_i * K_i, the total samples to process (Section IV-C); read-only."""
+        return self._once("_workload", lambda: self.epochs * self.samples)
 
     def time_per_sample(self, internal: bool | np.ndarray) -> np.ndarray:
         """Slots one worker spends per sample: tau_i + 2 g_i gamma_i / (b F_i) (eqs. 1-2).
 
-        ``b`` is b_i^(i) where ``internal`` holds (Fact 1), else b_i^(e).
+        ``b`` is b_i^(i) where ``internal`` holds (Fact 1), else b_i^(e). For ``internal`` True or False the
+        read-only array is computed once.
         """
+        if isinstance(internal, bool):
+            return self._once(f"_time_per_sample_{internal}", lambda: self._time_per_sample(internal))
+        return self._time_per_sample(internal)
+
+    def _once(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """``compute()`` as float64, read-only, kept as attribute ``name`` from the first call: it derives from the
+        fields, which never change (read-only arrays)."""
+        if name not in self.__dict__:
+            object.__setattr__(self, name, _frozen(compute(), np.float64))
+        out: np.ndarray = self.__dict__[name]
+        return out
+
+    def _time_per_sample(self, internal: bool | np.ndarray) -> np.ndarray:
         bw = np.where(internal, self.bw_internal, self.bw_external)
         out: np.ndarray = self.tau + 2.0 * self.grad_mb * self.gamma / (bw * self.batch)
         return out
@@ -188,7 +201,7 @@ def instance_problems(inst: Instance) -> list[str]:
         want = (n, r) if f.name in ("worker_demand", "ps_demand") else (n,)
         if a.shape != want:
             out.append(f"jobs.{f.name}: shape {a.shape}, expected {want}")
-        elif not np.all(np.isfinite(a)):
+        elif a.dtype.kind == "f" and not np.isfinite(a).all():  # the integer fields are finite
             out.append(f"jobs.{f.name}: must be finite")
     if inst.ps_bandwidth is not None and (
         inst.ps_bandwidth.shape != (n,) or not np.all(np.isfinite(inst.ps_bandwidth) & (inst.ps_bandwidth > 0))
@@ -210,11 +223,12 @@ def instance_problems(inst: Instance) -> list[str]:
         ("ps_demand", np.all(j.ps_demand >= 0, axis=1), "must be >= 0"),
         ("theta1", j.theta1 >= 0, "must be >= 0"),
         ("theta2", j.theta2 >= 0, "must be >= 0 (utility non-increasing in time)"),
-        ("sensitivity", np.isin(j.sensitivity, (INSENSITIVE, SENSITIVE, CRITICAL)), "must be 0, 1 or 2"),
-        ("utility_form", np.isin(j.utility_form, (0, 1)), "must be 0 (sigmoid) or 1 (1 / (1 + d))"),
+        ("sensitivity", (j.sensitivity >= INSENSITIVE) & (j.sensitivity <= CRITICAL), "must be 0, 1 or 2"),
+        ("utility_form", (j.utility_form >= 0) & (j.utility_form <= 1), "must be 0 (sigmoid) or 1 (1 / (1 + d))"),
     ]
     for name, ok, why in checks:
+        if ok.all():
+            continue
         bad = np.flatnonzero(~ok)
-        if bad.size:
-            out.append(f"jobs.{name}: {why} (job {int(bad[0])}{' and others' if bad.size > 1 else ''})")
+        out.append(f"jobs.{name}: {why} (job {int(bad[0])}{' and others' if bad.size > 1 else ''})")
     return out

@@ -15,6 +15,7 @@ from .load import fluid_completable, offered_load
 from .model import Instance
 from .policies import POLICIES, THESIS_POLICIES, make_policy, policy_config
 from .premise import of_run as premise_of_run
+from .quantiles import median, percentile
 from .run_summary import JobOutcome, Latency, RunSummary
 from .simulator import SimulationResult, simulate
 from .solo import fastest_completion, utility_ceiling
@@ -98,7 +99,7 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         admitted=int(admitted.sum()),
         completed=int(complete.sum()),
         rejected=int((~admitted).sum()),
-        median_training_time=float(np.median(training)),
+        median_training_time=median(sorted(training.tolist())),
         offered_load=offered_load(instance),
         fluid_completable=fluid_completable(instance),
         utility_ceiling=utility_ceiling(instance, fastest),
@@ -114,24 +115,42 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         wall_s=sim.wall_seconds,
         code_version=CODE_VERSION,
         spec=to_dict(spec),
-        jobs=[
-            JobOutcome(
-                job=i,
-                arrival=int(jobs.arrival[i]),
-                admitted=bool(admitted[i]),
-                completion=int(check.completion[i]) if complete[i] else None,
-                utility=float(check.utility[i]),
-                workload=float(jobs.workload[i]),
-                samples_processed=float(check.samples[: check.checked, i].sum()),
-                sensitivity=int(jobs.sensitivity[i]),
-            )
-            for i in range(instance.num_jobs)
-        ],
+        jobs=_outcomes(instance, check, admitted, complete),
         premise=premise_of_run(instance, sim.schedule, policy_config(spec.policy, spec.params), sim.stats),
     )
 
 
+def _outcomes(instance: Instance, check: Validation, admitted: np.ndarray, complete: np.ndarray) -> list[JobOutcome]:
+    """Each job's fate; the per-job values read as Python numbers at once (``tolist``), the same numbers."""
+    jobs, ran = instance.jobs, check.samples[: check.checked]
+    return [
+        JobOutcome(
+            job=i,
+            arrival=arrival,
+            admitted=was_admitted,
+            completion=completion if done else None,
+            utility=utility,
+            workload=workload,
+            samples_processed=float(ran[:, i].sum()),  # summed per job as NumPy sums a column
+            sensitivity=sensitivity,
+        )
+        for i, (arrival, was_admitted, done, completion, utility, workload, sensitivity) in enumerate(
+            zip(
+                jobs.arrival.tolist(),
+                admitted.tolist(),
+                complete.tolist(),
+                check.completion.tolist(),
+                check.utility.tolist(),
+                jobs.workload.tolist(),
+                jobs.sensitivity.tolist(),
+                strict=True,
+            )
+        )
+    ]
+
+
 def _latency(ms: np.ndarray) -> Latency:
     """p50 and p99 of decision times ``ms`` (0 without decisions)."""
-    p50, p99 = (float(p) for p in np.percentile(ms, [50, 99])) if ms.size else (0.0, 0.0)
-    return Latency(p50=p50, p99=p99, count=int(ms.size))
+    ordered = sorted(ms.tolist())
+    p50, p99 = (percentile(ordered, 50), percentile(ordered, 99)) if ordered else (0.0, 0.0)
+    return Latency(p50=p50, p99=p99, count=len(ordered))

@@ -14,6 +14,7 @@ from .config import JSON
 from .model import Instance
 
 DIGEST_BLOCK_CELLS = 1 << 20  # cells per block scanned by :meth:`Schedule.digest` and :meth:`Schedule.horizon`
+NUMPY_HUGE_PAGE_BYTES = 1 << 22  # NumPy advises huge pages for allocations from 4 MiB on
 
 
 @dataclass(kw_only=True)
@@ -103,6 +104,6 @@ def _zeros_by_page(shape: tuple[int, ...], dtype: type[np.generic]) -> np.ndarra
     pages (2 MiB) on an array this large, so the few cells of a sparse schedule, spread over all slots, would make
     the whole [T, I, H] array resident (docs/PERFORMANCE.md, "PD-ORS at 1000 x 1000")."""
     size = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    if size == 0:
+    if size < NUMPY_HUGE_PAGE_BYTES:  # np.zeros asks for no huge page, and costs no mmap call per array
         return np.zeros(shape, dtype=dtype)
     return np.frombuffer(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE), dtype=dtype).reshape(shape)

@@ -52,27 +52,35 @@ class _State:
     remaining: np.ndarray  # [I] samples still to process
     completed: np.ndarray  # [I] completion slot or -1
     ran: np.ndarray  # [I] had workers in some earlier slot
+    workload: np.ndarray  # [I] V_i
+    per_sample: np.ndarray  # [2, I] slots per sample at the external (0) and internal (1) rate (eqs. 1-2)
+    read_only: tuple[np.ndarray, ...]  # reserved, remaining, admitted, completed: the policies' views of them
     planned: int = 0  # 1 + the last slot any plan holds: later slots hold nothing to release
 
     @classmethod
     def start(cls, instance: Instance, restart_loss: float) -> _State:
+        jobs = instance.jobs
+        sched = Schedule.empty(instance, restart_loss)
+        reserved = np.zeros((instance.slots, instance.num_machines, len(instance.cluster.resources)))
+        workload = jobs.workload
+        remaining = workload.copy()
+        completed = np.full(instance.num_jobs, -1, dtype=np.int64)
         return cls(
             instance=instance,
-            sched=Schedule.empty(instance, restart_loss),
-            reserved=np.zeros((instance.slots, instance.num_machines, len(instance.cluster.resources))),
-            remaining=instance.jobs.workload.copy(),
-            completed=np.full(instance.num_jobs, -1, dtype=np.int64),
+            sched=sched,
+            reserved=reserved,
+            remaining=remaining,
+            completed=completed,
             ran=np.zeros(instance.num_jobs, dtype=bool),
+            workload=workload,
+            per_sample=np.stack([jobs.time_per_sample(False), jobs.time_per_sample(True)]),
+            read_only=tuple(_read_only(a) for a in (reserved, remaining, sched.admitted, completed)),
         )
 
     def view(self, t: int) -> SlotView:
+        reserved, remaining, admitted, completed = self.read_only
         return SlotView(
-            t=t,
-            instance=self.instance,
-            reserved=_read_only(self.reserved),
-            remaining=_read_only(self.remaining),
-            admitted=_read_only(self.sched.admitted),
-            completed=_read_only(self.completed),
+            t=t, instance=self.instance, reserved=reserved, remaining=remaining, admitted=admitted, completed=completed
         )
 
 
@@ -180,28 +188,29 @@ def _run_slot(state: _State, t: int) -> None:
         state.completed,
         state.ran,
     )
-    jobs = instance.jobs
-    # Every per-job quantity below matters only for jobs with workers in slot t: computed for those rows.
+    # Every per-job quantity below matters only for the jobs with workers in slot t (the others' cells of slot t
+    # stay as they are, zero or unchanged): computed for those rows.
     rows = np.flatnonzero(sched.workers[t].any(axis=1))
+    if not rows.size:
+        return
     w, s = sched.workers[t, rows], sched.servers[t, rows]
-    wsum = np.zeros(instance.num_jobs, dtype=np.int64)
-    wsum[rows] = w.sum(axis=1)
-    running = (wsum > 0) & (completed < 0) & sched.admitted
-    hosts = np.zeros(instance.num_jobs, dtype=np.int64)
-    hosts[rows] = ((w > 0) | (s > 0)).sum(axis=1)
-    internal = running & (hosts == 1)
-    sched.claimed_internal[t] = internal
+    wsum = w.sum(axis=1)
+    running = (completed[rows] < 0) & sched.admitted[rows]
+    internal = running & (((w > 0) | (s > 0)).sum(axis=1) == 1)
+    sched.claimed_internal[t, rows] = internal
+    kept = np.ones(rows.size)
     if t > 0:
-        moved = np.zeros(instance.num_jobs, dtype=bool)
-        moved[rows] = (w != sched.workers[t - 1, rows]).any(axis=1) | (s != sched.servers[t - 1, rows]).any(axis=1)
-        sched.claimed_restart[t] = (wsum > 0) & ran & moved
-    ran |= wsum > 0
-    kept = np.where(sched.claimed_restart[t], 1.0 - sched.restart_loss, 1.0)
-    rate = jobs.time_per_sample(internal)
-    remaining -= np.where(running, kept * wsum / rate, 0.0)
-    finished = running & (remaining <= jobs.workload * 1e-12)
+        moved = (w != sched.workers[t - 1, rows]).any(axis=1) | (s != sched.servers[t - 1, rows]).any(axis=1)
+        restart = ran[rows] & moved
+        sched.claimed_restart[t, rows] = restart
+        kept[restart] = 1.0 - sched.restart_loss
+    ran[rows] = True
+    rate = state.per_sample[internal.astype(np.intp), rows]
+    progressing = rows[running]
+    remaining[progressing] -= (kept * wsum / rate)[running]
+    finished = progressing[remaining[progressing] <= state.workload[progressing] * 1e-12]
     completed[finished] = t
-    for i in np.flatnonzero(finished):
+    for i in finished.tolist():
         if t + 1 < state.planned:  # release the rest of a plan that finished early
             later = slice(t + 1, state.planned)
             w, s = sched.workers[later, i], sched.servers[later, i]

@@ -68,11 +68,19 @@ def _cells(mask: ArrayLike) -> list[tuple[int, ...]]:
     return [tuple(int(x) for x in idx) for idx in np.argwhere(mask)]
 
 
+# Up to this many (slot, machine, job, resource) products :func:`_usage` forms them all at once. With one
+# resource the sum over jobs would run along the contiguous axis, pairwise, in another order: never at once then.
+USAGE_AT_ONCE = 1 << 16
+
+
 def _usage(w: np.ndarray, s: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """Resources in use [T, H, R]: per slot, the sum over jobs (in job order, by
     :func:`~pdors.portable_math.dot`) of their counts times their demands. Jobs with no task in a slot add
-    exactly 0.0 there, so they are left out."""
+    exactly 0.0 there, so they are left out, or (a small schedule, all slots at once) kept."""
     T, _, H = w.shape
+    if w.size * alpha.shape[1] <= USAGE_AT_ONCE and alpha.shape[1] > 1:
+        at_once: np.ndarray = dot(w.transpose(0, 2, 1), alpha) + dot(s.transpose(0, 2, 1), beta)
+        return at_once
     usage = np.zeros((T, H, alpha.shape[1]))
     busy = np.asarray(w.any(axis=2) | s.any(axis=2))
     for t in np.flatnonzero(busy.any(axis=1)).tolist():  # a slot without tasks uses exactly nothing
@@ -98,7 +106,9 @@ def validate(instance: Instance, schedule: Schedule, limit: int = 50) -> Validat
         raise ValueError(f"schedule.restart_loss: must lie in [0, 1), got {loss}")
     out: list[Violation] = []
 
-    def report(kind: str, mask: ArrayLike, describe: Callable[..., Violation]) -> None:
+    def report(kind: str, mask: np.ndarray | np.bool_, describe: Callable[..., Violation]) -> None:
+        if not mask.any():
+            return
         for idx in _cells(mask)[:limit]:
             out.append(describe(kind, *idx))
 

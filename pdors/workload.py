@@ -253,18 +253,15 @@ def generate(
         cls = np.asarray(sensitivity, dtype=np.int64)
         if cls.shape != (jobs,) or not np.isin(cls, (INSENSITIVE, SENSITIVE, CRITICAL)).all():
             raise InputError(f"sensitivity: need {jobs} classes in {{{INSENSITIVE}, {SENSITIVE}, {CRITICAL}}}")
-    theta2 = np.select(
-        [cls == INSENSITIVE, cls == SENSITIVE, cls == CRITICAL],
-        [np.zeros(jobs), reals(c.theta2_sensitive), reals(c.theta2_critical)],
-    )
+    sensitive, critical = reals(c.theta2_sensitive), reals(c.theta2_critical)
+    theta2 = np.where(cls == SENSITIVE, sensitive, np.where(cls == CRITICAL, critical, 0.0))  # 0: INSENSITIVE
     form = np.zeros(jobs, dtype=np.int64)
     if c.utility_form() == "reciprocal":  # every draw above is kept, so the other parameters do not move
         form[:] = 1
         theta1 = np.ones(jobs)
     order = np.argsort(arrival, kind="stable")
-    job_arrays = Jobs(
-        arrival=arrival, **arrays, theta1=theta1, theta2=theta2, theta3=theta3, sensitivity=cls, utility_form=form
-    ).subset(order)
+    drawn = dict(arrival=arrival, **arrays, theta1=theta1, theta2=theta2, theta3=theta3, sensitivity=cls)
+    job_arrays = Jobs(**{name: np.asarray(a)[order] for name, a in drawn.items()}, utility_form=form[order])
     cluster = Cluster(capacity=np.tile(capacity, (machines, 1)))
     if ps_bandwidth is not None:
         ps_bandwidth = ps_bandwidth[order]

@@ -1,6 +1,7 @@
 """The workload grid never costs a job alone a slot (docs/MODEL.md, "The workload grid")."""
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -80,7 +81,44 @@ def test_the_greedy_shortcut_never_changes_the_most_samples(monkeypatch: pytest.
         profile = "thesis" if seed % 3 == 0 else "paper"
         workload = WorkloadConfig(profile=profile, capacity_factor=float(rng.uniform(2.0, 30.0)))
         instances.append(generate(workload, int(rng.integers(1, 12)), 20, 30, seed))
-    fast = [max_samples_per_slot(inst) for inst in instances]
+    fast = [solo.max_samples_reference(inst) for inst in instances]
     monkeypatch.setattr(solo, "_greedy_fits", lambda *args: False)
     for inst, expected in zip(instances, fast, strict=True):
-        assert np.array_equal(max_samples_per_slot(inst), expected)
+        assert np.array_equal(solo.max_samples_reference(inst), expected)
+
+
+def test_identical_machines_give_the_reference_numbers_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_max_samples_identical`` (all jobs at once) returns the very floats of ``max_samples_reference`` (job by
+    job) on 300 random instances of both profiles and both thesis PS rules; each of its ways to a job's rate (the
+    internal count beats any external one, the greedy test places F_i, the exact packing) is taken many times."""
+    import pdors.solo as solo
+
+    greedy, packed = [], []
+    greedy_fits, exact = solo._greedy_fits_identical, solo._servers_on_identical
+
+    def greedy_counted(*args: Any) -> np.ndarray:
+        out = greedy_fits(*args)
+        greedy.append(int(out.sum()))
+        return out
+
+    def packed_counted(*args: Any) -> np.ndarray:
+        packed.append(1)
+        return exact(*args)
+
+    monkeypatch.setattr(solo, "_greedy_fits_identical", greedy_counted)
+    monkeypatch.setattr(solo, "_servers_on_identical", packed_counted)
+    internal = 0
+    for seed in range(300):
+        rng = np.random.default_rng(seed)
+        profile = "thesis" if seed % 3 == 0 else "paper"
+        rule = "as_printed" if seed % 6 == 0 else "eq3_5"
+        size = {} if profile == "thesis" else {"batch": (1, int(rng.integers(1, 300)))}
+        workload = WorkloadConfig(
+            profile=profile, thesis_ps_rule=rule, capacity_factor=float(rng.uniform(0.5, 30.0)), **size
+        )
+        inst = generate(workload, int(rng.integers(1, 45)), int(rng.integers(1, 30)), 10, seed)
+        fast, reference = solo._max_samples_identical(inst), solo.max_samples_reference(inst)
+        assert fast.tobytes() == reference.tobytes(), seed
+        internal += int(np.sum(reference > inst.jobs.batch / inst.jobs.time_per_sample(False)))
+    print(f"internal beats external: {internal}; greedy fits: {sum(greedy)}; exact packings: {len(packed)}")
+    assert min(internal, sum(greedy), len(packed)) >= 100, (internal, sum(greedy), len(packed))

@@ -15,7 +15,7 @@ import numpy as np
 from ..config import JSON, bounded, range_problem
 from ..model import Instance
 from .base import RunShape, SlotAllocation, SlotPolicy, SlotView
-from .placement import Placement, place_job, ps_count, reserve, slot_allocation
+from .placement import Placement, Usage, place_job, ps_count, slot_allocation
 
 SEED_STREAM = 0xF1F0  # keeps FIFO's draws independent of the workload generator's stream for the same seed
 
@@ -41,6 +41,7 @@ class FIFO(SlotPolicy):
         self.workers = np.minimum(rng.integers(lo, hi + 1, size=instance.num_jobs), jobs.batch)
         self.servers = ps_count(self.workers, jobs.gamma)
         self.running: dict[int, Placement] = {}
+        self.usage: dict[int, Usage] = {}  # what each running placement takes, in ``running``'s order
         self.queue = np.argsort(jobs.arrival, kind="stable")
         self.started = 0  # queue[started] is the head: every job before it has started
         self.cursor = 0
@@ -49,8 +50,10 @@ class FIFO(SlotPolicy):
     def allocate(self, view: SlotView) -> SlotAllocation:
         inst, jobs = view.instance, view.instance.jobs
         self.running = {i: p for i, p in self.running.items() if view.completed[i] < 0}
+        self.usage = {i: self.usage[i] for i in self.running}
         free = view.free(view.t)
-        reserve(free, jobs, self.running)
+        for usage in self.usage.values():
+            usage.take_from(free)
         while self.started < inst.num_jobs and jobs.arrival[self.queue[self.started]] <= view.t:
             i = int(self.queue[self.started])
             got = place_job(
@@ -60,7 +63,8 @@ class FIFO(SlotPolicy):
                 self.blocked_slots += 1
                 break
             placement, self.cursor = got
-            placement.take_from(free, jobs.worker_demand[i], jobs.ps_demand[i])
+            self.usage[i] = Usage.of(placement, jobs.worker_demand[i], jobs.ps_demand[i])
+            self.usage[i].take_from(free)
             self.running[i] = placement
             self.started += 1
         return slot_allocation(inst.num_jobs, inst.num_machines, self.running)

@@ -40,7 +40,7 @@ def room(free: np.ndarray, demand: np.ndarray, limit: int) -> np.ndarray:
     if not need.any():
         return np.full(free.shape[0], limit, dtype=np.int64)
     fit = np.floor((free[:, need] + FIT_ATOL) / demand[need]).min(axis=1)
-    out: np.ndarray = np.clip(fit, 0, limit).astype(np.int64)
+    out: np.ndarray = np.minimum(np.maximum(fit, 0), limit).astype(np.int64)  # np.clip's values, without its overhead
     return out
 
 
@@ -50,15 +50,64 @@ def round_robin(free: np.ndarray, demand: np.ndarray, count: int, cursor: int) -
     Returns (tasks per machine, the cursor after the last task) or ``None`` if they do not all fit.
     """
     H = free.shape[0]
-    placed = np.zeros(H, dtype=np.int64)
     if count <= 0:
-        return placed, cursor
+        return np.zeros(H, dtype=np.int64), cursor
     if count == 1:
         h = next_machine(free, demand, cursor)
         if h is None:
             return None
+        placed = np.zeros(H, dtype=np.int64)
         placed[h] = 1
         return placed, (h + 1) % H
+    if H <= FEW_MACHINES:
+        return _passes_few(room(free, demand, count).tolist(), count, cursor)
+    return round_robin_passes(free, demand, count, cursor)
+
+
+# Up to this many machines :func:`_passes_few` finds the passes with Python's list operations, which cost less
+# there than NumPy's per-call overhead; beyond, :func:`round_robin_passes` does with arrays.
+FEW_MACHINES = 64
+
+
+def _passes_few(room: list[int], count: int, cursor: int) -> tuple[np.ndarray, int] | None:
+    """:func:`round_robin_passes` from each machine's ``room`` (count >= 2), the same placement: the full
+    passes m in closed form over the sorted rooms (the largest m with sum(min(k, m)) <= count), not by bisection."""
+    H = len(room)
+    k = room[cursor:] + room[:cursor]  # in round-robin order from the cursor
+    first = []  # the common case: one pass, a task on each of the first ``count`` machines with room
+    for j, x in enumerate(k):
+        if x > 0:
+            first.append(j)
+            if len(first) == count:
+                placed = np.zeros(H, dtype=np.int64)
+                placed[[(cursor + j) % H for j in first]] = 1
+                return placed, (cursor + first[-1] + 1) % H
+    if sum(k) < count:
+        return None
+    passes, before = max(k), 0  # as many full passes as the roomiest machine takes, unless a sorted room says less
+    for j, b in enumerate(sorted(k)):  # sum(min(k, m)) = before + m (H - j) for m between the j-th rooms
+        if before + b * (H - j) > count:
+            passes = (count - before) // (H - j)
+            break
+        before += b
+    take = [x if x < passes else passes for x in k]  # min(x, passes)
+    rest = count - sum(take)
+    if rest:
+        partial = [j for j, x in enumerate(k) if x > passes][:rest]
+        for j in partial:
+            take[j] += 1
+        last = partial[-1]
+    else:
+        last = max(j for j, x in enumerate(k) if x >= passes)
+    placed = np.array(take[H - cursor :] + take[: H - cursor], dtype=np.int64)  # back to machine order
+    return placed, (cursor + last + 1) % H
+
+
+def round_robin_passes(free: np.ndarray, demand: np.ndarray, count: int, cursor: int) -> tuple[np.ndarray, int] | None:
+    """:func:`round_robin` of ``count`` >= 2 tasks in full passes over the machines with room plus one partial
+    pass, with arrays: the reference of :func:`_passes_few` (tests/test_tiny_runs.py compares them)."""
+    H = free.shape[0]
+    placed = np.zeros(H, dtype=np.int64)
     order = (cursor + np.arange(H)) % H
     k = room(free, demand, count)[order]
     if k.sum() < count:
@@ -107,6 +156,23 @@ class Placement:
         uses are touched: elsewhere the usage is exactly 0.0, and subtracting it would change no bit."""
         used = np.flatnonzero(self.workers | self.servers)
         free[used] -= self.workers[used, None] * worker_demand + self.servers[used, None] * ps_demand
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a fixed :class:`Placement` takes per slot: its machines and their resources, computed once, with
+    :meth:`Placement.take_from`'s operations (so subtracting it changes ``free`` by the same bits)."""
+
+    machines: np.ndarray
+    resources: np.ndarray  # [machines, R]
+
+    @classmethod
+    def of(cls, placement: Placement, worker_demand: np.ndarray, ps_demand: np.ndarray) -> Usage:
+        used = np.flatnonzero(placement.workers | placement.servers)
+        return cls(used, placement.workers[used, None] * worker_demand + placement.servers[used, None] * ps_demand)
+
+    def take_from(self, free: np.ndarray) -> None:
+        free[self.machines] -= self.resources
 
 
 def reserve(free: np.ndarray, jobs: Jobs, placements: dict[int, Placement]) -> None:
