@@ -46,14 +46,6 @@ class Published:
     comparison: str | None = None
 
 
-def warm() -> None:
-    """Import what publishing needs (pandas, Matplotlib, SciPy's statistics: about 3 s of CPU) ahead of it: a
-    sweep calls this in a thread of its own while its runs run on Ray."""
-    import scipy.stats  # noqa: F401  (the paired statistics)
-
-    from . import headline, report, theorem_check  # noqa: F401
-
-
 def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
     """Publish what :func:`pipeline.sweep.run` recorded (``result``, updated and returned): skipped, with its
     status as last published, when it ran nothing and nothing changed since the last publish."""

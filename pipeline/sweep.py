@@ -251,10 +251,12 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
 
 
 def _warm_publishing() -> None:
-    from . import publish
-
+    """Import what publishing needs (pandas, Matplotlib, SciPy's statistics, the report: about 3 s of CPU); run in
+    a thread while the runs run on Ray."""
     with contextlib.suppress(Exception):  # an import that fails fails again, and is reported, when publishing
-        publish.warm()
+        import scipy.stats  # noqa: F401
+
+        from . import headline, report, theorem_check  # noqa: F401
 
 
 def _ray_address(o: SweepOptions) -> str | None:
