@@ -42,7 +42,7 @@ from typing import NamedTuple
 import highspy
 import numpy as np
 
-from ..highs_lp import highs_lp, new_highs
+from ..highs_lp import highs_lp, new_highs, pass_lp
 from ..portable_math import dot
 from ..solo import COVER_RTOL, workers_for
 from .config import GainEquation, RoundingConfig
@@ -344,7 +344,7 @@ class LinearProgram:
         self.cover_row = cover_row
         scaled, self.scale = rescaled_costs(cost)
         self.highs.clearModel()
-        self.highs.passModel(highs_lp(scaled, len(row_lower), csc, row_lower, row_upper))
+        pass_lp(self.highs, scaled, len(row_lower), csc, row_lower, row_upper)
 
     def solve_with_cover(
         self, lower: float, upper: float, servers: float | None = None
@@ -370,7 +370,7 @@ class LinearProgram:
 
     def iterations(self) -> int:
         """Simplex iterations of the last solve."""
-        return int(self.highs.getInfo().simplex_iteration_count)
+        return int(self.highs.getInfoValue("simplex_iteration_count")[1])
 
 
 def rescaled_costs(cost: np.ndarray) -> tuple[np.ndarray, float]:
