@@ -36,7 +36,7 @@ import functools
 import hashlib
 import math
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import highspy
@@ -53,6 +53,7 @@ UP_W, UP_S = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])  # rounding outcome 
 ROUNDING_BATCH = 64  # first batch of rounding attempts; batches double up to ROUNDING_BATCH_MAX
 ROUNDING_BATCH_MAX = 1024
 LP_BOUND_RTOL = 1e-6  # margin on the LP optimum used as a lower bound (solver tolerances are ~1e-7)
+ROW_HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd: the row hash of :func:`machine_classes` mixes every word
 COST_RANGE = 1e12  # LP costs are rescaled to [1, COST_RANGE]: prices start near L ~ 1e-15,
 # below HiGHS's tolerances, which would make every feasible point "optimal"
 
@@ -71,6 +72,11 @@ class JobShape:
     ps_demand: np.ndarray
     gamma_internal: float | None = None
     servers_at_most_workers: bool = False
+    # the external LP's constraint matrix by class count: a function of the job and the count alone, and states
+    # of one job often have as many classes
+    lp_matrices: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def integer_covers(self) -> bool:
@@ -96,6 +102,38 @@ class Option:
     workers: np.ndarray
     servers: np.ndarray
     internal: bool
+
+
+class Options:
+    """Each level's allocation (``options[k]``, None if none): the internal case's, made when read (most levels are
+    never read), or the external one set by :meth:`SlotCosts._settle`."""
+
+    def __init__(self, internal: np.ndarray, host: np.ndarray, workers: np.ndarray, servers: np.ndarray):
+        """``internal[k]``: the internal cost (inf where it does not fit) on machine ``host[k]`` with ``workers[k]``
+        workers and ``servers[k]`` PSs."""
+        self.internal, self.host, self.workers, self.servers = internal, host, workers, servers
+        self.external: dict[int, Option] = {}
+
+    def __getitem__(self, k: int) -> Option | None:
+        if k in self.external:
+            return self.external[k]
+        if not np.isfinite(self.internal[k]):
+            return None
+        return Option(
+            cost=float(self.internal[k]),
+            machines=self.host[k : k + 1],
+            workers=self.workers[k : k + 1],
+            servers=self.servers[k : k + 1],
+            internal=True,
+        )
+
+    def __setitem__(self, k: int, option: Option) -> None:
+        self.external[k] = option
+
+    def cost(self, k: int) -> float:
+        """The cost of ``options[k]`` (inf if none)."""
+        option = self.external.get(k)
+        return option.cost if option is not None else float(self.internal[k])
 
 
 class ExternalSolve(NamedTuple):
@@ -151,9 +189,7 @@ class SlotCosts:
     one) and is marked in ``failed``: a schedule that uses it discards the job (paper Section V).
     """
 
-    def __init__(
-        self, cost: np.ndarray, options: list[Option | None], exact: np.ndarray, candidates: list[int], state: SlotState
-    ):
+    def __init__(self, cost: np.ndarray, options: Options, exact: np.ndarray, candidates: list[int], state: SlotState):
         self.cost, self.options, self.exact = cost, options, exact
         self.failed = np.zeros(len(cost), dtype=bool)  # rounding failed (with ``reject_on_failure``)
         self.external_solves: list[ExternalSolve] = []  # one per rounding
@@ -313,8 +349,7 @@ class SlotCosts:
         self.cost[level] = max(self.cost[level], bound + dual * (self._integral(level) - float(st.demand[level])))
 
     def _internal(self, k: int) -> float:
-        option = self.options[k]
-        return option.cost if option is not None else np.inf
+        return self.options.cost(k)
 
     def _settle(self, k: int, external: Option | None) -> None:
         """theta = the cheaper of internal and ``external`` (ties to internal)."""
@@ -416,13 +451,25 @@ class MachineClasses(NamedTuple):
 def machine_classes(prices: np.ndarray, free: np.ndarray) -> MachineClasses:
     """The classes of a slot state (a function of the state alone, so callers may keep them per state).
 
-    Rows are grouped by one stable lexicographic sort of their values (``np.unique(axis=0)``'s grouping, float
-    equality, in a quarter of its time): the first row of each group in sorted order is its lowest member."""
-    rows = np.hstack([prices, free])
-    order = np.lexsort(rows.T[::-1])
+    Rows are grouped by one stable sort of a 64-bit hash of their bits (-0.0 made 0.0, so that equal floats have
+    equal bits), checked: if rows of one hash differ (a collision, or NaN), by one stable lexicographic sort of
+    their values instead (``np.unique(axis=0)``'s grouping, float equality). Either way the groups are the same
+    and the first row of each group in sorted order is its lowest member."""
+    rows = np.concatenate([prices, free], axis=1) + 0.0
+    words = rows.view(np.uint64)
+    key = words[:, 0].copy()
+    for column in words.T[1:]:
+        key *= ROW_HASH_MULTIPLIER  # wraps modulo 2^64
+        key += column
+    order = np.argsort(key, kind="stable")
     ordered = rows[order]
     start = np.ones(len(order), dtype=bool)
-    start[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    sorted_key = key[order]
+    start[1:] = sorted_key[1:] != sorted_key[:-1]
+    if not np.array_equal(ordered, ordered[np.flatnonzero(start)[np.cumsum(start) - 1]]):
+        order = np.lexsort(rows.T[::-1])
+        ordered = rows[order]
+        start[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
     starts = np.flatnonzero(start)
     first = order[starts]
     counts = np.diff(np.append(starts, len(order)))
@@ -455,7 +502,6 @@ def slot_costs(
     q = len(levels)
     cost = np.full(q, np.inf)
     cost[0] = 0.0
-    options: list[Option | None] = [None] * q
     first, counts, member_class = classes if classes is not None else machine_classes(prices, free)
     cls_prices, cls_free = prices[first], free[first]
 
@@ -473,16 +519,9 @@ def slot_costs(
     int_cost[fit_cls, fit_level] = unit_price(cls_prices[fit_cls], need[fit_level])
     best_cls = np.argmin(int_cost, axis=0)
     internal = int_cost[best_cls, np.arange(q)]
-    host, w_one, s_one = first[best_cls], w_int.astype(np.int64), s_int.astype(np.int64)
-    for k in np.flatnonzero(np.isfinite(internal)).tolist():  # one-element slices: no array built per level
-        cost[k] = internal[k]
-        options[k] = Option(
-            cost=float(internal[k]),
-            machines=host[k : k + 1],
-            workers=w_one[k : k + 1],
-            servers=s_one[k : k + 1],
-            internal=True,
-        )
+    finite = np.isfinite(internal)
+    cost[finite] = internal[finite]
+    options = Options(internal, first[best_cls], w_int.astype(np.int64), s_int.astype(np.int64))
 
     # Case 2 (external): bounds now, the LP and the rounding when refined.
     p_w, p_s = unit_price(cls_prices, job.worker_demand), unit_price(cls_prices, job.ps_demand)
@@ -565,7 +604,11 @@ def _load_external_lp(
     r = alpha.size
     lower = np.concatenate([np.full(n * r, -np.inf), [0.0, 0.0]])
     upper = np.concatenate([cap.ravel(), [job.batch, np.inf]])
-    matrix = _external_lp_matrix(alpha, beta, float(job.gamma), n, ratio=not job.integer_covers)
+    matrix = job.lp_matrices.get(n)
+    if matrix is None:
+        matrix = job.lp_matrices[n] = _external_lp_matrix(
+            alpha, beta, float(job.gamma), n, ratio=not job.integer_covers
+        )
     lp.load(np.concatenate([p_w, p_s]), matrix, lower, upper, cover_row=n * r)
 
 
