@@ -36,7 +36,7 @@ import functools
 import hashlib
 import math
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import highspy
@@ -72,11 +72,6 @@ class JobShape:
     ps_demand: np.ndarray
     gamma_internal: float | None = None
     servers_at_most_workers: bool = False
-    # the external LP's constraint matrix by class count: a function of the job and the count alone, and states
-    # of one job often have as many classes
-    lp_matrices: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
 
     @property
     def integer_covers(self) -> bool:
@@ -604,11 +599,7 @@ def _load_external_lp(
     r = alpha.size
     lower = np.concatenate([np.full(n * r, -np.inf), [0.0, 0.0]])
     upper = np.concatenate([cap.ravel(), [job.batch, np.inf]])
-    matrix = job.lp_matrices.get(n)
-    if matrix is None:
-        matrix = job.lp_matrices[n] = _external_lp_matrix(
-            alpha, beta, float(job.gamma), n, ratio=not job.integer_covers
-        )
+    matrix = _external_lp_matrix(alpha, beta, float(job.gamma), n, ratio=not job.integer_covers)
     lp.load(np.concatenate([p_w, p_s]), matrix, lower, upper, cover_row=n * r)
 
 
