@@ -504,9 +504,12 @@ def slot_costs(
     w_int = workers_for(levels, job.per_sample_internal)
     s_int = np.ceil(w_int / (job.gamma if job.gamma_internal is None else job.gamma_internal))
     need = w_int[:, None] * job.worker_demand + s_int[:, None] * job.ps_demand  # [Q, R]
-    fits = np.ones((len(first), q), dtype=bool)  # [C, Q]
-    for r in range(need.shape[1]):  # one [C, Q] comparison per resource: cheaper than np.all over R
-        fits &= need[None, :, r] <= cls_free[:, r, None] + FIT_ATOL
+    # need[:, r] never falls as the level rises (w and s do not, demands are >= 0, rounding is monotone): the levels
+    # whose need[k, r] <= room + FIT_ATOL in every resource are a prefix, counted per class by binary search
+    fit_count = np.full(len(first), q)
+    for r in range(need.shape[1]):
+        fit_count = np.minimum(fit_count, np.searchsorted(need[:, r], cls_free[:, r] + FIT_ATOL, side="right"))
+    fits = np.arange(q)[None, :] < fit_count[:, None]  # [C, Q]
     fits &= ((w_int <= job.batch) & job.servers_allowed(w_int, s_int))[None, :]
     fits[:, 0] = False
     int_cost = np.full(fits.shape, np.inf)  # [C, Q]
@@ -576,14 +579,18 @@ def _separable_bound(
     total = np.zeros(len(demand))
     servers = demand / job.gamma if servers is None else servers
     for price, per_task, need in ((p_w, job.worker_demand, demand), (p_s, job.ps_demand, servers)):
-        # divided only where the task needs the resource (no errstate context per call: it costs more than the rest)
-        room = np.divide(cls_free, per_task, out=np.full(cls_free.shape, np.inf), where=per_task > 0).min(axis=1)
+        # tasks per machine: the least over the resources the task needs (a min is exact, so resource by resource)
+        room = np.full(len(cls_free), np.inf)
+        for r in np.flatnonzero(per_task > 0).tolist():
+            room = np.minimum(room, cls_free[:, r] / per_task[r])
         room = np.minimum(np.maximum(room, 0.0) * counts, job.batch)  # no class needs more than F tasks
         order = np.argsort(price, kind="stable")
-        filled = np.concatenate([[0.0], np.cumsum(room[order])])  # tasks held by the j cheapest classes
-        spent = np.concatenate([[0.0], np.cumsum(room[order] * price[order])])
+        held, sorted_price = room[order], price[order]
+        filled, spent = np.zeros(len(order) + 1), np.zeros(len(order) + 1)
+        np.cumsum(held, out=filled[1:])  # tasks held by the j cheapest classes
+        np.cumsum(held * sorted_price, out=spent[1:])
         j = np.minimum(np.searchsorted(filled[1:], need, side="left"), len(order) - 1)
-        cost = spent[j] + (need - filled[j]) * price[order][j]  # j classes full, the next one partly
+        cost = spent[j] + (need - filled[j]) * sorted_price[j]  # j classes full, the next one partly
         total += np.where(need <= filled[-1], cost, np.inf)
     return np.where(demand <= job.batch, total * (1.0 - LP_BOUND_RTOL), np.inf)
 
@@ -682,11 +689,11 @@ def _disaggregate(
     """
     cls_w, cls_s = lp_sol
     used = np.flatnonzero((cls_w > 1e-12) | (cls_s > 1e-12))
-    count = np.array([len(members[c]) for c in used])
+    count = members.sizes[used]
     per_w, per_s = cls_w[used] / count, cls_s[used] / count
     load = per_w[:, None] * job.worker_demand + per_s[:, None] * job.ps_demand  # [P, R]
     round_up = (per_w > 0)[:, None] * job.worker_demand + (per_s > 0)[:, None] * job.ps_demand
-    room = free[[members[c][0] for c in used]] - round_up
+    room = free[members.order[members.starts[used]]] - round_up  # a class's members share their free capacity
     stretch = np.min(np.divide(room, load, out=np.full(load.shape, np.inf), where=load > 0), axis=1, initial=np.inf)
     stretch = np.maximum(1.0, np.minimum(stretch, count.astype(float)))
     if job.gamma_internal is not None and used.size == 1:
@@ -709,7 +716,10 @@ class ClassMembers:
 
     def __init__(self, member_class: np.ndarray, classes: int):
         self.order = np.argsort(member_class, kind="stable")
-        self.ends = np.cumsum(np.bincount(member_class, minlength=classes)).tolist()
+        self.sizes = np.bincount(member_class, minlength=classes)
+        ends = np.cumsum(self.sizes)
+        self.starts = ends - self.sizes  # members[c][0] is order[starts[c]]
+        self.ends = ends.tolist()
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -755,10 +765,11 @@ def _round(
     """
     w_floor, s_floor = np.floor(w_scaled), np.floor(s_scaled)
     w_frac, s_frac = w_scaled - w_floor, s_scaled - s_floor
-    load = (w_floor[:, None] + UP_W)[:, :, None] * job.worker_demand + (s_floor[:, None] + UP_S)[
-        :, :, None
-    ] * job.ps_demand  # [m, 4, R]
-    fits = np.all(load <= (free[machines] + FIT_ATOL)[:, None, :], axis=2)  # [m, 4], index dw + 2 ds
+    w_out, s_out = w_floor[:, None] + UP_W, s_floor[:, None] + UP_S  # [m, 4], index dw + 2 ds
+    cap = free[machines] + FIT_ATOL
+    fits = np.ones(w_out.shape, dtype=bool)
+    for r in range(cap.shape[1]):  # one [m, 4] comparison per resource: cheaper than np.all over R
+        fits &= w_out * job.worker_demand[r] + s_out * job.ps_demand[r] <= cap[:, r, None]
     base_w, base_s = w_floor.sum(), s_floor.sum()
     possible = fits & ((UP_W == 0) | (w_frac > 0)[:, None]) & ((UP_S == 0) | (s_frac > 0)[:, None])
     if not _count_bounds_allow(job, demand, base_w, base_s, possible):
