@@ -429,8 +429,8 @@ def rounded_cost(workers: np.ndarray, servers: np.ndarray, p_w: np.ndarray, p_s:
 def state_digest(prices: np.ndarray, free: np.ndarray) -> int:
     """A stable 64-bit fingerprint of a slot state (seeds the rounding and keys caches)."""
     h = hashlib.blake2b(digest_size=8)
-    h.update(np.ascontiguousarray(prices, dtype=np.float64).tobytes())
-    h.update(np.ascontiguousarray(free, dtype=np.float64).tobytes())
+    h.update(np.ascontiguousarray(prices, dtype=np.float64))  # the buffer itself: its bytes, not copied
+    h.update(np.ascontiguousarray(free, dtype=np.float64))
     return int.from_bytes(h.digest(), "little")
 
 
@@ -619,19 +619,17 @@ def _external_lp_matrix(
     >= 0 with ``ratio``, else sum S (>= m_p, the thesis's (3.25)). Columns: W_0..W_{n-1}, S_0..S_{n-1}."""
     r = alpha.size
     ja, jb = np.flatnonzero(alpha != 0), np.flatnonzero(beta != 0)
-    base = (np.arange(n) * r)[:, None]
-    w_extra = [n * r, n * r + 1] if ratio else [n * r]
-    w_rows = np.hstack([base + ja, np.full((n, len(w_extra)), w_extra)])
-    s_rows = np.hstack([base + jb, np.full((n, 1), n * r + 1)])
-    w_vals = np.tile(np.concatenate([alpha[ja], [1.0, -1.0][: len(w_extra)]]), n)
-    s_vals = np.tile(np.concatenate([beta[jb], [gamma if ratio else 1.0]]), n)
-    sizes = np.repeat([ja.size + len(w_extra), jb.size + 1], n)
-    start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
-    return (
-        start,
-        np.concatenate([w_rows.ravel(), s_rows.ravel()]).astype(np.int32),
-        np.concatenate([w_vals, s_vals]).astype(float),
-    )
+    w_tail = [n * r, n * r + 1] if ratio else [n * r]
+    wn, sn = ja.size + len(w_tail), jb.size + 1  # nonzeros per W column, per S column
+    index, value = np.empty(n * (wn + sn), dtype=np.int32), np.empty(n * (wn + sn))
+    first_row = np.arange(n, dtype=np.int32)[:, None] * r
+    w_index, s_index = index[: n * wn].reshape(n, wn), index[n * wn :].reshape(n, sn)
+    w_index[:, : ja.size], w_index[:, ja.size :] = first_row + ja, w_tail
+    s_index[:, : jb.size], s_index[:, jb.size] = first_row + jb, n * r + 1
+    value[: n * wn].reshape(n, wn)[:] = np.concatenate([alpha[ja], [1.0, -1.0][: len(w_tail)]])
+    value[n * wn :].reshape(n, sn)[:] = np.concatenate([beta[jb], [gamma if ratio else 1.0]])
+    start = np.concatenate([np.arange(n + 1) * wn, n * wn + np.arange(1, n + 1) * sn]).astype(np.int32)
+    return start, index, value
 
 
 INTEGER_TIME_LIMIT = 10.0  # seconds per integer optimum; NaN if not proven by then
@@ -765,11 +763,10 @@ def _round(
     """
     w_floor, s_floor = np.floor(w_scaled), np.floor(s_scaled)
     w_frac, s_frac = w_scaled - w_floor, s_scaled - s_floor
-    w_out, s_out = w_floor[:, None] + UP_W, s_floor[:, None] + UP_S  # [m, 4], index dw + 2 ds
-    cap = free[machines] + FIT_ATOL
-    fits = np.ones(w_out.shape, dtype=bool)
-    for r in range(cap.shape[1]):  # one [m, 4] comparison per resource: cheaper than np.all over R
-        fits &= w_out * job.worker_demand[r] + s_out * job.ps_demand[r] <= cap[:, r, None]
+    load = (w_floor[:, None] + UP_W)[:, :, None] * job.worker_demand + (s_floor[:, None] + UP_S)[
+        :, :, None
+    ] * job.ps_demand  # [m, 4, R]
+    fits = np.all(load <= (free[machines] + FIT_ATOL)[:, None, :], axis=2)  # [m, 4], index dw + 2 ds
     base_w, base_s = w_floor.sum(), s_floor.sum()
     possible = fits & ((UP_W == 0) | (w_frac > 0)[:, None]) & ((UP_S == 0) | (s_frac > 0)[:, None])
     if not _count_bounds_allow(job, demand, base_w, base_s, possible):
