@@ -429,8 +429,8 @@ def rounded_cost(workers: np.ndarray, servers: np.ndarray, p_w: np.ndarray, p_s:
 def state_digest(prices: np.ndarray, free: np.ndarray) -> int:
     """A stable 64-bit fingerprint of a slot state (seeds the rounding and keys caches)."""
     h = hashlib.blake2b(digest_size=8)
-    h.update(np.ascontiguousarray(prices, dtype=np.float64))  # the buffer itself: its bytes, not copied
-    h.update(np.ascontiguousarray(free, dtype=np.float64))
+    h.update(np.ascontiguousarray(prices, dtype=np.float64).data)  # the buffer itself: its bytes, not copied
+    h.update(np.ascontiguousarray(free, dtype=np.float64).data)
     return int.from_bytes(h.digest(), "little")
 
 
