@@ -85,7 +85,7 @@ class JobShape:
 
     def servers_allowed(self, workers: np.ndarray, servers: np.ndarray) -> np.ndarray | bool:
         """(3.5) where it applies: no more PSs than workers."""
-        return np.logical_or(not self.servers_at_most_workers, servers <= workers)
+        return servers <= workers if self.servers_at_most_workers else True
 
 
 @dataclass(kw_only=True)
@@ -216,8 +216,18 @@ class SlotCosts:
         machines, w_bar, s_bar = _disaggregate(st.job, lp_sol, st.members, st.free)
         g = rounding_gain(st.rounding, st.job, d, st.free)
         rng = np.random.Generator(np.random.PCG64([*st.seed_key, k]))
+        class_of = st.member_class[machines]  # a machine's p^w, p^s are its class's (equal prices, same sums)
         attempts, feasible, best = _round(
-            st.job, d, machines, w_bar * g, s_bar * g, st.prices, st.free, st.rounding, rng
+            st.job,
+            d,
+            machines,
+            w_bar * g,
+            s_bar * g,
+            st.prices,
+            st.free,
+            st.rounding,
+            rng,
+            unit_prices=(st.p_w[class_of], st.p_s[class_of]),
         )
         exact = integer_optimum(st.job, d, st.prices, st.free) if st.rounding.integer_optimum else math.nan
         self.external_solves.append(ExternalSolve(attempts, feasible, lp_cost, best.cost if best else np.inf, g, exact))
@@ -753,6 +763,7 @@ def _round(
     free: np.ndarray,
     rounding: RoundingConfig,
     rng: np.random.Generator,
+    unit_prices: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[int, int, Option | None]:
     """Randomised rounding (27)-(28) until S feasible solutions or the attempt cap; the cheapest wins.
 
@@ -761,7 +772,7 @@ def _round(
     outcome of the draws can be feasible, the attempts are not drawn: the result, ``max_attempts``
     attempts and no solution, is what drawing them would give. That is checked by counting bounds
     (:func:`_count_bounds_allow`, cheap, rules out most) before drawing and, if the first batch finds
-    nothing, exactly (:func:`_roundable`).
+    nothing, exactly (:func:`_roundable`). ``unit_prices``: each machine's p^w and p^s, if the caller has them.
     """
     w_floor, s_floor = np.floor(w_scaled), np.floor(s_scaled)
     w_frac, s_frac = w_scaled - w_floor, s_scaled - s_floor
@@ -775,8 +786,10 @@ def _round(
         return rounding.max_attempts, 0, None
     critical = np.flatnonzero(~fits.all(axis=1))
     fits_critical = fits[critical]
-    p_w = unit_price(prices[machines], job.worker_demand)
-    p_s = unit_price(prices[machines], job.ps_demand)
+    p_w, p_s = unit_prices or (
+        unit_price(prices[machines], job.worker_demand),
+        unit_price(prices[machines], job.ps_demand),
+    )
     attempts = feasible = 0
     best_cost, best = np.inf, None
     m = len(machines)
