@@ -226,35 +226,6 @@ def test_skipped_lp_solves_give_every_level_what_solving_in_order_gives(seed, re
     assert skipping.lp_solves <= in_order.lp_solves or skipping._in_order  # a replay re-solves in order
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 2**32 - 1))
-def test_a_pooled_highs_instance_solves_like_a_new_one(seed):
-    """A slot state whose LP goes into a HiGHS instance another state has used and released gets the same theta,
-    allocations and rounding statistics as with an instance of its own."""
-    rng = np.random.default_rng(seed)
-    rounding = RoundingConfig(gain=1.0, delta=1.0, feasible_solutions=3, max_attempts=150)
-    q = 24
-    pool: list = []
-    shape, price, free = _slot_state(rng, (2, 7), (2, 30))
-    levels = np.arange(q + 1) * float(rng.uniform(5, 80)) / q
-    used = slot_costs(shape, levels, price, free, rounding, (seed, 1), lp_pool=pool)  # every candidate level solved
-    used.release()
-    assert len(pool) == int(used.lp_solves > 0)
-    shape, price, free = _slot_state(rng, (2, 7), (2, 30))
-    args = (shape, np.arange(q + 1) * float(rng.uniform(5, 80)) / q, price, free, rounding, (seed, 2))
-    pooled, own = slot_costs(*args, lp_pool=pool), slot_costs(*args)
-    assert pooled.cost.tolist() == own.cost.tolist() and pooled.external_solves == own.external_solves
-    for k in range(q + 1):
-        a, b = pooled.options[k], own.options[k]
-        assert (a is None) == (b is None)
-        if a is not None:
-            assert (a.cost, a.machines.tolist(), a.workers.tolist()) == (
-                b.cost,
-                b.machines.tolist(),
-                b.workers.tolist(),
-            )
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**32 - 1), st.booleans())
 def test_lp_bounds_never_exceed_theta(seed, reject):

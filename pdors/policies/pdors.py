@@ -45,7 +45,6 @@ from ..primal_dual.prices import PriceBounds, SlotPrices, instance_price_bounds,
 from ..primal_dual.slot_cost import (
     ExternalSolve,
     JobShape,
-    LinearProgram,
     MachineClasses,
     SlotCosts,
     machine_classes,
@@ -112,7 +111,6 @@ class PDORS(PlanningPolicy):
         self._prices = SlotPrices(self.bounds, instance.cluster.capacity, prices)  # this module's eq. (12)
         self._keys: list[int | None] = [None] * instance.slots  # state key per slot
         self._classes: list[MachineClasses | None] = [None] * instance.slots  # machine classes per slot
-        self._lp_pool: list[LinearProgram] = []  # HiGHS instances of the slot states of decisions made
 
     def plan(self, job: int, view: SlotView) -> JobPlan | None:
         inst = view.instance
@@ -155,7 +153,6 @@ class PDORS(PlanningPolicy):
                     lazy=not self.config.round_all_levels,
                     classes=self._classes[a + j],
                     reject_on_failure=self.reject_on_failure,
-                    lp_pool=self._lp_pool,
                 )
                 first_slot[key] = j
             keys.append(key)
@@ -172,7 +169,6 @@ class PDORS(PlanningPolicy):
         for costs in cache.values():
             self._solves.extend(costs.external_solves)
             self._lp_solves += costs.lp_solves
-            costs.release()
         if result.completion < 0 or not result.payoff > 0:
             return None
         if any(cache[keys[j]].failed[result.levels[j]] for j in np.flatnonzero(result.levels)):

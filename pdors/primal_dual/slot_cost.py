@@ -36,7 +36,7 @@ import functools
 import hashlib
 import math
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import highspy
@@ -162,9 +162,6 @@ class SlotState:
     rounding: RoundingConfig
     seed_key: tuple[int, ...]
     reject_on_failure: bool = False  # a level whose rounding fails keeps its LP cost and is marked failed
-    # HiGHS instances to load this state's LP into, returned by :meth:`SlotCosts.release` (a new instance costs
-    # more than clearing a used one, and holds the same model and gives the same solves)
-    lp_pool: list[LinearProgram] = field(default_factory=list)
 
     @functools.cached_property
     def members(self) -> ClassMembers:
@@ -313,17 +310,10 @@ class SlotCosts:
                 self._apply(level, solved, dual)
 
     def _new_lp(self) -> LinearProgram:
-        """This state's LP loaded cold into its own HiGHS instance, or into one from the pool."""
         st = self._state
-        lp = self._lp or (st.lp_pool.pop() if st.lp_pool else LinearProgram())
+        lp = LinearProgram()
         _load_external_lp(st.job, st.p_w, st.p_s, st.cls_free, st.counts, lp)
         return lp
-
-    def release(self) -> None:
-        """Give this state's HiGHS instance back to the pool: no level is refined after this."""
-        if self._lp is not None:
-            self._state.lp_pool.append(self._lp)
-            self._lp = None
 
     def _run(self, level: int) -> tuple[tuple[tuple[np.ndarray, np.ndarray], float] | None, int, float]:
         """Solve ``level``'s LP on the current model: its (class solution, bound) or None, the simplex iterations it
@@ -508,14 +498,13 @@ def slot_costs(
     lazy: bool = False,
     classes: MachineClasses | None = None,
     reject_on_failure: bool = False,
-    lp_pool: list[LinearProgram] | None = None,
 ) -> SlotCosts:
     """theta for workload ``levels`` (samples, levels[0] = 0) in a slot with ``prices``/``free`` [H, R].
 
     ``seed_key`` (ints) seeds the randomised rounding together with the level, so the outcome is a
     deterministic function of the job, the slot state and the level. With ``lazy``, external cases are
     left as lower bounds until :meth:`SlotCosts.refine`. ``classes``: :func:`machine_classes` of this state,
-    if the caller has them; ``lp_pool``: HiGHS instances to reuse (:meth:`SlotCosts.release` returns them).
+    if the caller has them.
     """
     q = len(levels)
     cost = np.full(q, np.inf)
@@ -574,7 +563,6 @@ def slot_costs(
         rounding=rounding,
         seed_key=seed_key,
         reject_on_failure=reject_on_failure,
-        lp_pool=[] if lp_pool is None else lp_pool,
     )
     out = SlotCosts(cost, options, exact, candidates.tolist(), state)
     if not lazy:
