@@ -118,7 +118,6 @@ class PDORS(PlanningPolicy):
         for t in self._prices.update(view.reserved, a).tolist():  # states of these slots changed
             self._keys[t] = self._classes[t] = None
         price = self._prices.price[a:]
-        free = view.free(slice(a, None))
         gamma_internal, servers_at_most_workers = self._thesis_rules(job)
         shape = JobShape(
             per_sample_internal=float(jobs.time_per_sample(True)[job]),
@@ -136,17 +135,19 @@ class PDORS(PlanningPolicy):
         keys: list[int] = []  # the state of each slot asked for
 
         def theta(j: int) -> np.ndarray:
-            key = self._keys[a + j]
+            key, free = self._keys[a + j], None  # residual capacities of only the slots asked for
             if key is None:
-                key = self._keys[a + j] = state_digest(price[j], free[j])
+                free = view.free(a + j)
+                key = self._keys[a + j] = state_digest(price[j], free)
             if key not in cache:
+                free = view.free(a + j) if free is None else free
                 if self._classes[a + j] is None:
-                    self._classes[a + j] = machine_classes(price[j], free[j])
+                    self._classes[a + j] = machine_classes(price[j], free)
                 cache[key] = slot_costs(
                     shape,
                     levels,
                     price[j],
-                    free[j],
+                    free,
                     self.rounding,
                     (self.seed, job, key),
                     lazy=not self.config.round_all_levels,
@@ -177,7 +178,8 @@ class PDORS(PlanningPolicy):
         workers = np.zeros((inst.slots, H), dtype=np.int64)
         servers = np.zeros((inst.slots, H), dtype=np.int64)
         for j in np.flatnonzero(result.levels):
-            opt = cache[keys[j]].options[result.levels[j]]
+            opt = cache[keys[j]].options[int(result.levels[j])]
+            assert opt is not None, "every level of a finite plan has an allocation"
             workers[a + j, opt.machines] = opt.workers
             servers[a + j, opt.machines] = opt.servers
         return JobPlan(workers=workers, servers=servers, completion=a + result.completion, payoff=result.payoff)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided
 
 
 def aligned_levels(levels: int, fastest: np.ndarray, window: np.ndarray) -> np.ndarray:
@@ -99,18 +99,19 @@ class _ForwardPass:
             width = len(costs)
             if not self.best:
                 self.k = np.arange(width)
-                # previous[q - k] for every (q, k) as a strided view of one buffer (no gather): Theta(slot j - 1, .)
-                # sits at pad[width - 1:], inf before it (k > q)
+                # previous[q - k] for every (q, k) as a strided view of one buffer (no gather), ascending along k (the
+                # inner axis, read fastest): Theta(slot j - 1, .) sits reversed at pad[:width], inf after it (k > q)
                 self.pad = np.full(2 * width - 1, np.inf)
-                self.pad[width - 1] = 0.0  # Theta(a_i - 1, .)
-                self.back = sliding_window_view(self.pad, width)[:, ::-1]  # [q, k] -> pad[width - 1 + q - k]
+                self.pad[width - 1] = 0.0  # Theta(a_i - 1, 0)
+                step = self.pad.strides[0]  # [q, k] -> pad[width - 1 - q + k]
+                self.back = as_strided(self.pad[width - 1 :], shape=(width, width), strides=(-step, step))
             else:
-                self.pad[width - 1 :] = self.best[-1]
+                self.pad[:width] = self.best[-1][::-1]
             # Only the levels up to this slot's last finite one, and only the totals q that a finite level and a
             # finite Theta(slot j - 1, q - k) reach: the rows beyond ``top`` are all inf. An inf entry is never the
             # first minimum of a row unless the whole row is inf, and then level 0 (always finite, theta = 0) is the
             # first index either way. Every entry kept is the same sum as over the full [q, k] grid.
-            last = int(np.flatnonzero(costs != np.inf)[-1])
+            last = width - 1 - int(np.argmin(np.isinf(costs[::-1])))  # costs are >= 0 and costs[0] = 0
             top = min(width - 1, last + (self.top[-1] if self.top else 0))  # >= the last finite total
             combined = costs[None, : last + 1] + self.back[: top + 1, : last + 1]
             first_min = np.argmin(combined, axis=1)

@@ -101,7 +101,10 @@ class SlotPrices:
                 self.price[slot, machine] = self.price_of(self.bounds, used[slot, machine], self.capacity[machine])
             return np.arange(len(used))
         # Eq. (12) is elementwise: only the (slot, machine) rows whose rho changed are recomputed.
-        slot, machine = np.nonzero((used[start:] != self.rho[start:]).any(axis=2))
+        # the changed (slot, machine) rows in row-major order, as np.nonzero of any(axis=2) gives them, from the few
+        # changed entries (a reduction over the short last axis costs more than the comparison)
+        cell = np.unique(np.flatnonzero(used[start:] != self.rho[start:]) // used.shape[2])
+        slot, machine = np.divmod(cell, used.shape[1])
         slot += start
         if slot.size:
             self.rho[slot, machine] = used[slot, machine]

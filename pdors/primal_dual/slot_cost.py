@@ -42,7 +42,7 @@ from typing import NamedTuple
 import highspy
 import numpy as np
 
-from ..highs_lp import highs_lp, new_highs
+from ..highs_lp import highs_lp, new_highs, pass_lp
 from ..portable_math import dot
 from ..solo import COVER_RTOL, workers_for
 from .config import GainEquation, RoundingConfig
@@ -53,6 +53,7 @@ UP_W, UP_S = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])  # rounding outcome 
 ROUNDING_BATCH = 64  # first batch of rounding attempts; batches double up to ROUNDING_BATCH_MAX
 ROUNDING_BATCH_MAX = 1024
 LP_BOUND_RTOL = 1e-6  # margin on the LP optimum used as a lower bound (solver tolerances are ~1e-7)
+ROW_HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd: the row hash of :func:`machine_classes` mixes every word
 COST_RANGE = 1e12  # LP costs are rescaled to [1, COST_RANGE]: prices start near L ~ 1e-15,
 # below HiGHS's tolerances, which would make every feasible point "optimal"
 
@@ -84,7 +85,7 @@ class JobShape:
 
     def servers_allowed(self, workers: np.ndarray, servers: np.ndarray) -> np.ndarray | bool:
         """(3.5) where it applies: no more PSs than workers."""
-        return np.logical_or(not self.servers_at_most_workers, servers <= workers)
+        return servers <= workers if self.servers_at_most_workers else True
 
 
 @dataclass(kw_only=True)
@@ -96,6 +97,38 @@ class Option:
     workers: np.ndarray
     servers: np.ndarray
     internal: bool
+
+
+class Options:
+    """Each level's allocation (``options[k]``, None if none): the internal case's, made when read (most levels are
+    never read), or the external one set by :meth:`SlotCosts._settle`."""
+
+    def __init__(self, internal: np.ndarray, host: np.ndarray, workers: np.ndarray, servers: np.ndarray):
+        """``internal[k]``: the internal cost (inf where it does not fit) on machine ``host[k]`` with ``workers[k]``
+        workers and ``servers[k]`` PSs."""
+        self.internal, self.host, self.workers, self.servers = internal, host, workers, servers
+        self.external: dict[int, Option] = {}
+
+    def __getitem__(self, k: int) -> Option | None:
+        if k in self.external:
+            return self.external[k]
+        if not np.isfinite(self.internal[k]):
+            return None
+        return Option(
+            cost=float(self.internal[k]),
+            machines=self.host[k : k + 1],
+            workers=self.workers[k : k + 1],
+            servers=self.servers[k : k + 1],
+            internal=True,
+        )
+
+    def __setitem__(self, k: int, option: Option) -> None:
+        self.external[k] = option
+
+    def cost(self, k: int) -> float:
+        """The cost of ``options[k]`` (inf if none)."""
+        option = self.external.get(k)
+        return option.cost if option is not None else float(self.internal[k])
 
 
 class ExternalSolve(NamedTuple):
@@ -151,9 +184,7 @@ class SlotCosts:
     one) and is marked in ``failed``: a schedule that uses it discards the job (paper Section V).
     """
 
-    def __init__(
-        self, cost: np.ndarray, options: list[Option | None], exact: np.ndarray, candidates: list[int], state: SlotState
-    ):
+    def __init__(self, cost: np.ndarray, options: Options, exact: np.ndarray, candidates: list[int], state: SlotState):
         self.cost, self.options, self.exact = cost, options, exact
         self.failed = np.zeros(len(cost), dtype=bool)  # rounding failed (with ``reject_on_failure``)
         self.external_solves: list[ExternalSolve] = []  # one per rounding
@@ -185,8 +216,18 @@ class SlotCosts:
         machines, w_bar, s_bar = _disaggregate(st.job, lp_sol, st.members, st.free)
         g = rounding_gain(st.rounding, st.job, d, st.free)
         rng = np.random.Generator(np.random.PCG64([*st.seed_key, k]))
+        class_of = st.member_class[machines]  # a machine's p^w, p^s are its class's (equal prices, same sums)
         attempts, feasible, best = _round(
-            st.job, d, machines, w_bar * g, s_bar * g, st.prices, st.free, st.rounding, rng
+            st.job,
+            d,
+            machines,
+            w_bar * g,
+            s_bar * g,
+            st.prices,
+            st.free,
+            st.rounding,
+            rng,
+            unit_prices=(st.p_w[class_of], st.p_s[class_of]),
         )
         exact = integer_optimum(st.job, d, st.prices, st.free) if st.rounding.integer_optimum else math.nan
         self.external_solves.append(ExternalSolve(attempts, feasible, lp_cost, best.cost if best else np.inf, g, exact))
@@ -313,8 +354,7 @@ class SlotCosts:
         self.cost[level] = max(self.cost[level], bound + dual * (self._integral(level) - float(st.demand[level])))
 
     def _internal(self, k: int) -> float:
-        option = self.options[k]
-        return option.cost if option is not None else np.inf
+        return self.options.cost(k)
 
     def _settle(self, k: int, external: Option | None) -> None:
         """theta = the cheaper of internal and ``external`` (ties to internal)."""
@@ -331,6 +371,8 @@ class LinearProgram:
 
     def __init__(self) -> None:
         self.highs = new_highs()
+        # HiGHS's presolve finds almost nothing to remove in these small LPs and costs more than the simplex: off
+        self.highs.setOptionValue("presolve", "off")
 
     def load(
         self,
@@ -344,7 +386,7 @@ class LinearProgram:
         self.cover_row = cover_row
         scaled, self.scale = rescaled_costs(cost)
         self.highs.clearModel()
-        self.highs.passModel(highs_lp(scaled, len(row_lower), csc, row_lower, row_upper))
+        pass_lp(self.highs, scaled, len(row_lower), csc, row_lower, row_upper)
 
     def solve_with_cover(
         self, lower: float, upper: float, servers: float | None = None
@@ -370,7 +412,7 @@ class LinearProgram:
 
     def iterations(self) -> int:
         """Simplex iterations of the last solve."""
-        return int(self.highs.getInfo().simplex_iteration_count)
+        return int(self.highs.getInfoValue("simplex_iteration_count")[1])
 
 
 def rescaled_costs(cost: np.ndarray) -> tuple[np.ndarray, float]:
@@ -399,8 +441,8 @@ def rounded_cost(workers: np.ndarray, servers: np.ndarray, p_w: np.ndarray, p_s:
 def state_digest(prices: np.ndarray, free: np.ndarray) -> int:
     """A stable 64-bit fingerprint of a slot state (seeds the rounding and keys caches)."""
     h = hashlib.blake2b(digest_size=8)
-    h.update(np.ascontiguousarray(prices, dtype=np.float64).tobytes())
-    h.update(np.ascontiguousarray(free, dtype=np.float64).tobytes())
+    h.update(np.ascontiguousarray(prices, dtype=np.float64).data)  # the buffer itself: its bytes, not copied
+    h.update(np.ascontiguousarray(free, dtype=np.float64).data)
     return int.from_bytes(h.digest(), "little")
 
 
@@ -416,13 +458,25 @@ class MachineClasses(NamedTuple):
 def machine_classes(prices: np.ndarray, free: np.ndarray) -> MachineClasses:
     """The classes of a slot state (a function of the state alone, so callers may keep them per state).
 
-    Rows are grouped by one stable lexicographic sort of their values (``np.unique(axis=0)``'s grouping, float
-    equality, in a quarter of its time): the first row of each group in sorted order is its lowest member."""
-    rows = np.hstack([prices, free])
-    order = np.lexsort(rows.T[::-1])
+    Rows are grouped by one stable sort of a 64-bit hash of their bits (-0.0 made 0.0, so that equal floats have
+    equal bits), checked: if rows of one hash differ (a collision, or NaN), by one stable lexicographic sort of
+    their values instead (``np.unique(axis=0)``'s grouping, float equality). Either way the groups are the same
+    and the first row of each group in sorted order is its lowest member."""
+    rows = np.concatenate([prices, free], axis=1) + 0.0
+    words = rows.view(np.uint64)
+    key = words[:, 0].copy()
+    for column in words.T[1:]:
+        key *= ROW_HASH_MULTIPLIER  # wraps modulo 2^64
+        key += column
+    order = np.argsort(key, kind="stable")
     ordered = rows[order]
     start = np.ones(len(order), dtype=bool)
-    start[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    sorted_key = key[order]
+    start[1:] = sorted_key[1:] != sorted_key[:-1]
+    if not np.array_equal(ordered, ordered[np.flatnonzero(start)[np.cumsum(start) - 1]]):
+        order = np.lexsort(rows.T[::-1])
+        ordered = rows[order]
+        start[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
     starts = np.flatnonzero(start)
     first = order[starts]
     counts = np.diff(np.append(starts, len(order)))
@@ -455,7 +509,6 @@ def slot_costs(
     q = len(levels)
     cost = np.full(q, np.inf)
     cost[0] = 0.0
-    options: list[Option | None] = [None] * q
     first, counts, member_class = classes if classes is not None else machine_classes(prices, free)
     cls_prices, cls_free = prices[first], free[first]
 
@@ -463,9 +516,12 @@ def slot_costs(
     w_int = workers_for(levels, job.per_sample_internal)
     s_int = np.ceil(w_int / (job.gamma if job.gamma_internal is None else job.gamma_internal))
     need = w_int[:, None] * job.worker_demand + s_int[:, None] * job.ps_demand  # [Q, R]
-    fits = np.ones((len(first), q), dtype=bool)  # [C, Q]
-    for r in range(need.shape[1]):  # one [C, Q] comparison per resource: cheaper than np.all over R
-        fits &= need[None, :, r] <= cls_free[:, r, None] + FIT_ATOL
+    # need[:, r] never falls as the level rises (w and s do not, demands are >= 0, rounding is monotone): the levels
+    # whose need[k, r] <= room + FIT_ATOL in every resource are a prefix, counted per class by binary search
+    fit_count = np.full(len(first), q)
+    for r in range(need.shape[1]):
+        fit_count = np.minimum(fit_count, np.searchsorted(need[:, r], cls_free[:, r] + FIT_ATOL, side="right"))
+    fits = np.arange(q)[None, :] < fit_count[:, None]  # [C, Q]
     fits &= ((w_int <= job.batch) & job.servers_allowed(w_int, s_int))[None, :]
     fits[:, 0] = False
     int_cost = np.full(fits.shape, np.inf)  # [C, Q]
@@ -473,16 +529,9 @@ def slot_costs(
     int_cost[fit_cls, fit_level] = unit_price(cls_prices[fit_cls], need[fit_level])
     best_cls = np.argmin(int_cost, axis=0)
     internal = int_cost[best_cls, np.arange(q)]
-    host, w_one, s_one = first[best_cls], w_int.astype(np.int64), s_int.astype(np.int64)
-    for k in np.flatnonzero(np.isfinite(internal)).tolist():  # one-element slices: no array built per level
-        cost[k] = internal[k]
-        options[k] = Option(
-            cost=float(internal[k]),
-            machines=host[k : k + 1],
-            workers=w_one[k : k + 1],
-            servers=s_one[k : k + 1],
-            internal=True,
-        )
+    finite = np.isfinite(internal)
+    cost[finite] = internal[finite]
+    options = Options(internal, first[best_cls], w_int.astype(np.int64), s_int.astype(np.int64))
 
     # Case 2 (external): bounds now, the LP and the rounding when refined.
     p_w, p_s = unit_price(cls_prices, job.worker_demand), unit_price(cls_prices, job.ps_demand)
@@ -542,14 +591,18 @@ def _separable_bound(
     total = np.zeros(len(demand))
     servers = demand / job.gamma if servers is None else servers
     for price, per_task, need in ((p_w, job.worker_demand, demand), (p_s, job.ps_demand, servers)):
-        # divided only where the task needs the resource (no errstate context per call: it costs more than the rest)
-        room = np.divide(cls_free, per_task, out=np.full(cls_free.shape, np.inf), where=per_task > 0).min(axis=1)
+        # tasks per machine: the least over the resources the task needs (a min is exact, so resource by resource)
+        room = np.full(len(cls_free), np.inf)
+        for r in np.flatnonzero(per_task > 0).tolist():
+            room = np.minimum(room, cls_free[:, r] / per_task[r])
         room = np.minimum(np.maximum(room, 0.0) * counts, job.batch)  # no class needs more than F tasks
         order = np.argsort(price, kind="stable")
-        filled = np.concatenate([[0.0], np.cumsum(room[order])])  # tasks held by the j cheapest classes
-        spent = np.concatenate([[0.0], np.cumsum(room[order] * price[order])])
+        held, sorted_price = room[order], price[order]
+        filled, spent = np.zeros(len(order) + 1), np.zeros(len(order) + 1)
+        np.cumsum(held, out=filled[1:])  # tasks held by the j cheapest classes
+        np.cumsum(held * sorted_price, out=spent[1:])
         j = np.minimum(np.searchsorted(filled[1:], need, side="left"), len(order) - 1)
-        cost = spent[j] + (need - filled[j]) * price[order][j]  # j classes full, the next one partly
+        cost = spent[j] + (need - filled[j]) * sorted_price[j]  # j classes full, the next one partly
         total += np.where(need <= filled[-1], cost, np.inf)
     return np.where(demand <= job.batch, total * (1.0 - LP_BOUND_RTOL), np.inf)
 
@@ -578,19 +631,17 @@ def _external_lp_matrix(
     >= 0 with ``ratio``, else sum S (>= m_p, the thesis's (3.25)). Columns: W_0..W_{n-1}, S_0..S_{n-1}."""
     r = alpha.size
     ja, jb = np.flatnonzero(alpha != 0), np.flatnonzero(beta != 0)
-    base = (np.arange(n) * r)[:, None]
-    w_extra = [n * r, n * r + 1] if ratio else [n * r]
-    w_rows = np.hstack([base + ja, np.full((n, len(w_extra)), w_extra)])
-    s_rows = np.hstack([base + jb, np.full((n, 1), n * r + 1)])
-    w_vals = np.tile(np.concatenate([alpha[ja], [1.0, -1.0][: len(w_extra)]]), n)
-    s_vals = np.tile(np.concatenate([beta[jb], [gamma if ratio else 1.0]]), n)
-    sizes = np.repeat([ja.size + len(w_extra), jb.size + 1], n)
-    start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
-    return (
-        start,
-        np.concatenate([w_rows.ravel(), s_rows.ravel()]).astype(np.int32),
-        np.concatenate([w_vals, s_vals]).astype(float),
-    )
+    w_tail = [n * r, n * r + 1] if ratio else [n * r]
+    wn, sn = ja.size + len(w_tail), jb.size + 1  # nonzeros per W column, per S column
+    index, value = np.empty(n * (wn + sn), dtype=np.int32), np.empty(n * (wn + sn))
+    first_row = np.arange(n, dtype=np.int32)[:, None] * r
+    w_index, s_index = index[: n * wn].reshape(n, wn), index[n * wn :].reshape(n, sn)
+    w_index[:, : ja.size], w_index[:, ja.size :] = first_row + ja, w_tail
+    s_index[:, : jb.size], s_index[:, jb.size] = first_row + jb, n * r + 1
+    value[: n * wn].reshape(n, wn)[:] = np.concatenate([alpha[ja], [1.0, -1.0][: len(w_tail)]])
+    value[n * wn :].reshape(n, sn)[:] = np.concatenate([beta[jb], [gamma if ratio else 1.0]])
+    start = np.concatenate([np.arange(n + 1) * wn, n * wn + np.arange(1, n + 1) * sn]).astype(np.int32)
+    return start, index, value
 
 
 INTEGER_TIME_LIMIT = 10.0  # seconds per integer optimum; NaN if not proven by then
@@ -648,11 +699,11 @@ def _disaggregate(
     """
     cls_w, cls_s = lp_sol
     used = np.flatnonzero((cls_w > 1e-12) | (cls_s > 1e-12))
-    count = np.array([len(members[c]) for c in used])
+    count = members.sizes[used]
     per_w, per_s = cls_w[used] / count, cls_s[used] / count
     load = per_w[:, None] * job.worker_demand + per_s[:, None] * job.ps_demand  # [P, R]
     round_up = (per_w > 0)[:, None] * job.worker_demand + (per_s > 0)[:, None] * job.ps_demand
-    room = free[[members[c][0] for c in used]] - round_up
+    room = free[members.order[members.starts[used]]] - round_up  # a class's members share their free capacity
     stretch = np.min(np.divide(room, load, out=np.full(load.shape, np.inf), where=load > 0), axis=1, initial=np.inf)
     stretch = np.maximum(1.0, np.minimum(stretch, count.astype(float)))
     if job.gamma_internal is not None and used.size == 1:
@@ -675,7 +726,10 @@ class ClassMembers:
 
     def __init__(self, member_class: np.ndarray, classes: int):
         self.order = np.argsort(member_class, kind="stable")
-        self.ends = np.cumsum(np.bincount(member_class, minlength=classes)).tolist()
+        self.sizes = np.bincount(member_class, minlength=classes)
+        ends = np.cumsum(self.sizes)
+        self.starts = ends - self.sizes  # members[c][0] is order[starts[c]]
+        self.ends = ends.tolist()
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -709,6 +763,7 @@ def _round(
     free: np.ndarray,
     rounding: RoundingConfig,
     rng: np.random.Generator,
+    unit_prices: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[int, int, Option | None]:
     """Randomised rounding (27)-(28) until S feasible solutions or the attempt cap; the cheapest wins.
 
@@ -717,7 +772,7 @@ def _round(
     outcome of the draws can be feasible, the attempts are not drawn: the result, ``max_attempts``
     attempts and no solution, is what drawing them would give. That is checked by counting bounds
     (:func:`_count_bounds_allow`, cheap, rules out most) before drawing and, if the first batch finds
-    nothing, exactly (:func:`_roundable`).
+    nothing, exactly (:func:`_roundable`). ``unit_prices``: each machine's p^w and p^s, if the caller has them.
     """
     w_floor, s_floor = np.floor(w_scaled), np.floor(s_scaled)
     w_frac, s_frac = w_scaled - w_floor, s_scaled - s_floor
@@ -731,8 +786,10 @@ def _round(
         return rounding.max_attempts, 0, None
     critical = np.flatnonzero(~fits.all(axis=1))
     fits_critical = fits[critical]
-    p_w = unit_price(prices[machines], job.worker_demand)
-    p_s = unit_price(prices[machines], job.ps_demand)
+    p_w, p_s = unit_prices or (
+        unit_price(prices[machines], job.worker_demand),
+        unit_price(prices[machines], job.ps_demand),
+    )
     attempts = feasible = 0
     best_cost, best = np.inf, None
     m = len(machines)
