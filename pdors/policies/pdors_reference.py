@@ -124,7 +124,6 @@ def external_lp(
     upper += [job.batch, np.inf]
     a = sparse.csc_matrix(np.array(rows))
     highs = new_highs()
-    highs.setOptionValue("presolve", "off")  # as the fast path's solves
     highs.passModel(highs_lp(cost, len(rows), (a.indptr, a.indices, a.data), np.array(lower), np.array(upper)))
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:

@@ -371,8 +371,6 @@ class LinearProgram:
 
     def __init__(self) -> None:
         self.highs = new_highs()
-        # HiGHS's presolve finds almost nothing to remove in these small LPs and costs more than the simplex: off
-        self.highs.setOptionValue("presolve", "off")
 
     def load(
         self,
