@@ -52,8 +52,9 @@ def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
     try:
         return _publish_run(result, say)
     finally:
-        if result.logging is not None:  # started by the sweep and not used (nothing to publish): ended
+        if result.logging is not None:  # ended (if unused: nothing to publish); the result keeps data only
             tracking_process.stop(result.logging)
+            result.logging = None
 
 
 def _publish_run(result: SweepResult, say: Say) -> SweepResult:
