@@ -49,15 +49,6 @@ class Published:
 def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
     """Publish what :func:`pipeline.sweep.run` recorded (``result``, updated and returned): skipped, with its
     status as last published, when it ran nothing and nothing changed since the last publish."""
-    try:
-        return _publish_run(result, say)
-    finally:
-        if result.logging is not None:  # ended (if unused: nothing to publish); the result keeps data only
-            tracking_process.stop(result.logging)
-            result.logging = None
-
-
-def _publish_run(result: SweepResult, say: Say) -> SweepResult:
     if not result.recorded:
         return result
     store = Store(result.root, result.sweep_id)
@@ -71,7 +62,7 @@ def _publish_run(result: SweepResult, say: Say) -> SweepResult:
             result.status = int(last["status"])
             say(f"nothing to do: every run is recorded and published as it stands (exit status {result.status})")
         else:
-            done = publish(store, manifest, track, say, result.logging)
+            done = publish(store, manifest, track, say)
             result.status, result.comparison = done.status, done.comparison
             result.stages.update(done.stages)
             _remember(store, mark, done.status)
@@ -112,16 +103,10 @@ def _remember(store: Store, mark: str, status: int) -> None:
         atomic.write(store.meta / PUBLISHED, json.dumps({"mark": mark, "status": status}))
 
 
-def publish(
-    store: Store,
-    manifest: Manifest,
-    track: bool | None = None,
-    say: Say = silent,
-    logging: tracking_process.Logging | None = None,
-) -> Published:
+def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Say = silent) -> Published:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``. MLflow is logged in a process of its own while the report is drawn
-    (:mod:`pipeline.tracking_process`): ``logging`` if the sweep started one, else a new one."""
+    (:mod:`pipeline.tracking_process`)."""
     from . import headline, summary
     from .report import comparison, runs_of
 
@@ -140,9 +125,7 @@ def publish(
     # The default plot is not logged: the report's figures (and its HTML page) hold it.
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
     tracked = manifest.mlflow if track is None else track
-    handle = (logging or tracking_process.start(manifest.experiment)) if tracked else None
-    if handle is not None:
-        tracking_process.log(handle, manifest, runs, agg, artifacts, store.root)
+    handle = tracking_process.start(manifest, runs, agg, artifacts, store.root) if tracked else None
     try:
         figures, status = _report(store, manifest, runs, found, top, reference, counts, say)
         stages = {"report": time.perf_counter() - tick}

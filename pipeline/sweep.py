@@ -7,14 +7,12 @@ no sweep recorded before it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import errno
 import os
 import shlex
 import signal
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -39,7 +37,6 @@ from .storage import Damage, Index, Store, count, manifest_of, resume_command
 from .tasks import Outcome, Plan, Task
 
 if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
-    from . import tracking_process
     from .executor import Cluster
 
 FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at least this often
@@ -101,8 +98,6 @@ class SweepResult:
     stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     recorded: bool = False
     comparison: str | None = None
-    # MLflow's logging process, started beside the runs (it imports MLflow and opens the store meanwhile)
-    logging: tracking_process.Logging | None = field(default=None, repr=False, compare=False)
 
     @property
     def runs_per_s(self) -> float | None:
@@ -220,13 +215,7 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
             "it, or choose another --out"
         )
     manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()), say)
-    if todo and manifest.mlflow:
-        from . import tracking_process
-
-        result.logging = tracking_process.start(manifest.experiment)
     cluster = _start_ray(address, o.num_cpus, result, say) if todo and not o.in_process else None
-    if cluster is not None:  # the runs run on Ray: meanwhile this process imports what publishing will need
-        threading.Thread(target=_warm_publishing, name="pdors-warm", daemon=True).start()
     try:
         with stops_recorded(result, say), store.lock():
             _write_config(store, data, config_path, overrides, manifest)
@@ -243,20 +232,7 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
             from . import executor
 
             executor.disconnect()
-        if result.logging is not None and not result.recorded:  # stopped: nothing will be published
-            from . import tracking_process
-
-            tracking_process.stop(result.logging)
     return result
-
-
-def _warm_publishing() -> None:
-    """Import what publishing needs (pandas, Matplotlib, SciPy's statistics, the report: about 3 s of CPU); run in
-    a thread while the runs run on Ray."""
-    with contextlib.suppress(Exception):  # an import that fails fails again, and is reported, when publishing
-        import scipy.stats  # noqa: F401
-
-        from . import headline, report, theorem_check  # noqa: F401
 
 
 def _ray_address(o: SweepOptions) -> str | None:

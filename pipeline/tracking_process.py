@@ -1,8 +1,7 @@
-"""MLflow logging in a process of its own: importing MLflow, opening (or creating and migrating) a local store and
-logging every child run cost about as much CPU as drawing the report, and the two need nothing from each other until
-the report's figures are attached. :func:`start` starts a fresh interpreter (``spawn``: no thread of this process
-is copied) that imports MLflow and opens the store while the sweep runs; :func:`log` hands it the sweep's record
-before the report is drawn; :func:`finish` gives it the figures and waits.
+"""MLflow logging in a process of its own, beside the report: importing MLflow, opening (or migrating) its store
+and logging every child run cost about as much CPU as drawing the report, and the two need nothing from each other
+until the report's figures are attached. :func:`start` hands the sweep's record to a fresh interpreter (``spawn``:
+no thread of this process is copied) before the report is drawn; :func:`finish` gives it the figures and waits.
 
 The data goes through a pipe, never the command line (a tracking URI may hold credentials); the environment is
 inherited as is.
@@ -10,7 +9,6 @@ inherited as is.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
 import signal
@@ -41,25 +39,16 @@ class Logging:
     conn: Connection
 
 
-def start(experiment: str) -> Logging:
-    """Start a logging process for ``experiment``: it imports MLflow and opens a local store (a server's
-    reachability is checked when logging, as :func:`pipeline.tracking.log_sweep` does), then waits for
-    :func:`log`."""
+def start(manifest: Manifest, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path) -> Logging:
+    """Start logging the sweep (:func:`pipeline.tracking.log_sweep`'s arguments) in a process of its own."""
     context = multiprocessing.get_context("spawn")
     mine, theirs = context.Pipe()
-    process = context.Process(target=_main, args=(theirs, experiment), name="pdors-mlflow", daemon=True)
+    process = context.Process(
+        target=_main, args=(theirs, manifest, runs, agg, artifacts, root), name="pdors-mlflow", daemon=True
+    )
     process.start()
     theirs.close()
     return Logging(process, mine)
-
-
-def log(
-    handle: Logging, manifest: Manifest, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path
-) -> None:
-    """Hand the sweep (:func:`pipeline.tracking.log_sweep`'s arguments) to the logging process; a process that
-    died is found by :func:`finish`."""
-    with contextlib.suppress(OSError):
-        handle.conn.send((manifest, runs, agg, artifacts, root))
 
 
 def finish(handle: Logging, figures: list[Path], artifact_path: str, root: Path) -> Logged:
@@ -86,34 +75,21 @@ def stop(handle: Logging) -> None:
     handle.process.join()
 
 
-def _main(conn: Connection, experiment: str) -> None:
+def _main(
+    conn: Connection, manifest: Manifest, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path
+) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this process
     import mlflow  # noqa: F401  (it sets its loggers up on import; quieted after)
 
     from . import tracking
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # no "creating tables" amid the results screen
-    received = 0  # messages: the sweep (log), then the figures (finish)
-    outcome: tuple[str, object]
     try:
-        try:
-            if not tracking.served(tracking.tracking_uri()):
-                tracking.client().get_experiment_by_name(experiment)  # a new store is created now, while the sweep runs
-            manifest, runs, agg, artifacts, root = conn.recv()
-            received = 1
-            logged = tracking.log_sweep(manifest, runs, agg, artifacts, root)
-            figures, artifact_path, at = conn.recv()
-            received = 2
-            tracking.attach(manifest, figures, artifact_path, at)
-            outcome = ("ok", logged)
-        except EOFError:
-            raise
-        except Exception as e:  # sent as one line, once the figures are handed over: the parent says how to re-log
-            outcome = ("failed", one_line(e))
-            for _ in range(received, 2):
-                conn.recv()
-        conn.send(outcome)
-    except EOFError:  # the parent stopped before handing everything over (interrupted, or nothing to publish)
-        pass
+        logged = tracking.log_sweep(manifest, runs, agg, artifacts, root)
+        figures, artifact_path, at = conn.recv()
+        tracking.attach(manifest, figures, artifact_path, at)
+        conn.send(("ok", logged))
+    except Exception as e:  # sent as one line: the parent says how to re-log
+        conn.send(("failed", one_line(e)))
     finally:
         conn.close()

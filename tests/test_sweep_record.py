@@ -356,8 +356,12 @@ def test_a_record_of_one_file_per_run_is_read_and_compacted(tmp_path):
     assert len(storage.read(tmp_path, "jobs")) == 4 * TINY["instance"]["jobs"]
 
 
-def _manifest() -> Manifest:
-    return Manifest(
+def test_a_logging_process_that_dies_is_a_logging_failure(tmp_path):
+    """MLflow is logged in a process of its own beside the report: one killed is a logging failure (the sweep
+    says how to re-log), never a hang or an exception of the sweep."""
+    from pipeline import tracking_process
+
+    manifest = Manifest(
         sweep_id="s",
         name="tiny",
         experiment="unit",
@@ -373,35 +377,9 @@ def _manifest() -> Manifest:
         packages={"pdors": "0"},
         git_commit="abc123",
     )
-
-
-def test_a_logging_process_that_dies_is_a_logging_failure(tmp_path):
-    """MLflow is logged in a process of its own beside the report: one killed is a logging failure (the sweep
-    says how to re-log), never a hang or an exception of the sweep."""
-    from pipeline import tracking_process
-
-    manifest = _manifest()
-    handle = tracking_process.start(manifest.experiment)
+    handle = tracking_process.start(manifest, pd.DataFrame(), pd.DataFrame(), [], tmp_path)
     handle.process.kill()
-    tracking_process.log(handle, manifest, pd.DataFrame(), pd.DataFrame(), [], tmp_path)
     with pytest.raises(tracking_process.LoggingFailed, match="exit status -9"):
         tracking_process.finish(handle, [], "report", tmp_path)
     tracking_process.stop(handle)
     assert not handle.process.is_alive()
-
-
-def test_a_store_that_cannot_be_opened_is_a_logging_failure_said_after_the_report(tmp_path, monkeypatch):
-    """The logging process opens a local store while the sweep runs; if it cannot, the failure (on one line) is
-    the answer to the figures, as a failure while logging is: the report is drawn either way."""
-    from pipeline import tracking_process
-
-    (tmp_path / "file").touch()  # a store under a file cannot be created
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/file/mlflow.db")
-    handle = tracking_process.start("unit")
-    try:
-        tracking_process.log(handle, _manifest(), pd.DataFrame(), pd.DataFrame(), [], tmp_path)
-        with pytest.raises(tracking_process.LoggingFailed) as failed:
-            tracking_process.finish(handle, [], "report", tmp_path)
-    finally:
-        tracking_process.stop(handle)
-    assert "File exists" in str(failed.value) and "\n" not in str(failed.value), failed.value
