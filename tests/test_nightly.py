@@ -177,14 +177,16 @@ def solved_once(monkeypatch):
 
 
 @pytest.mark.slow
-def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_altered(tmp_path, monkeypatch, capsys):
+def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_altered(
+    tmp_path, monkeypatch, capsys, mlflow_store
+):
     """Seed 6 of the small profile (OPT proven by HiGHS in a few seconds) pinned by ``--record``; fresh: seed 6,
     and seed 3 with PD-ORS weakened. The green night runs one instance of each paper-scale setting (its wiring
     into the verdict); the red nights none (their verdict is the pinned one; ``nightly_paper`` is tested in
     test_dual_bound.py and test_premise.py)."""
     solved_once(monkeypatch)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
     mlflow.set_tracking_uri(None)  # re-read the environment (the client caches the URI per process)
     record = tmp_path / "record.json"
     assert main(["nightly", "--record", "--seed", "6", "--pinned", "1", "--record-file", str(record)]) == 0
@@ -228,7 +230,7 @@ def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_alt
     weak_fresh = next(p["utility"] for p in bad["fresh"][0]["policies"] if p["policy"] == "pdors")
     assert f"pdors: utility {weak_fresh:.4f}" in capsys.readouterr().out
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    client = MlflowClient(tracking_uri=mlflow_store)
     runs = client.search_runs(
         [client.get_experiment_by_name(EXPERIMENT).experiment_id], order_by=["attributes.start_time ASC"]
     )

@@ -22,11 +22,11 @@ def listeners(pids: set[int]) -> set[str]:
     return {line.split()[3] for line in out if {int(p) for p in re.findall(r"pid=(\d+)", line)} & pids}
 
 
-def test_local_sweep_ray_listens_on_loopback_only(tmp_path):
+def test_local_sweep_ray_listens_on_loopback_only(tmp_path, mlflow_store):
     if os.geteuid() != 0:
         pytest.skip("needs root to see other processes' sockets in ss -p")
     cfg = config(tmp_path, "loopback", [6, 8], [1, 2], {"pdors": {}}, jobs=12, slots=8)
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/m.db"}
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "MLFLOW_TRACKING_URI": mlflow_store}
     env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
     proc = subprocess.Popen(
         [BIN / "pdors", "sweep", "run", cfg, "--out", tmp_path / "out", "--num-cpus", "1"],

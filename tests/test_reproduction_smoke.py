@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import gzip
 import math
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -97,9 +98,11 @@ def test_every_config_names_a_figure_and_validates():
 
 
 @pytest.fixture(scope="module")
-def mlflow_home(tmp_path_factory):
-    """One SQLite store for all configs (creating one costs about 1.5 s); its artifacts go to ./mlruns."""
-    return tmp_path_factory.mktemp("mlflow")
+def mlflow_home(tmp_path_factory, mlflow_template):
+    """One SQLite store for all configs (a copy of the empty one); its artifacts go to ./mlruns."""
+    home = tmp_path_factory.mktemp("mlflow")
+    shutil.copyfile(mlflow_template, home / "mlflow.db")
+    return home
 
 
 # The outage path (MLflow down during the sweep, `pdors report` logs it afterwards) is the same for every config:

@@ -81,12 +81,14 @@ def test_a_sweep_written_anywhere_is_found_by_list_and_status(
     assert (tmp_path / "index" / "sweep-roots.txt").read_text() == f"{elsewhere.resolve()}\n"
 
 
-def test_a_second_sweep_into_a_root_being_written_is_refused_before_it_writes(tmp_path: Path) -> None:
+def test_a_second_sweep_into_a_root_being_written_is_refused_before_it_writes(
+    tmp_path: Path, mlflow_store: str
+) -> None:
     """Sweeps under one root share its run record, so one writes at a time: a second sweep started while the
     first runs is refused with one line (exit 2) and writes nothing; started after it, it completes, and every
     run of both is recorded once."""
     out = tmp_path / "R"
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
+    env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_store}
     pdors = [str(Path(sys.executable).parent / "pdors"), "sweep", "run", QUICKSTART, *SMALL]
     first = subprocess.Popen(
         [*pdors, "seeds.count=40", "instance.jobs=40", "instance.slots=30", "--out", str(out), "--in-process"],

@@ -242,10 +242,10 @@ def test_a_crash_anywhere_in_compaction_neither_loses_nor_duplicates_a_run(tmp_p
     assert len(ops) == 7  # the last crash point was the last operation
 
 
-def test_aggregate_tracking_and_plot(tmp_path, monkeypatch):
+def test_aggregate_tracking_and_plot(tmp_path, monkeypatch, mlflow_store):
     from pipeline import plots, tracking
 
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
     monkeypatch.chdir(tmp_path)  # the SQLite store's artifacts go to ./mlruns
     plan = grid.expand(schema.parse({**TINY, "grid": {**TINY["grid"], "workload.mix": [[0.1, 0.55, 0.35]]}}))
     store = Store(tmp_path / "out", plan.sweep_id)
