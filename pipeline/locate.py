@@ -41,6 +41,8 @@ def _created(manifest: Path) -> str:
 def sweeps_under(out: str | None) -> list[Store]:
     """Every sweep under the output root ``out`` (default: every root under ``results/``), oldest first."""
     found = _manifests(out)
+    if len(found) < 2:  # nothing to order: no manifest read twice
+        return [_store(m) for m in found]
     created = {m: _created(m) for m in found}
     return [_store(m) for m in sorted(found, key=lambda m: (created[m], str(m)))]
 

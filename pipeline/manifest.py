@@ -49,6 +49,8 @@ def _fits(value: Any, tp: Any) -> bool:
         return False
     args = typing.get_args(tp)
     if origin is list and args:
+        if args[0] is str:  # the run ids, one per task: a plain check each
+            return all(isinstance(v, str) for v in value)
         return all(_fits(v, args[0]) for v in value)
     if origin is dict and args:
         return all(isinstance(k, str) and (args[1] is Any or _fits(v, args[1])) for k, v in value.items())
