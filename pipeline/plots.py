@@ -234,7 +234,7 @@ def draw(table: pd.DataFrame, fig: FigureConfig, path: Path) -> Path:
 
 def save(drawn: Figure, path: Path) -> Path:
     """``drawn`` as ``path`` (PNG, ``DPI``) and the same name in every other of ``FORMATS``, then closed; the
-    layout is solved for the first format and kept for the others (constrained layout is most of a draw)."""
+    layout is solved for the first format and kept for the others (constrained layout once, not per format)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     for suffix in FORMATS:
         with atomic.replacing(path.with_suffix(suffix)) as tmp:
