@@ -154,14 +154,13 @@ class Placement:
     def take_from(self, free: np.ndarray, worker_demand: np.ndarray, ps_demand: np.ndarray) -> None:
         """Subtract the resources [H, R] this placement takes from ``free``, in place. Only the machines it
         uses are touched: elsewhere the usage is exactly 0.0, and subtracting it would change no bit."""
-        used = np.flatnonzero(self.workers | self.servers)
-        free[used] -= self.workers[used, None] * worker_demand + self.servers[used, None] * ps_demand
+        Usage.of(self, worker_demand, ps_demand).take_from(free)
 
 
 @dataclass(frozen=True)
 class Usage:
-    """What a fixed :class:`Placement` takes per slot: its machines and their resources, computed once, with
-    :meth:`Placement.take_from`'s operations (so subtracting it changes ``free`` by the same bits)."""
+    """What a fixed :class:`Placement` takes per slot: its machines and their resources, computed once (FIFO
+    subtracts a running job's every slot); :meth:`Placement.take_from` subtracts it as computed."""
 
     machines: np.ndarray
     resources: np.ndarray  # [machines, R]
