@@ -5,7 +5,7 @@ registered policy with OPT / ALG; ``enumerate_opt(instance)`` an independent bru
 """
 
 from .compare import Comparison, PolicyRatio, compare
-from .milp import Strengthening
 from .solve import OptResult, solve
+from .strengthening import Strengthening
 
 __all__ = ["Comparison", "OptResult", "PolicyRatio", "Strengthening", "compare", "solve"]

@@ -24,8 +24,8 @@ from pdors.schedule import Schedule
 from pdors.validator import Validation
 
 from .certified import Certified, certify
-from .milp import Strengthening
 from .solve import DEFAULT_GAP, OptResult, ceiling, solve
+from .strengthening import Strengthening
 from .theorem import violations as theorem_violations
 
 

@@ -22,7 +22,8 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 TIMED_OUT = object()  # the result of a call the deadline cut off
-_PRELOAD = ["offline_opt.solve"]  # imported once in the fork server: pyomo, highspy, the model
+# imported once in the fork server: pyomo, its HiGHS interface, the model
+_PRELOAD = ["pyomo.environ", "pyomo.contrib.solver.solvers.highs", "offline_opt.milp", "offline_opt.solve"]
 
 
 def _child(conn: Connection, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:

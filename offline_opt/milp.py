@@ -41,18 +41,7 @@ from pdors.model import Instance
 from pdors.schedule import Schedule
 
 from .bounds import EPS, JobBounds, identical_machines, job_bounds
-
-
-@dataclass(frozen=True, kw_only=True)
-class Strengthening:
-    tight_bounds: bool = True
-    perspective: bool = True
-    disaggregate: bool = True
-    symmetry: bool = True
-
-    @classmethod
-    def naive(cls) -> Strengthening:
-        return cls(tight_bounds=False, perspective=False, disaggregate=False, symmetry=False)
+from .strengthening import Strengthening
 
 
 @dataclass(kw_only=True)

@@ -29,7 +29,6 @@ import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-import pyomo.environ as pyo
 
 from pdors.config import JSON
 from pdors.errors import InputError
@@ -38,8 +37,8 @@ from pdors.schedule import Schedule
 from pdors.validator import Validation, validate
 
 from .deadline import TIMED_OUT, call_with_deadline
-from .milp import Strengthening, build, schedule_of, warm_start
-from .solvers import SolverRun, solve_model
+from .solvers import SolverRun
+from .strengthening import Strengthening
 
 AGREE_TOL = 1e-6  # relative: |validated - MILP objective| <= AGREE_TOL * max(1, |objective|)
 DEFAULT_GAP = 1e-6
@@ -131,6 +130,11 @@ def _solve_built(
 ) -> tuple[SolverRun, bool, dict[str, float] | None]:
     """The child process's part: build, warm-start (CBC), solve; the run, whether the start was used, and
     every variable's value (None without a solution) for the caller's copy of the same model."""
+    import pyomo.environ as pyo
+
+    from .milp import build, warm_start
+    from .solvers import solve_model
+
     built = build(instance, strengthening)
     warm = incumbent is not None and solver == "cbc" and warm_start(built, instance, *incumbent)
     run = solve_model(built.model, solver, time_limit, mip_gap, warm)
@@ -157,6 +161,10 @@ def solve(
     problems = limit_problems(time_limit, mip_gap)
     if problems:
         raise InputError(problems[0])
+    import pyomo.environ as pyo  # here, not at the top: `compare` and the CLI import this module for its types
+
+    from .milp import build, schedule_of
+
     started = time.perf_counter()
     built = build(instance, strengthening)
     build_s = time.perf_counter() - started

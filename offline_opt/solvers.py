@@ -18,11 +18,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-import pyomo.environ as pyo
-from pyomo.opt import TerminationCondition as LegacyTC
+from typing import TYPE_CHECKING
 
 from pdors.errors import InputError
+
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
 
 SOLVERS: tuple[str, ...] = ("highs", "cbc", "glpk")
 
@@ -110,6 +111,9 @@ def _highs(model: pyo.ConcreteModel, time_limit: float, mip_gap: float) -> Solve
 def _glpk_or_cbc(
     model: pyo.ConcreteModel, solver: str, time_limit: float, mip_gap: float, warm_start: bool
 ) -> SolverRun:
+    import pyomo.environ as pyo  # here: the CLI reads SOLVERS without importing Pyomo
+    from pyomo.opt import TerminationCondition as LegacyTC
+
     opt = pyo.SolverFactory(solver)
     if solver == "cbc":
         opt.options.update({"seconds": time_limit, "ratioGap": mip_gap, "threads": 1})

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from offline_opt.compare import compare, rate, run_policies
-from offline_opt.milp import Strengthening, build
+from offline_opt.milp import build
 from offline_opt.profile import SMALL_SIZE, small_profile
 from offline_opt.solve import solve
+from offline_opt.strengthening import Strengthening
 from pdors.config import parse_seeds, to_dict
 from pdors.markdown import table
 from pdors.model import Instance

@@ -29,8 +29,9 @@ Sections (``--only`` picks some, in this order):
   (``pdors sweep run`` on a local Ray with 2 CPUs, MLflow on a SQLite file): the quickstart sweep's stages other
   than the runs (Ray's start, recording, report, MLflow) and its wall time minus the runs stage; the same sweep
   run again (nothing to run; before issue 37 it needed ``--resume``): wall time and exit status; and the wall and
-  CPU time of ``pdors sweep --help`` and ``pdors simulate --help`` (median). ``source``: a checkout of other code
-  to measure instead (its directory first on ``PYTHONPATH``): how the before figures were taken;
+  CPU time of ``pdors sweep --help`` and ``pdors simulate --help`` (median), and of ``pdors opt --method bound`` at
+  the scale section's size, end to end (median). ``source``: a checkout of other code to measure instead (its
+  directory first on ``PYTHONPATH``): how the before figures were taken;
 * ``reproduction`` (only with ``--only``): an estimate of the full reproduction (every
   ``configs/fig*.yaml`` and ``configs/thesis*.yaml`` at full size) on 2 Ray workers: each config's tasks of
   its first seed run here one by one (``pipeline.executor.execute``), scaled by the config's task count;
@@ -518,6 +519,13 @@ def bench_sweep_overhead(sizes: Sizes, source: Path | None = None) -> JSON:
         for command in ("sweep", "simulate"):
             times = [_timed([*pdors, command, "--help"], where, env) for _ in range(sizes.pipeline_repeats)]
             helps[command] = (statistics.median(t[1] for t in times), statistics.median(t[2] for t in times))
+        machines, jobs, slots = (str(n) for n in sizes.scale)
+        bound = [sys.executable, "-m", "pdors_cli.main", "opt", "--method", "bound"]
+        bound += ["--machines", machines, "--jobs", jobs, "--slots", slots]
+        times = [_timed(bound, where, env) for _ in range(sizes.pipeline_repeats)]
+        if failed := [t for t in times if t[0]]:
+            raise RuntimeError(f"pdors opt --method bound failed ({failed[0][0]}): {failed[0][3][-2000:]}")
+        helps["opt_bound"] = (statistics.median(t[1] for t in times), statistics.median(t[2] for t in times))
     stages = first["stages"]
     return {
         "runs": first["ran"],
@@ -531,6 +539,9 @@ def bench_sweep_overhead(sizes: Sizes, source: Path | None = None) -> JSON:
         "sweep_help_cpu_s": helps["sweep"][1],
         "simulate_help_s": helps["simulate"][0],
         "simulate_help_cpu_s": helps["simulate"][1],
+        "opt_bound_size": list(sizes.scale),
+        "opt_bound_s": helps["opt_bound"][0],
+        "opt_bound_cpu_s": helps["opt_bound"][1],
         "before": OVERHEAD_BEFORE if source is None and first["ran"] == OVERHEAD_BEFORE["runs"] else None,
     }
 
@@ -712,6 +723,9 @@ def report(results: JSON) -> str:
             f"`pdors sweep --help` {r['sweep_help_s']:.2f} s{was('sweep_help_s', '.2f')}, `pdors simulate --help` "
             f"{r['simulate_help_s']:.2f} s{was('simulate_help_s', '.2f')} (target <= 0.3 s each); CPU "
             f"{r['sweep_help_cpu_s']:.2f} s and {r['simulate_help_cpu_s']:.2f} s",
+            f"`pdors opt --method bound` at H, I, T = {', '.join(map(str, r['opt_bound_size']))}: "
+            f"{r['opt_bound_s']:.1f} s{was('opt_bound_s')} (target <= 5 s at 1000, 1000, 80), CPU "
+            f"{r['opt_bound_cpu_s']:.1f} s",
         ]
     if r := results.get("algorithm"):
         out += algorithm_speed.report(r, BEFORE["algorithm"])

@@ -42,6 +42,8 @@ def test_help_imports_no_solver_ray_or_mlflow(tmp_path: Path) -> None:
     for argv in (["--help"], ["sweep", "--help"], ["sweep", "run", "--help"], ["simulate", "--help"]):
         code, heavy, out = pdors(*argv, cwd=tmp_path)
         assert code == 0 and heavy == [] and "usage: pdors" in out, (argv, heavy)
+    code, heavy, out = pdors("opt", "--help", cwd=tmp_path)  # its defaults need the solvers' names, not Pyomo
+    assert code == 0 and heavy_only(heavy) == [] and "--method" in out, heavy
 
 
 def test_status_list_and_an_identical_rerun_import_no_solver_ray_or_mlflow(tmp_path: Path) -> None:
