@@ -454,6 +454,17 @@ class MachineClasses(NamedTuple):
     member_class: np.ndarray
 
 
+def row_keys(words: np.ndarray) -> np.ndarray:
+    """The 64-bit hash of each row of ``words`` [H, n] (uint64): (..((w_0 m + w_1) m + w_2) m ..) + w_(n-1) modulo
+    2^64 with m = ``ROW_HASH_MULTIPLIER``, i.e. sum_j w_j m^(n-1-j). Unsigned integer arithmetic wraps modulo 2^64
+    whatever the order of the operations, so one matrix product gives the same keys as the column-by-column loop
+    (tests/test_pdors_same_bits.py)."""
+    width = words.shape[1]
+    powers = np.array([pow(int(ROW_HASH_MULTIPLIER), width - 1 - j, 1 << 64) for j in range(width)], dtype=np.uint64)
+    keys: np.ndarray = words @ powers
+    return keys
+
+
 def machine_classes(prices: np.ndarray, free: np.ndarray) -> MachineClasses:
     """The classes of a slot state (a function of the state alone, so callers may keep them per state).
 
@@ -462,28 +473,24 @@ def machine_classes(prices: np.ndarray, free: np.ndarray) -> MachineClasses:
     their values instead (``np.unique(axis=0)``'s grouping, float equality). Either way the groups are the same
     and the first row of each group in sorted order is its lowest member."""
     rows = np.concatenate([prices, free], axis=1) + 0.0
-    words = rows.view(np.uint64)
-    key = words[:, 0].copy()
-    for column in words.T[1:]:
-        key *= ROW_HASH_MULTIPLIER  # wraps modulo 2^64
-        key += column
-    order = np.argsort(key, kind="stable")
+    key = row_keys(rows.view(np.uint64))
+    order = key.argsort(kind="stable")
     ordered = rows[order]
     start = np.ones(len(order), dtype=bool)
     sorted_key = key[order]
     start[1:] = sorted_key[1:] != sorted_key[:-1]
-    if not np.array_equal(ordered, ordered[np.flatnonzero(start)[np.cumsum(start) - 1]]):
+    if not (ordered == ordered[start.nonzero()[0][start.cumsum() - 1]]).all():  # each row equals its group's first
         order = np.lexsort(rows.T[::-1])
         ordered = rows[order]
         start[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
-    starts = np.flatnonzero(start)
+    starts = start.nonzero()[0]
     first = order[starts]
     counts = np.diff(np.append(starts, len(order)))
-    by_first = np.argsort(first)
+    by_first = first.argsort()
     rank = np.empty_like(by_first)
     rank[by_first] = np.arange(len(by_first))
     member_class = np.empty_like(order)
-    member_class[order] = rank[np.cumsum(start) - 1]
+    member_class[order] = rank[start.cumsum() - 1]
     return MachineClasses(first[by_first], counts[by_first], member_class)
 
 
