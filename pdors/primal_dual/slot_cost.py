@@ -401,7 +401,7 @@ class LinearProgram:
             return None
         bound = self.highs.getObjectiveValue() * self.scale * (1.0 - LP_BOUND_RTOL)
         self.solution = self.highs.getSolution()  # one copy of HiGHS's solution per solve
-        return np.asarray(self.solution.col_value), bound
+        return np.array(self.solution.col_value, dtype=np.float64), bound  # the dtype given: no inference pass
 
     def cover_dual(self) -> float:
         """The last optimal solve's cover row dual in the original costs (>= 0: a larger cover never costs less), less
@@ -658,7 +658,7 @@ def _load_external_lp(
     n = len(counts)
     used = (job.worker_demand > 0) | (job.ps_demand > 0)
     alpha, beta = job.worker_demand[used], job.ps_demand[used]
-    cap = (cls_free[:, used] * counts[:, None]).clip(min=0)  # [C, R']
+    cap = np.maximum(cls_free[:, used] * counts[:, None], 0)  # [C, R']; what clip(min=0) computes, without its wrapper
     r = alpha.size
     lower = np.concatenate([np.full(n * r, -np.inf), [0.0, 0.0]])
     upper = np.concatenate([cap.ravel(), [job.batch, np.inf]])
@@ -728,7 +728,7 @@ def _solve_external_lp(
     if solved is None:
         return None
     sol, bound = solved
-    return (sol[:n].clip(min=0), sol[n:].clip(min=0)), bound
+    return (np.maximum(sol[:n], 0), np.maximum(sol[n:], 0)), bound  # clip(min=0) is this ufunc call
 
 
 def _disaggregate(
