@@ -168,3 +168,22 @@ def test_the_cached_log_ratio_is_the_portable_log_and_read_only() -> None:
     used = np.array([[[0.0, 5.0, 1.0, 0.0]]])
     expected = bounds.lower * np.exp(used / 10.0 * log(bounds.upper / bounds.lower))
     assert np.allclose(prices(bounds, used, np.full(4, 10.0)), expected)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_internal_case_over_the_holding_classes_is_the_full_grid_argmin(seed: int) -> None:
+    """The internal case priced over only the classes that hold a level, against the whole [C, Q] grid's first
+    minimum per level (inf where nothing fits, class 0 then): the same costs and hosts, bit for bit."""
+    rng = np.random.default_rng(seed)
+    shape, q = _shape(rng), 24
+    levels = np.arange(q + 1) * float(rng.uniform(5, 200)) / q
+    price, free = _state(rng)
+    free = free * rng.choice([0.2, 1.0, 3.0])  # from nothing fitting to most levels fitting
+    rounding = RoundingConfig(gain=1.0, delta=1.0, feasible_solutions=3, max_attempts=150)
+    got = slot_costs(shape, levels, price, free, rounding, (seed,), lazy=True).options
+    grid, classes = level_grid(shape, levels), machine_classes(price, free)
+    fits = (grid.need[None, :, :] <= free[classes.first][:, None, :] + 1e-9).all(axis=2) & grid.allowed[None, :]
+    full = np.where(fits, (price[classes.first][:, None, :] * grid.need[None, :, :]).sum(axis=-1), np.inf)
+    best = full.argmin(axis=0)
+    assert got.internal.tobytes() == full[best, np.arange(q + 1)].tobytes()
+    assert got.host.tolist() == classes.first[best].tolist()

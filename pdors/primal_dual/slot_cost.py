@@ -575,13 +575,20 @@ def slot_costs(
     fit_count = np.full(len(first), q)
     for r in range(need.shape[1]):
         fit_count = np.minimum(fit_count, need[:, r].searchsorted(cls_free[:, r] + FIT_ATOL, side="right"))
-    fits = np.arange(q)[None, :] < fit_count[:, None]  # [C, Q]
+    # Only the classes that hold some level >= 1 (a few): every other class costs inf at every level, so the first
+    # cheapest class of a level is the first cheapest of these (in ascending class order), or, where none holds the
+    # level, class 0 with inf (the first minimum of an all-inf column)
+    holding = (fit_count > 1).nonzero()[0]
+    fits = np.arange(q)[None, :] < fit_count[holding, None]  # [C', Q]
     fits &= grid.allowed[None, :]
-    int_cost = np.full(fits.shape, np.inf)  # [C, Q]
-    fit_cls, fit_level = fits.nonzero()  # priced only where it fits: each cost is its own sum
-    int_cost[fit_cls, fit_level] = unit_price(cls_prices[fit_cls], need[fit_level])
-    best_cls = int_cost.argmin(axis=0)
-    internal = int_cost[best_cls, np.arange(q)]
+    int_cost = np.full(fits.shape, np.inf)  # [C', Q]
+    fit_row, fit_level = fits.nonzero()  # priced only where it fits: each cost is its own sum
+    int_cost[fit_row, fit_level] = unit_price(cls_prices[holding[fit_row]], need[fit_level])
+    best_cls, internal = np.zeros(q, dtype=np.intp), np.full(q, np.inf)
+    if holding.size:
+        best_row = int_cost.argmin(axis=0)
+        internal = int_cost[best_row, np.arange(q)]
+        best_cls = np.where(np.isfinite(internal), holding[best_row], 0)
     finite = np.isfinite(internal)
     cost[finite] = internal[finite]
     options = Options(internal, first[best_cls], grid.workers, grid.servers)  # shared by the job's states, read only
