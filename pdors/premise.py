@@ -83,9 +83,10 @@ def measure(
     k = delta / (3.0 * gain)
     rho = np.zeros((instance.slots, instance.num_machines, capacity.shape[1]))
     holds, worst, shares = [], np.inf, []
+    job_cells = _cells_by_job(schedule)
     for i in admission_order(instance, schedule).tolist():
         w, s = schedule.workers[:, i, :], schedule.servers[:, i, :]  # [T, H]
-        t, h = np.nonzero(w | s)
+        t, h = job_cells(i)  # np.nonzero(w | s), without a pass over [T, H] per job
         step = w[t, h, None] * jobs.worker_demand[i] + s[t, h, None] * jobs.ps_demand[i]  # [cells, R]
         before = rho[t, h]
         p_before = price_of(bounds, before, capacity[h])
@@ -112,6 +113,23 @@ def measure(
         competitive_bound=competitive_bound(gain, delta, bounds.log_ratio()),
         theorem=5 if gain <= 1.0 else 6,
     )
+
+
+def _cells_by_job(schedule: Schedule) -> Callable[[int], tuple[np.ndarray, np.ndarray]]:
+    """``cells(i)``: job i's non-zero (slot, machine) cells, as ``np.nonzero`` of its [T, H] counts gives them (slot,
+    then machine, ascending), from one pass over the schedule slot by slot up to its horizon."""
+    found = [np.nonzero(schedule.workers[t] | schedule.servers[t]) for t in range(schedule.horizon())]  # (i, h)
+    slot = np.concatenate([np.full(len(i), t) for t, (i, _) in enumerate(found)] or [np.zeros(0, np.intp)])
+    job = np.concatenate([i for i, _ in found] or [np.zeros(0, np.intp)])
+    machine = np.concatenate([h for _, h in found] or [np.zeros(0, np.intp)])
+    order = np.argsort(job, kind="stable")  # each job's cells keep their (slot, machine) order
+    slot, job, machine = slot[order], job[order], machine[order]
+    bounds = np.searchsorted(job, np.arange(schedule.admitted.size + 1))
+
+    def cells(i: int) -> tuple[np.ndarray, np.ndarray]:
+        return slot[bounds[i] : bounds[i + 1]], machine[bounds[i] : bounds[i + 1]]
+
+    return cells
 
 
 def of_run(instance: Instance, schedule: Schedule, policy_config: Any, stats: dict[str, Any]) -> Premise:

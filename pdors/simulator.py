@@ -162,12 +162,15 @@ def _reserve(
     sign: float = 1.0,
 ) -> None:
     """Add (``sign`` -1: take back) the resources job i uses by ``workers``, ``servers`` [T', H] to
-    ``reserved[slots]``. Only the slots where it has tasks are touched: elsewhere the usage is exactly 0.0,
-    and adding it would change no bit."""
+    ``reserved[slots]``. Only the (slot, machine) cells where it has tasks are touched: elsewhere the usage is
+    exactly +-0.0, and adding it would change no bit (``reserved`` never holds -0.0: it starts at +0.0, and taking
+    back what was added leaves +0.0)."""
     busy = np.flatnonzero(workers.any(axis=1) | servers.any(axis=1))
+    slot, machine = ((workers[busy] != 0) | (servers[busy] != 0)).nonzero()
+    slot = busy[slot]
     jobs, target = instance.jobs, reserved[slots]
-    w, s = workers[busy, :, None], servers[busy, :, None]
-    target[busy] += sign * (w * jobs.worker_demand[i] + s * jobs.ps_demand[i])
+    w, s = workers[slot, machine, None], servers[slot, machine, None]
+    target[slot, machine] += sign * (w * jobs.worker_demand[i] + s * jobs.ps_demand[i])
 
 
 def _slot_usage(instance: Instance, rows: np.ndarray, w: np.ndarray, s: np.ndarray) -> np.ndarray:

@@ -47,6 +47,7 @@ from ..primal_dual.slot_cost import (
     JobShape,
     MachineClasses,
     SlotCosts,
+    level_grid,
     machine_classes,
     slot_costs,
     state_digest,
@@ -130,6 +131,7 @@ class PDORS(PlanningPolicy):
             servers_at_most_workers=servers_at_most_workers,
         )
         levels = np.arange(q + 1) * (jobs.workload[job] / q)
+        grid = level_grid(shape, levels, self.reject_on_failure)  # the same in every slot state
         cache: dict[int, SlotCosts] = {}  # theta by slot state: identical states cost the same
         first_slot: dict[int, int] = {}  # the first slot of each state
         keys: list[int] = []  # the state of each slot asked for
@@ -153,6 +155,7 @@ class PDORS(PlanningPolicy):
                     lazy=not self.config.round_all_levels,
                     classes=self._classes[a + j],
                     reject_on_failure=self.reject_on_failure,
+                    grid=grid,
                 )
                 first_slot[key] = j
             keys.append(key)

@@ -111,11 +111,12 @@ class _ForwardPass:
             # finite Theta(slot j - 1, q - k) reach: the rows beyond ``top`` are all inf. An inf entry is never the
             # first minimum of a row unless the whole row is inf, and then level 0 (always finite, theta = 0) is the
             # first index either way. Every entry kept is the same sum as over the full [q, k] grid.
-            last = width - 1 - int(np.argmin(np.isinf(costs[::-1])))  # costs are >= 0 and costs[0] = 0
+            last = width - 1 - int(np.isinf(costs[::-1]).argmin())  # costs are >= 0 and costs[0] = 0
             top = min(width - 1, last + (self.top[-1] if self.top else 0))  # >= the last finite total
             combined = costs[None, : last + 1] + self.back[: top + 1, : last + 1]
-            first_min = np.argmin(combined, axis=1)
-            choice, best = np.zeros(width, dtype=np.int64), np.full(width, np.inf)
+            first_min = combined.argmin(axis=1)
+            choice, best = np.zeros(width, dtype=np.int64), np.empty(width)
+            best[top + 1 :] = np.inf
             choice[: top + 1] = first_min
             best[: top + 1] = combined[self.k[: top + 1], first_min]
             self.choice.append(choice)

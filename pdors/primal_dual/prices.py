@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,8 +22,15 @@ class PriceBounds:
     lower_source: str = "eq14"
 
     def log_ratio(self) -> np.ndarray:
-        """ln(U^r / L) per resource (0 where no job uses the resource)."""
-        return portable_math.log(self.upper / self.lower)
+        """ln(U^r / L) per resource (0 where no job uses the resource), read only: computed once per bounds (eq. (12)
+        reads it at every price update)."""
+        return self._log_ratio
+
+    @functools.cached_property
+    def _log_ratio(self) -> np.ndarray:
+        out = portable_math.log(self.upper / self.lower)
+        out.flags.writeable = False
+        return out
 
 
 def shortest_duration(jobs: Jobs) -> np.ndarray:

@@ -50,6 +50,7 @@ from .gain import gain_eq29, gain_eq30
 
 FIT_ATOL = 1e-9
 UP_W, UP_S = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])  # rounding outcome o = dw + 2 ds
+KEEP_W, KEEP_S = UP_W == 0, UP_S == 0  # the outcomes that round the worker (PS) count down
 ROUNDING_BATCH = 64  # first batch of rounding attempts; batches double up to ROUNDING_BATCH_MAX
 ROUNDING_BATCH_MAX = 1024
 LP_BOUND_RTOL = 1e-6  # margin on the LP optimum used as a lower bound (solver tolerances are ~1e-7)
@@ -400,7 +401,7 @@ class LinearProgram:
             return None
         bound = self.highs.getObjectiveValue() * self.scale * (1.0 - LP_BOUND_RTOL)
         self.solution = self.highs.getSolution()  # one copy of HiGHS's solution per solve
-        return np.asarray(self.solution.col_value), bound
+        return np.array(self.solution.col_value, dtype=np.float64), bound  # the dtype given: no inference pass
 
     def cover_dual(self) -> float:
         """The last optimal solve's cover row dual in the original costs (>= 0: a larger cover never costs less), less
@@ -453,6 +454,17 @@ class MachineClasses(NamedTuple):
     member_class: np.ndarray
 
 
+def row_keys(words: np.ndarray) -> np.ndarray:
+    """The 64-bit hash of each row of ``words`` [H, n] (uint64): (..((w_0 m + w_1) m + w_2) m ..) + w_(n-1) modulo
+    2^64 with m = ``ROW_HASH_MULTIPLIER``, i.e. sum_j w_j m^(n-1-j). Unsigned integer arithmetic wraps modulo 2^64
+    whatever the order of the operations, so one matrix product gives the same keys as the column-by-column loop
+    (tests/test_pdors_same_bits.py)."""
+    width = words.shape[1]
+    powers = np.array([pow(int(ROW_HASH_MULTIPLIER), width - 1 - j, 1 << 64) for j in range(width)], dtype=np.uint64)
+    keys: np.ndarray = words @ powers
+    return keys
+
+
 def machine_classes(prices: np.ndarray, free: np.ndarray) -> MachineClasses:
     """The classes of a slot state (a function of the state alone, so callers may keep them per state).
 
@@ -461,29 +473,71 @@ def machine_classes(prices: np.ndarray, free: np.ndarray) -> MachineClasses:
     their values instead (``np.unique(axis=0)``'s grouping, float equality). Either way the groups are the same
     and the first row of each group in sorted order is its lowest member."""
     rows = np.concatenate([prices, free], axis=1) + 0.0
-    words = rows.view(np.uint64)
-    key = words[:, 0].copy()
-    for column in words.T[1:]:
-        key *= ROW_HASH_MULTIPLIER  # wraps modulo 2^64
-        key += column
-    order = np.argsort(key, kind="stable")
+    key = row_keys(rows.view(np.uint64))
+    order = key.argsort(kind="stable")
     ordered = rows[order]
     start = np.ones(len(order), dtype=bool)
     sorted_key = key[order]
     start[1:] = sorted_key[1:] != sorted_key[:-1]
-    if not np.array_equal(ordered, ordered[np.flatnonzero(start)[np.cumsum(start) - 1]]):
+    if not (ordered == ordered[start.nonzero()[0][start.cumsum() - 1]]).all():  # each row equals its group's first
         order = np.lexsort(rows.T[::-1])
         ordered = rows[order]
         start[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
-    starts = np.flatnonzero(start)
+    starts = start.nonzero()[0]
     first = order[starts]
     counts = np.diff(np.append(starts, len(order)))
-    by_first = np.argsort(first)
+    by_first = first.argsort()
     rank = np.empty_like(by_first)
     rank[by_first] = np.arange(len(by_first))
     member_class = np.empty_like(order)
-    member_class[order] = rank[np.cumsum(start) - 1]
+    member_class[order] = rank[start.cumsum() - 1]
     return MachineClasses(first[by_first], counts[by_first], member_class)
+
+
+class LevelGrid(NamedTuple):
+    """What :func:`slot_costs` needs of a job's workload levels alone, the same in every slot state (so computed
+    once per job, :func:`level_grid`): the internal case's workers, PSs (int64) and resources [Q, R] per level,
+    which levels it allows at all (w <= F and (3.5), level 0 not), the external cover D per level, and the covers
+    and PS counts the separable bound is evaluated at (D, then ceil(D) and its PSs, unless ``reject_on_failure``)."""
+
+    levels: np.ndarray
+    workers: np.ndarray
+    servers: np.ndarray
+    need: np.ndarray
+    allowed: np.ndarray
+    demand: np.ndarray
+    covers: np.ndarray
+    cover_servers: np.ndarray
+    reject_on_failure: bool
+
+
+def level_grid(job: JobShape, levels: np.ndarray, reject_on_failure: bool = False) -> LevelGrid:
+    """The :class:`LevelGrid` of ``job`` at workload ``levels`` (samples, levels[0] = 0)."""
+    w_int = workers_for(levels, job.per_sample_internal)
+    s_int = np.ceil(w_int / (job.gamma if job.gamma_internal is None else job.gamma_internal))
+    need = w_int[:, None] * job.worker_demand + s_int[:, None] * job.ps_demand  # [Q, R]
+    allowed = (w_int <= job.batch) & job.servers_allowed(w_int, s_int)
+    allowed[0] = False
+    demand = levels * job.per_sample_external * (1.0 - COVER_RTOL)  # the cover D of (26), as workers_for
+    if job.integer_covers:
+        demand = np.ceil(demand)  # m_w (thesis Algorithm 4 step 8); a rounding needs that many workers anyway
+    if reject_on_failure:
+        covers, servers = demand, demand / job.gamma
+    else:  # a rounding has integral counts: ceil(D) workers and the PSs they need (one bound call for both covers)
+        workers = np.ceil(demand)
+        covers = np.concatenate([demand, workers])
+        servers = np.concatenate([demand / job.gamma, np.ceil(workers / job.gamma - 1e-9)])
+    return LevelGrid(
+        levels=levels,
+        workers=w_int.astype(np.int64),
+        servers=s_int.astype(np.int64),
+        need=need,
+        allowed=allowed,
+        demand=demand,
+        covers=covers,
+        cover_servers=servers,
+        reject_on_failure=reject_on_failure,
+    )
 
 
 def slot_costs(
@@ -496,14 +550,18 @@ def slot_costs(
     lazy: bool = False,
     classes: MachineClasses | None = None,
     reject_on_failure: bool = False,
+    grid: LevelGrid | None = None,
 ) -> SlotCosts:
     """theta for workload ``levels`` (samples, levels[0] = 0) in a slot with ``prices``/``free`` [H, R].
 
     ``seed_key`` (ints) seeds the randomised rounding together with the level, so the outcome is a
     deterministic function of the job, the slot state and the level. With ``lazy``, external cases are
     left as lower bounds until :meth:`SlotCosts.refine`. ``classes``: :func:`machine_classes` of this state,
-    if the caller has them.
+    if the caller has them; ``grid``: :func:`level_grid` of ``job`` and ``levels``, if the caller has it.
     """
+    if grid is None:
+        grid = level_grid(job, levels, reject_on_failure)
+    assert grid.reject_on_failure == reject_on_failure and grid.levels is levels
     q = len(levels)
     cost = np.full(q, np.inf)
     cost[0] = 0.0
@@ -511,38 +569,34 @@ def slot_costs(
     cls_prices, cls_free = prices[first], free[first]
 
     # Case 1 (internal), all levels and classes at once.
-    w_int = workers_for(levels, job.per_sample_internal)
-    s_int = np.ceil(w_int / (job.gamma if job.gamma_internal is None else job.gamma_internal))
-    need = w_int[:, None] * job.worker_demand + s_int[:, None] * job.ps_demand  # [Q, R]
+    need = grid.need
     # need[:, r] never falls as the level rises (w and s do not, demands are >= 0, rounding is monotone): the levels
     # whose need[k, r] <= room + FIT_ATOL in every resource are a prefix, counted per class by binary search
     fit_count = np.full(len(first), q)
     for r in range(need.shape[1]):
-        fit_count = np.minimum(fit_count, np.searchsorted(need[:, r], cls_free[:, r] + FIT_ATOL, side="right"))
-    fits = np.arange(q)[None, :] < fit_count[:, None]  # [C, Q]
-    fits &= ((w_int <= job.batch) & job.servers_allowed(w_int, s_int))[None, :]
-    fits[:, 0] = False
-    int_cost = np.full(fits.shape, np.inf)  # [C, Q]
-    fit_cls, fit_level = np.nonzero(fits)  # priced only where it fits: each cost is its own sum
-    int_cost[fit_cls, fit_level] = unit_price(cls_prices[fit_cls], need[fit_level])
-    best_cls = np.argmin(int_cost, axis=0)
-    internal = int_cost[best_cls, np.arange(q)]
+        fit_count = np.minimum(fit_count, need[:, r].searchsorted(cls_free[:, r] + FIT_ATOL, side="right"))
+    # Only the classes that hold some level >= 1 (a few): every other class costs inf at every level, so the first
+    # cheapest class of a level is the first cheapest of these (in ascending class order), or, where none holds the
+    # level, class 0 with inf (the first minimum of an all-inf column)
+    holding = (fit_count > 1).nonzero()[0]
+    fits = np.arange(q)[None, :] < fit_count[holding, None]  # [C', Q]
+    fits &= grid.allowed[None, :]
+    int_cost = np.full(fits.shape, np.inf)  # [C', Q]
+    fit_row, fit_level = fits.nonzero()  # priced only where it fits: each cost is its own sum
+    int_cost[fit_row, fit_level] = unit_price(cls_prices[holding[fit_row]], need[fit_level])
+    best_cls, internal = np.zeros(q, dtype=np.intp), np.full(q, np.inf)
+    if holding.size:
+        best_row = int_cost.argmin(axis=0)
+        internal = int_cost[best_row, np.arange(q)]
+        best_cls = np.where(np.isfinite(internal), holding[best_row], 0)
     finite = np.isfinite(internal)
     cost[finite] = internal[finite]
-    options = Options(internal, first[best_cls], w_int.astype(np.int64), s_int.astype(np.int64))
+    options = Options(internal, first[best_cls], grid.workers, grid.servers)  # shared by the job's states, read only
 
     # Case 2 (external): bounds now, the LP and the rounding when refined.
     p_w, p_s = unit_price(cls_prices, job.worker_demand), unit_price(cls_prices, job.ps_demand)
-    demand = levels * job.per_sample_external * (1.0 - COVER_RTOL)  # the cover D of (26), as workers_for
-    if job.integer_covers:
-        demand = np.ceil(demand)  # m_w (thesis Algorithm 4 step 8); a rounding needs that many workers anyway
-    if reject_on_failure:
-        bound = tight = _separable_bound(job, demand, p_w, p_s, cls_free, counts)
-    else:  # a rounding has integral counts: ceil(D) workers and the PSs they need (one call for both covers)
-        workers = np.ceil(demand)
-        servers = np.concatenate([demand / job.gamma, np.ceil(workers / job.gamma - 1e-9)])
-        both = _separable_bound(job, np.concatenate([demand, workers]), p_w, p_s, cls_free, counts, servers)
-        bound, tight = both[:q], np.maximum(both[:q], both[q:])
+    both = _separable_bound(job, grid.covers, p_w, p_s, cls_free, counts, grid.cover_servers)
+    bound, tight = (both, both) if reject_on_failure else (both[:q], np.maximum(both[:q], both[q:]))
     # the candidates are those of the bound at D, so that the LPs solved are the same
     candidates = np.flatnonzero(bound < cost)  # D > F or no room: bound = inf
     exact = np.ones(q, dtype=bool)
@@ -557,7 +611,7 @@ def slot_costs(
         cls_free=cls_free,
         p_w=p_w,
         p_s=p_s,
-        demand=demand,
+        demand=grid.demand,
         rounding=rounding,
         seed_key=seed_key,
         reject_on_failure=reject_on_failure,
@@ -589,17 +643,16 @@ def _separable_bound(
     total = np.zeros(len(demand))
     servers = demand / job.gamma if servers is None else servers
     for price, per_task, need in ((p_w, job.worker_demand, demand), (p_s, job.ps_demand, servers)):
-        # tasks per machine: the least over the resources the task needs (a min is exact, so resource by resource)
-        room = np.full(len(cls_free), np.inf)
-        for r in np.flatnonzero(per_task > 0).tolist():
-            room = np.minimum(room, cls_free[:, r] / per_task[r])
+        # tasks per machine: the least over the resources the task needs (a min is exact)
+        uses = per_task > 0
+        room = (cls_free[:, uses] / per_task[uses]).min(axis=1, initial=np.inf)
         room = np.minimum(np.maximum(room, 0.0) * counts, job.batch)  # no class needs more than F tasks
-        order = np.argsort(price, kind="stable")
+        order = price.argsort(kind="stable")
         held, sorted_price = room[order], price[order]
         filled, spent = np.zeros(len(order) + 1), np.zeros(len(order) + 1)
-        np.cumsum(held, out=filled[1:])  # tasks held by the j cheapest classes
-        np.cumsum(held * sorted_price, out=spent[1:])
-        j = np.minimum(np.searchsorted(filled[1:], need, side="left"), len(order) - 1)
+        held.cumsum(out=filled[1:])  # tasks held by the j cheapest classes
+        (held * sorted_price).cumsum(out=spent[1:])
+        j = np.minimum(filled[1:].searchsorted(need, side="left"), len(order) - 1)
         cost = spent[j] + (need - filled[j]) * sorted_price[j]  # j classes full, the next one partly
         total += np.where(need <= filled[-1], cost, np.inf)
     return np.where(demand <= job.batch, total * (1.0 - LP_BOUND_RTOL), np.inf)
@@ -612,7 +665,7 @@ def _load_external_lp(
     n = len(counts)
     used = (job.worker_demand > 0) | (job.ps_demand > 0)
     alpha, beta = job.worker_demand[used], job.ps_demand[used]
-    cap = (cls_free[:, used] * counts[:, None]).clip(min=0)  # [C, R']
+    cap = np.maximum(cls_free[:, used] * counts[:, None], 0)  # [C, R']; what clip(min=0) computes, without its wrapper
     r = alpha.size
     lower = np.concatenate([np.full(n * r, -np.inf), [0.0, 0.0]])
     upper = np.concatenate([cap.ravel(), [job.batch, np.inf]])
@@ -682,7 +735,7 @@ def _solve_external_lp(
     if solved is None:
         return None
     sol, bound = solved
-    return (sol[:n].clip(min=0), sol[n:].clip(min=0)), bound
+    return (np.maximum(sol[:n], 0), np.maximum(sol[n:], 0)), bound  # clip(min=0) is this ufunc call
 
 
 def _disaggregate(
@@ -696,13 +749,13 @@ def _disaggregate(
     back to the even split (rounding up may then not fit).
     """
     cls_w, cls_s = lp_sol
-    used = np.flatnonzero((cls_w > 1e-12) | (cls_s > 1e-12))
+    used = ((cls_w > 1e-12) | (cls_s > 1e-12)).nonzero()[0]
     count = members.sizes[used]
     per_w, per_s = cls_w[used] / count, cls_s[used] / count
     load = per_w[:, None] * job.worker_demand + per_s[:, None] * job.ps_demand  # [P, R]
     round_up = (per_w > 0)[:, None] * job.worker_demand + (per_s > 0)[:, None] * job.ps_demand
     room = free[members.order[members.starts[used]]] - round_up  # a class's members share their free capacity
-    stretch = np.min(np.divide(room, load, out=np.full(load.shape, np.inf), where=load > 0), axis=1, initial=np.inf)
+    stretch = np.divide(room, load, out=np.full(load.shape, np.inf), where=load > 0).min(axis=1, initial=np.inf)
     stretch = np.maximum(1.0, np.minimum(stretch, count.astype(float)))
     if job.gamma_internal is not None and used.size == 1:
         # Thesis: on one machine the tasks would run internally (Fact 1) under (3.4)'s internal rule, so an
@@ -713,8 +766,12 @@ def _disaggregate(
     partial = rest > 1e-9
     taken = full + partial  # machines used per class
     share = np.repeat(stretch, taken)
-    share[np.cumsum(taken)[partial] - 1] = rest[partial]  # the last machine of a class takes the rest
-    machines = np.concatenate([members[c][:n] for c, n in zip(used, taken, strict=False)] or [np.zeros(0, np.int64)])
+    share[taken.cumsum()[partial] - 1] = rest[partial]  # the last machine of a class takes the rest
+    machines = (
+        members[used[0]][: taken[0]]
+        if used.size == 1
+        else np.concatenate([members[c][:n] for c, n in zip(used, taken, strict=False)] or [np.zeros(0, np.int64)])
+    )
     return machines.astype(np.int64), np.repeat(per_w, taken) * share, np.repeat(per_s, taken) * share
 
 
@@ -777,13 +834,13 @@ def _round(
     load = (w_floor[:, None] + UP_W)[:, :, None] * job.worker_demand + (s_floor[:, None] + UP_S)[
         :, :, None
     ] * job.ps_demand  # [m, 4, R]
-    fits = np.all(load <= (free[machines] + FIT_ATOL)[:, None, :], axis=2)  # [m, 4], index dw + 2 ds
+    fits = (load <= (free[machines] + FIT_ATOL)[:, None, :]).all(axis=2)  # [m, 4], index dw + 2 ds
     base_w, base_s = w_floor.sum(), s_floor.sum()
-    possible = fits & ((UP_W == 0) | (w_frac > 0)[:, None]) & ((UP_S == 0) | (s_frac > 0)[:, None])
+    possible = fits & (KEEP_W | (w_frac > 0)[:, None]) & (KEEP_S | (s_frac > 0)[:, None])
     if not _count_bounds_allow(job, demand, base_w, base_s, possible):
         return rounding.max_attempts, 0, None
-    critical = np.flatnonzero(~fits.all(axis=1))
-    fits_critical = fits[critical]
+    critical = (~fits.all(axis=1)).nonzero()[0]
+    fits_critical, column = fits[critical], np.arange(critical.size)
     p_w, p_s = unit_prices or (
         unit_price(prices[machines], job.worker_demand),
         unit_price(prices[machines], job.ps_demand),
@@ -806,15 +863,15 @@ def _round(
             ok &= (hosts != 1) | (job.gamma_internal * ssum >= wsum)
         if critical.size:
             outcome = up_w[:, critical] + 2 * up_s[:, critical]
-            ok &= np.take_along_axis(fits_critical[None], outcome[..., None], axis=2)[..., 0].all(axis=1)
-        idx = np.flatnonzero(ok)
+            ok &= fits_critical[column, outcome].all(axis=1)
+        idx = ok.nonzero()[0]
         take = idx[: rounding.feasible_solutions - feasible]
         attempts += int(take[-1]) + 1 if take.size == rounding.feasible_solutions - feasible else batch
         feasible += take.size
         if take.size:
             w, s = w_floor + up_w[take], s_floor + up_s[take]
             costs = dot(w, p_w) + dot(s, p_s)  # per row: the same sums as rounded_cost's, row by row
-            j = int(np.argmin(costs))
+            j = int(costs.argmin())
             if costs[j] < best_cost:
                 best_cost, best = float(costs[j]), (w[j], s[j])
         elif attempts == batch < rounding.max_attempts and not _roundable(job, demand, base_w, base_s, possible):
