@@ -379,9 +379,12 @@ def test_sweep_and_nightly_on_a_two_node_cluster_and_mlflow_server_from_infra_sc
     }
     node_args = ["--block", "--num-cpus=1"]
     head = start(netns, env, tmp_path, INFRA / "ray-node.sh", "head", "--include-dashboard=false", *node_args)
-    worker = start(netns, env, tmp_path, INFRA / "ray-node.sh", "worker", f"127.0.0.1:{ray_port}", *node_args)
     server = start(netns, env, tmp_path, INFRA / "mlflow-local.sh", mlflow_port, tmp_path / "mlflow-server")
+    worker = None
     try:
+        # the worker once the head is up: two `ray start` at once in one temp dir can lose one (seen under load)
+        assert wait_nodes(netns, env, f"127.0.0.1:{ray_port}", 1) == ["127.0.0.1"]
+        worker = start(netns, env, tmp_path, INFRA / "ray-node.sh", "worker", f"127.0.0.1:{ray_port}", *node_args)
         assert wait_nodes(netns, env, f"127.0.0.1:{ray_port}", 2) == ["127.0.0.1", "127.0.0.1"]
         wait_healthy(netns, f"http://127.0.0.1:{mlflow_port}/health", server)
 
@@ -452,7 +455,8 @@ def test_sweep_and_nightly_on_a_two_node_cluster_and_mlflow_server_from_infra_sc
         assert {"summary.csv", "ratios.png", "report.json"} <= stored  # proxied to the server's artifact store
         loopback_only(netns)
     finally:
-        end_session(worker)
+        if worker is not None:
+            end_session(worker)
         end_session(head)
         end_session(server)
         shutil.rmtree(temp, ignore_errors=True)
