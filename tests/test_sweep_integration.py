@@ -138,7 +138,9 @@ def test_two_node_cluster_on_loopback_survives_a_dead_worker(netns, env, tmp_pat
         assert wait_nodes(netns, env, f"127.0.0.1:{port}", 1) == ["127.0.0.1"]
         node = start(netns, env, tmp_path, ray, "start", f"--address=127.0.0.1:{port}", *common)
         nodes = wait_nodes(netns, env, f"127.0.0.1:{port}", 2)
-        assert nodes == ["127.0.0.1", "127.0.0.1"]
+        if nodes != ["127.0.0.1", "127.0.0.1"]:
+            end_session(node)
+            pytest.fail(f"the worker node did not join: {nodes}; its output: {node.stdout.read()[-3000:]}")
         # runs of ~1-2 s: with 0.1 s runs the head's already-leased worker can finish them all before the
         # second node's worker is up, and the sweep would (legitimately) use one node
         cfg = config(tmp_path, "cluster", [20, 30], [1, 2, 3, 4], {"pdors": {}, "fifo": {}}, jobs=40, slots=20)
