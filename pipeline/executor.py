@@ -20,6 +20,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,19 +126,33 @@ LOCAL_RAY_INIT: dict[str, Any] = {
 }
 
 
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment (where not set already) while the block runs, then taken out
+    again: ``import ray`` and the processes ``ray.init`` starts read them, and a caller's later subprocesses must
+    not inherit them (a ``ray start`` given RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 refuses to join a cluster)."""
+    added = {key: value for key, value in values.items() if key not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
+
+
 def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     """Connect to the cluster at ``address``, or start a local Ray on loopback with ``num_cpus`` CPUs
     (default: all)."""
-    if not address:
-        for key, value in LOCAL_RAY_ENV.items():
-            os.environ.setdefault(key, value)
-    import ray
-
     if address:
+        import ray
+
         probe(address)
         ray.init(address=address, logging_level=logging.WARNING)
     else:  # address="local": never a stale `ray start`
-        ray.init(num_cpus=num_cpus, logging_level=logging.WARNING, **LOCAL_RAY_INIT)
+        with _environment(LOCAL_RAY_ENV):
+            import ray
+
+            ray.init(num_cpus=num_cpus, logging_level=logging.WARNING, **LOCAL_RAY_INIT)
     # untyped in Ray: typed here
     nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
     resources: Callable[[], dict[str, float]] = ray.cluster_resources

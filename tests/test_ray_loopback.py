@@ -56,3 +56,20 @@ def test_local_sweep_ray_listens_on_loopback_only(tmp_path, mlflow_store):
     outside = {ep for ep in seen if not ep.startswith(("127.", "[::ffff:127.", "[::1]"))}
     assert not outside, f"listening beyond loopback: {sorted(outside)}"
     assert set(answers.values()) <= {"401", "000"}, f"answers without the token (a metrics endpoint?): {answers}"
+
+
+def test_a_local_sweep_leaves_no_ray_setting_in_the_callers_environment(tmp_path, monkeypatch):
+    """The local Ray's settings (``pipeline.executor.LOCAL_RAY_ENV``) reach Ray, not the caller's later
+    subprocesses: a ``ray start`` that inherited RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 refused to join a cluster."""
+    import pipeline
+    from pipeline.executor import LOCAL_RAY_ENV
+    from pipeline.sweep import SweepOptions
+
+    for key in LOCAL_RAY_ENV:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    cfg = config(tmp_path, "environ", [4], [1, 2], {"fifo": {}})
+    opts = SweepOptions(out=str(tmp_path / "out"), num_cpus=1, overrides=["mlflow.enabled=false"])
+    result = pipeline.run_sweep(cfg, opts)
+    assert result.status == 0 and result.ran == 2 and result.stages["ray_start"] > 0
+    assert not set(LOCAL_RAY_ENV) & set(os.environ), {k: os.environ[k] for k in set(LOCAL_RAY_ENV) & set(os.environ)}
