@@ -99,19 +99,17 @@ def wait_healthy(netns: str, url: str, server: subprocess.Popen, timeout: float 
 
 
 def wait_nodes(netns: str, env: dict, address: str, count: int) -> list[str]:
-    """The addresses of the live nodes once ``count`` have joined the cluster at ``address`` (180 s at most: with
-    the integration tests of both test processes running, a worker node took over 60 s to register)."""
+    """The addresses of the live nodes once ``count`` have joined the cluster at ``address`` (60 s at most)."""
     return in_netns_python(
         netns,
         env,
         (
             "import json, time, ray\n"
             f"ray.init(address='{address}', logging_level='ERROR')\n"
-            "deadline = time.time() + 180\n"
+            "deadline = time.time() + 60\n"
             f"while len([n for n in ray.nodes() if n['Alive']]) < {count} and time.time() < deadline: time.sleep(0.5)\n"
             "print(json.dumps([n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']]))\n"
         ),
-        timeout=240,
     )
 
 

@@ -382,7 +382,7 @@ def test_sweep_and_nightly_on_a_two_node_cluster_and_mlflow_server_from_infra_sc
     server = start(netns, env, tmp_path, INFRA / "mlflow-local.sh", mlflow_port, tmp_path / "mlflow-server")
     worker = None
     try:
-        # the worker once the head is up: two `ray start` at once in one temp dir can lose one (seen under load)
+        # the worker once the head is up: one `ray start` at a time in one temp dir, as test_ray_netns does
         assert wait_nodes(netns, env, f"127.0.0.1:{ray_port}", 1) == ["127.0.0.1"]
         worker = start(netns, env, tmp_path, INFRA / "ray-node.sh", "worker", f"127.0.0.1:{ray_port}", *node_args)
         assert wait_nodes(netns, env, f"127.0.0.1:{ray_port}", 2) == ["127.0.0.1", "127.0.0.1"]

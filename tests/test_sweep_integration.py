@@ -134,7 +134,7 @@ def test_two_node_cluster_on_loopback_survives_a_dead_worker(netns, env, tmp_pat
     head = start(netns, env, tmp_path, ray, "start", "--head", f"--port={port}", "--include-dashboard=false", *common)
     node = None
     try:
-        # the worker once the head is up: two `ray start` at once in one temp dir can lose one (seen under load)
+        # the worker once the head is up: one `ray start` at a time in one temp dir, as test_ray_netns does
         assert wait_nodes(netns, env, f"127.0.0.1:{port}", 1) == ["127.0.0.1"]
         node = start(netns, env, tmp_path, ray, "start", f"--address=127.0.0.1:{port}", *common)
         nodes = wait_nodes(netns, env, f"127.0.0.1:{port}", 2)
