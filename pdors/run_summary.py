@@ -1,6 +1,6 @@
 """The run summary: what one run reports, read by the CLI, the comparisons, the sweep record and its
 summaries. Every total comes from the validator. Storage derives its metric columns from these fields
-(``pipeline.columns``), so a metric added here gets a typed column there.
+(``pipeline.spec.columns``), so a metric added here gets a typed column there.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The library's version and the version of its results.
 
-``MODEL_VERSION`` is part of every run id (:mod:`pipeline.grid`): bump it with any change in ``pdors/`` that may
+``MODEL_VERSION`` is part of every run id (:mod:`pipeline.spec.grid`): bump it with any change in ``pdors/`` that may
 change a recorded result (a policy's decisions, the simulator, the validator, the run summary), or sweeps reuse
 runs recorded by older code. ``tests/test_result_digests.py`` enforces it: it pins the schedule digests of a
 fixed set of runs (``tests/data/result_digests.json``, written by ``.venv/bin/python tests/result_digests.py``)

@@ -19,9 +19,9 @@ from .run_spec import add_memory_arg
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from pipeline import headline
-    from pipeline.compare import aggregate, markdown, retime_markdown, run_all
-    from pipeline.compare import headline as headline_table
+    from pipeline.results import headline
+    from pipeline.results.compare import aggregate, markdown, retime_markdown, run_all
+    from pipeline.results.compare import headline as headline_table
 
     from .run_spec import policy_list, run_spec_from_args
 

@@ -1,4 +1,4 @@
-"""``pdors nightly``: the arguments of :mod:`pipeline.nightly`'s regression check."""
+"""``pdors nightly``: the arguments of :mod:`pipeline.nightly.run`'s regression check."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pdors.errors import ExitStatus
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from offline_opt.solvers import SOLVERS
-    from pipeline.nightly import Settings
+    from pipeline.nightly.run import Settings
 
     d = Settings()
     p = subparsers.add_parser("nightly")
@@ -57,8 +57,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_nightly(args: argparse.Namespace) -> int:
     from pdors.config import build
-    from pipeline import nightly_record
-    from pipeline.nightly import Settings, rerecord, run
+    from pipeline.nightly import record as nightly_record
+    from pipeline.nightly.run import Settings, rerecord, run
 
     settings = build(
         Settings,

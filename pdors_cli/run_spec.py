@@ -8,7 +8,7 @@ from typing import Any
 from pdors.config import JSON
 from pdors.errors import ConfigError, InputError
 from pdors.policies import POLICIES
-from pipeline.sizing import GENERATED_RESOURCES, MACHINE_SHARE, memory_problem
+from pipeline.spec.sizing import GENERATED_RESOURCES, MACHINE_SHARE, memory_problem
 
 
 def _load_yaml(path: str) -> JSON:

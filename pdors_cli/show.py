@@ -1,5 +1,5 @@
 """``pdors show SCHEDULE [--run RUN_ID] [--out FILE.png]``: one run's schedule as a Gantt-style figure
-(:mod:`pipeline.gantt`). SCHEDULE is a file written by ``pdors simulate --schedule``, or a sweep output root
+(:mod:`pipeline.publish.gantt`). SCHEDULE is a file written by ``pdors simulate --schedule``, or a sweep output root
 recorded with ``schedules: true`` together with ``--run`` (a run id from its ``runs`` table)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _from_file(path: Path) -> tuple[pd.DataFrame, int, int, str, Path]:
 
 
 def _from_sweep(root: Path, run_id: str) -> tuple[pd.DataFrame, int, int, str, Path]:
-    from pipeline.storage import read
+    from pipeline.record.storage import read
 
     def rows(table: str) -> pd.DataFrame | None:
         found = read(root, table, [run_id])
@@ -52,7 +52,7 @@ def _from_sweep(root: Path, run_id: str) -> tuple[pd.DataFrame, int, int, str, P
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from pipeline import gantt
+    from pipeline.publish import gantt
 
     path = Path(args.schedule)
     if path.is_file():

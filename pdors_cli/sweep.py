@@ -1,12 +1,12 @@
 """``pdors sweep run|status|log|report|list`` and ``pdors report``: thin shells over :mod:`pipeline.sweep` and
-:mod:`pipeline.report`."""
+:mod:`pipeline.publish.report`."""
 
 from __future__ import annotations
 
 import argparse
 
 from pdors.errors import InputError
-from pipeline.sizing import DEFAULT_MAX_TASKS, MACHINE_SHARE, MAX_TASKS_CEILING
+from pipeline.spec.sizing import DEFAULT_MAX_TASKS, MACHINE_SHARE, MAX_TASKS_CEILING
 
 
 def _positive(text: str) -> int:
@@ -37,7 +37,8 @@ def _gigabytes(text: str) -> float:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipeline import publish, sweep
+    from pipeline import sweep
+    from pipeline.publish import publish_run as publish
 
     try:
         options = sweep.SweepOptions(
@@ -60,7 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from pipeline import publish
+    from pipeline.publish import publish_run as publish
 
     return publish.log(args.sweep, args.out, args.overrides)
 
@@ -78,7 +79,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from pipeline import report
+    from pipeline.publish import report
 
     by = [a for a in (args.by or "").split(",") if a]
     return report.report_sweeps(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from pipeline import tracking
+    from pipeline.publish import tracking
 
     uri = tracking.tracking_uri()
     if tracking.served(uri):

@@ -3,7 +3,7 @@
 The public API: :func:`run_sweep` (``pdors sweep run`` as a function, returning a :class:`~pipeline.sweep.SweepResult`),
 and the record of an output root as pandas DataFrames: :func:`load_runs` (one row per recorded run, each once:
 the runs ``pdors sweep status`` counts) and :func:`load_jobs` (one row per job of each of those runs);
-:func:`headline_table`: a sweep's headline table (:mod:`pipeline.headline`) as a DataFrame.
+:func:`headline_table`: a sweep's headline table (:mod:`pipeline.results.headline`) as a DataFrame.
 Imports happen on call, so that ``import pipeline`` stays cheap for the modules below it.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .sweep import Say, SweepOptions, SweepResult
+    from pipeline.sweep import Say, SweepOptions, SweepResult
 
 __all__ = ["headline_table", "load_jobs", "load_runs", "run_sweep"]
 
@@ -23,8 +23,8 @@ __all__ = ["headline_table", "load_jobs", "load_runs", "run_sweep"]
 def run_sweep(config_path: str | Path, options: SweepOptions | None = None, progress: Say | None = None) -> SweepResult:
     """Run the sweep config at ``config_path`` and publish it (``pdors sweep run``); ``options``: its command-line
     options; ``progress``: where its progress lines go (default: nowhere, e.g. ``print``)."""
-    from .publish import publish_run
-    from .sweep import SweepOptions, run, silent
+    from pipeline.publish.publish_run import publish_run
+    from pipeline.sweep import SweepOptions, run, silent
 
     return publish_run(run(str(config_path), options or SweepOptions(), progress), progress or silent)
 
@@ -32,7 +32,7 @@ def run_sweep(config_path: str | Path, options: SweepOptions | None = None, prog
 def load_runs(root: str | Path) -> pd.DataFrame:
     """Every run recorded under the output root ``root``, once each (the last record of a run recomputed),
     with every column of the runs table (docs/PIPELINE.md, "The record")."""
-    from .storage import read
+    from pipeline.record.storage import read
 
     runs: pd.DataFrame = read(root, "runs").to_pandas()
     return runs
@@ -40,7 +40,7 @@ def load_runs(root: str | Path) -> pd.DataFrame:
 
 def load_jobs(root: str | Path) -> pd.DataFrame:
     """The per-job rows of every run recorded under ``root`` (``run_id`` joins them to :func:`load_runs`)."""
-    from .storage import read
+    from pipeline.record.storage import read
 
     jobs: pd.DataFrame = read(root, "jobs").to_pandas()
     return jobs
@@ -52,6 +52,6 @@ def headline_table(
     """One row per policy (per value of the ``by`` axes): utility with its 95% interval, the paired ratio to the
     reference, W/T/L, completed share, certified OPT / ALG interval. ``sweep``: a config, sweep id or directory
     (default: the latest sweep under ``out``)."""
-    from .report import headline_of
+    from pipeline.publish.report import headline_of
 
     return headline_of(None if sweep is None else str(sweep), None if out is None else str(out), by)[0]

@@ -1,7 +1,7 @@
 """The sweep commands: run (expand -> Ray -> Parquet), status, list. Results are recorded in Parquet first;
-everything after that (summary, plots, MLflow: :mod:`pipeline.publish`) is derived and can be redone.
+everything after that (summary, plots, MLflow: :mod:`pipeline.publish.publish_run`) is derived and can be redone.
 
-Runs are shared by every sweep under one output root (:mod:`pipeline.storage`): a sweep computes only the runs
+Runs are shared by every sweep under one output root (:mod:`pipeline.record.storage`): a sweep computes only the runs
 no sweep recorded before it.
 """
 
@@ -26,18 +26,18 @@ from typing import TYPE_CHECKING
 from pdors import atomic
 from pdors.config import JSON, quote, to_dict
 from pdors.errors import ExitStatus, SweepError
-
-from . import sizing, sweep_index
-from .credentials import one_line
-from .locate import locate, sweeps_under
-from .manifest import Manifest
-from .provenance import git_commit, packages
-from .screen import fit
-from .storage import Damage, Index, Store, count, manifest_of, resume_command
-from .tasks import Outcome, Plan, Task
+from pipeline.record import sweep_index
+from pipeline.record.locate import locate, sweeps_under
+from pipeline.record.manifest import Manifest
+from pipeline.record.provenance import git_commit, packages
+from pipeline.record.storage import Damage, Index, Store, count, manifest_of, resume_command
+from pipeline.spec import sizing
+from pipeline.spec.tasks import Outcome, Plan, Task
+from pipeline.text.credentials import one_line
+from pipeline.text.screen import fit
 
 if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
-    from .executor import Cluster
+    from pipeline.execute.executor import Cluster
 
 FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at least this often
 STAGES = ("ray_start", "runs", "record", "report", "mlflow")  # the seconds printed by ``run`` (``pdors bench``)
@@ -52,7 +52,7 @@ def silent(text: str) -> None:
 
 def say_out(text: str) -> None:
     """The commands' progress: standard output, flushed line by line, each line fitted to a terminal's width
-    (:func:`pipeline.screen.fit`)."""
+    (:func:`pipeline.text.screen.fit`)."""
     print("\n".join(fit(line) for line in text.split("\n")), flush=True)
 
 
@@ -60,7 +60,7 @@ def say_out(text: str) -> None:
 class SweepOptions:
     """How :func:`run` runs a sweep config: the options of ``pdors sweep run`` (docs/PIPELINE.md).
 
-    ``overrides``: ``KEY=VALUE`` (:func:`pipeline.schema.apply_overrides`). ``dry_run``: print the plan and
+    ``overrides``: ``KEY=VALUE`` (:func:`pipeline.spec.schema.apply_overrides`). ``dry_run``: print the plan and
     write nothing. ``in_process``: run the tasks one after another in this process, without Ray. ``num_cpus``:
     CPUs of the local Ray (default: all); a cluster's CPUs are its nodes'. ``max_run_memory``: GB a run may
     be estimated to need. ``max_tasks``: refuse a larger plan before expanding it."""
@@ -80,8 +80,8 @@ class SweepOptions:
 
 @dataclass(kw_only=True)
 class SweepResult:
-    """What :func:`run` (and :func:`pipeline.publish.publish_run` after it) did: its exit status, the tasks and
-    what became of those it ran, and the seconds of each stage of ``STAGES``. ``recorded``: the runs were
+    """What :func:`run` (and :func:`~pipeline.publish.publish_run.publish_run` after it) did: its exit status,
+    the tasks and what became of those it ran, and the seconds of each stage of ``STAGES``. ``recorded``: the runs were
     recorded to the end (not a dry run, not stopped), so the sweep can be published; ``again``: the command
     that continues it; ``comparison``: how to open the MLflow comparison page, once published."""
 
@@ -181,12 +181,13 @@ def stops_recorded(result: SweepResult, say: Say) -> Iterator[None]:
 def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say | None = None) -> SweepResult:
     """``pdors sweep run`` up to its record: plan, run what is not recorded yet, record it. Its result's
     ``status`` is 0, or 4 the disk is full, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); publishing
-    (:func:`pipeline.publish.publish_run`) decides the rest. Everything the user gave is checked before anything
+    (:func:`~pipeline.publish.publish_run.publish_run`)
+    decides the rest. Everything the user gave is checked before anything
     is written (a ``SweepError`` or ``ConfigError`` otherwise). ``progress``: where progress lines go (default:
     nowhere; with it, also a progress bar on standard error)."""
     o, overrides, say = options, list(options.overrides), progress or silent
     address = _ray_address(o)
-    from . import grid, schema  # with pdors.run and the config schema: not for status, list or --help
+    from pipeline.spec import grid, schema  # with pdors.run and the config schema: not for status, list or --help
 
     data = schema.raw(config_path, overrides)
     plan = grid.expand(schema.parse(data, o.max_tasks))  # every spec validated: nothing is written before this
@@ -200,12 +201,12 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
         status=ExitStatus.OK, sweep_id=plan.sweep_id, root=root, tasks=len(plan.tasks), to_run=len(todo), again=again
     )
     if todo and address and not (o.in_process or o.dry_run):
-        from .executor import probe
+        from pipeline.execute.executor import probe
 
         probe(address)  # one line, before anything is printed or written
     say(_plan_line(plan, todo, damaged))
     if o.dry_run:
-        from .estimate import describe
+        from pipeline.execute.estimate import describe
 
         say(describe(plan, todo, root, o.max_parallel, o.num_cpus, o.in_process or address is not None))
         return result
@@ -229,7 +230,7 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
             result.recorded = True
     finally:
         if cluster is not None:
-            from . import executor
+            from pipeline.execute import executor
 
             executor.disconnect()
     return result
@@ -270,7 +271,7 @@ def _plan_line(plan: Plan, todo: list[Task], damaged: list[Damage]) -> str:
 def _start_ray(address: str | None, num_cpus: int | None, result: SweepResult, say: Say) -> Cluster:
     """Connect to the cluster at ``address`` or start a local Ray; an unreachable cluster fails here, before any
     write."""
-    from . import executor
+    from pipeline.execute import executor
 
     say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
     started = time.perf_counter()
@@ -364,7 +365,7 @@ def _execute(
         return
     from tqdm import tqdm
 
-    from .executor import execute, fan_out
+    from pipeline.execute.executor import execute, fan_out
 
     commit = git_commit()
     if cluster is None:

@@ -36,7 +36,7 @@ LOAD_BINS = (0.0, 0.25, 0.5, 0.75, 1.0, math.inf)  # fixed before the study, eve
 
 def instance_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per simulation run with its instance's load, OPT facts and the ratio interval."""
-    from pipeline.summary import with_ratio
+    from pipeline.results.summary import with_ratio
 
     rated = with_ratio(runs)
     opt_rows = rated[(rated["kind"] == "opt") & (rated["status"] == "ok")]
@@ -165,12 +165,12 @@ def markdown(profiles: pd.DataFrame) -> str:
 def plot(table: pd.DataFrame, path: Path) -> Path:
     """Left: PD-ORS's ratio per instance against its offered load, one colour per H, a bar [best found, bound] /
     ALG where OPT is unproven. Right: each policy's median ratio over a profile's proven instances against the
-    profile's median load. Log-log; the paper's band shaded. PNG and PDF (``pipeline.plots.FORMATS``)."""
+    profile's median load. Log-log; the paper's band shaded. PNG and PDF (``pipeline.publish.plots.FORMATS``)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FormatStrFormatter
 
-    from pipeline.names import policy_name
-    from pipeline.plots import DPI, FORMATS, policy_style
+    from pipeline.publish.plots import DPI, FORMATS, policy_style
+    from pipeline.text.names import policy_name
 
     pd_ = _pdors(table)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4), sharey=True)
@@ -235,7 +235,7 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
 def write(root: Path, sweep_id: str, out: Path) -> int:
     """The study of sweep ``sweep_id`` under output root ``root``, written to ``out``; 1 if a policy earned more
     than a proven OPT, else 0."""
-    from pipeline.storage import Store, manifest_of, recorded_runs
+    from pipeline.record.storage import Store, manifest_of, recorded_runs
 
     store = Store(root, sweep_id)
     _, runs = recorded_runs(store, manifest_of(store))

@@ -10,7 +10,8 @@ Sections (``--only`` picks some, in this order):
 * ``opt``: offline-optimum solve time per solver on the small-instance profile (``offline_opt.bench.instance``,
   ``offline_opt.solve``);
 * ``ray``: sweep throughput (runs/s) on a local Ray with 1 and 2 CPUs (``pdors sweep run --num-cpus``) on the
-  same quickstart grid of >= 50 runs through ``pipeline.executor.fan_out``; their ratio; the run-time ratio (two runs
+  same quickstart grid of >= 50 runs through ``pipeline.execute.executor.fan_out``;
+  their ratio; the run-time ratio (two runs
   competing for the cores); and the idle capacity per task (scheduling,
   dispatch, collection) against the median run time;
 * ``memory``: peak resident memory of one paper-scale task per policy, each alone in a fresh process
@@ -34,7 +35,7 @@ Sections (``--only`` picks some, in this order):
   directory first on ``PYTHONPATH``): how the before figures were taken;
 * ``reproduction`` (only with ``--only``): an estimate of the full reproduction (every
   ``configs/fig*.yaml`` and ``configs/thesis*.yaml`` at full size) on 2 Ray workers: each config's tasks of
-  its first seed run here one by one (``pipeline.executor.execute``), scaled by the config's task count;
+  its first seed run here one by one (``pipeline.execute.executor.execute``), scaled by the config's task count;
 * ``algorithm`` (only with ``--only``): tiny runs, PD-ORS's growth to H = I = 1000 and a long horizon, each beside
   its before figure (:mod:`studies.algorithm_speed`).
 
@@ -64,7 +65,7 @@ from pdors.run_summary import RunSummary
 from . import algorithm_speed
 
 if TYPE_CHECKING:
-    from pipeline.tasks import Task
+    from pipeline.spec.tasks import Task
 
 SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
 EXTRA_SECTIONS = ("scale", "scale-pipeline", "sweep-overhead", "reproduction", "algorithm")
@@ -262,7 +263,7 @@ def bench_opt(sizes: Sizes) -> list[JSON]:
 
 def _sweep_tasks(sizes: Sizes) -> list[Task]:
 
-    from pipeline import grid, schema
+    from pipeline.spec import grid, schema
 
     data = schema.raw(QUICKSTART)
     data["grid"]["machines"] = list(sizes.ray_machines)
@@ -277,7 +278,7 @@ def bench_ray(sizes: Sizes) -> list[JSON]:
     Per task: the run time (measured inside the task) and the idle capacity, (makespan x workers - total run
     time) / tasks, which is what scheduling, dispatch and result collection cost (plus the first task's wait for
     a worker and the last one's tail)."""
-    from pipeline.executor import connect, fan_out
+    from pipeline.execute.executor import connect, fan_out
 
     tasks = _sweep_tasks(sizes)
     rows = []
@@ -314,8 +315,8 @@ def bench_reproduction(workers: int = 2) -> list[JSON]:
     makespan, whose tail the slowest task sets)."""
     from tqdm import tqdm
 
-    from pipeline import grid, schema
-    from pipeline.executor import execute
+    from pipeline.execute.executor import execute
+    from pipeline.spec import grid, schema
 
     plans = {}
     for path in sorted({p for pattern in REPRODUCTION for p in CONFIGS.glob(pattern)}):

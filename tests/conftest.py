@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-# The sweeps the tests run are indexed in a directory of their own, not the user's (pipeline/sweep_index.py);
+# The sweeps the tests run are indexed in a directory of their own, not the user's (pipeline/record/sweep_index.py);
 # tests of the index set PDORS_RESULTS themselves.
 os.environ["PDORS_RESULTS"] = tempfile.mkdtemp(prefix="pdors-test-index-")
 

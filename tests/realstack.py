@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from pipeline import storage
+from pipeline.record import storage
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

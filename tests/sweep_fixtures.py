@@ -4,7 +4,8 @@ from pathlib import Path
 
 import yaml
 
-from pipeline import grid, schema, screen
+from pipeline.spec import grid, schema
+from pipeline.text import screen
 
 TINY = {
     "name": "tiny",
@@ -37,5 +38,5 @@ def sweep_id_of(config: Path) -> str:
 
 
 def unwrapped(text: str) -> str:
-    """Printed text with the lines :func:`pipeline.screen.fit` continued joined back (its exact inverse)."""
+    """Printed text with the lines :func:`pipeline.text.screen.fit` continued joined back (its exact inverse)."""
     return text.replace("\n" + screen.INDENT, " ")

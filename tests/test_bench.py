@@ -47,7 +47,7 @@ def test_unknown_section_is_refused_before_any_work(capsys):
 
 @pytest.mark.slow
 def test_ray_throughput_section_on_loopback(netns, env):
-    """10 quickstart runs on a local Ray with 1 and then 2 CPUs through pipeline.executor.fan_out."""
+    """10 quickstart runs on a local Ray with 1 and then 2 CPUs through pipeline.execute.executor.fan_out."""
     rows = in_netns_python(
         netns,
         env,

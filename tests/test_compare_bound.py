@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import pdors_cli.main as cli
-from pipeline import headline
+from pipeline.results import headline
 
 SMALL = ["--machines", "6", "--jobs", "8", "--slots", "6", "--seeds", "1-3"]
 

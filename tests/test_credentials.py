@@ -12,8 +12,8 @@ import pytest
 import yaml
 from realstack import BIN
 
-from pipeline import tracking
-from pipeline.credentials import redact, split_auth
+from pipeline.publish import tracking
+from pipeline.text.credentials import redact, split_auth
 
 SECRET = "S3cr3t-pw"
 DEAD_URI = f"http://user:{SECRET}@127.0.0.1:9"  # port 9 (discard): nothing listens

@@ -24,10 +24,10 @@ from pdors.instance_io import from_dict
 from pdors.model import Cluster, Instance
 from pdors.workload import WorkloadConfig, generate
 from pdors_cli.main import main
-from pipeline import nightly_paper
-from pipeline import opt_task as pipeline_opt
-from pipeline.schema import OptConfig
-from pipeline.summary import above_opt, with_ratio
+from pipeline.nightly import paper as nightly_paper
+from pipeline.results.summary import above_opt, with_ratio
+from pipeline.spec import opt_task as pipeline_opt
+from pipeline.spec.schema import OptConfig
 
 DATA = Path(__file__).parent / "data" / "ratio_study_proven.json"
 

@@ -10,7 +10,7 @@ import pytest
 
 from pdors.errors import ConfigError, ExitStatus, InputError, LockedError, PdorsError, RecordDamaged, SweepError
 from pdors_cli import main as cli
-from pipeline.storage import Store
+from pipeline.record.storage import Store
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, error: Exception) -> int:

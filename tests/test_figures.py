@@ -17,10 +17,11 @@ from PIL import Image
 from sweep_fixtures import write_config
 
 import pipeline
-from pipeline import plots, summary
-from pipeline.locate import locate
-from pipeline.report import figures_of, runs_of
-from pipeline.storage import manifest_of
+from pipeline.publish import plots
+from pipeline.publish.report import figures_of, runs_of
+from pipeline.record.locate import locate
+from pipeline.record.storage import manifest_of
+from pipeline.results import summary
 from pipeline.sweep import SweepOptions
 
 TWO_READINGS = {

@@ -1,4 +1,4 @@
-"""The headline table (pipeline/headline.py): one row per policy reading, paired with each reading of the
+"""The headline table (pipeline/results/headline.py): one row per policy reading, paired with each reading of the
 reference, numbers rounded to their intervals, narrow enough for a terminal; on a real in-process sweep."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from sweep_fixtures import write_config
 
 import pipeline
-from pipeline import headline
+from pipeline.results import headline
 from pipeline.sweep import SweepOptions
 
 TWO_READINGS = {

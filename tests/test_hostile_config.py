@@ -13,7 +13,7 @@ import pytest
 from pdors import safe_yaml
 from pdors.config import ConfigError, quote
 from pdors_cli.main import main
-from pipeline import grid, schema
+from pipeline.spec import grid, schema
 
 ALIAS_BOMB = """\
 name: bomb

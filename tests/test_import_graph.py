@@ -1,5 +1,9 @@
 """The layers: pdors (library) <- offline_opt <- pipeline <- studies <- pdors_cli. No import cycle between the project's
-modules, and no lower layer imports a higher one; function-local imports count."""
+modules, and no lower layer imports a higher one; function-local imports count.
+
+Inside pipeline, the stages (docs/ARCHITECTURE.md): text <- spec <- record <- execute <- sweep <- results <- publish
+<- nightly, with the package's facade (``pipeline/__init__.py``) above them all: a module imports its own stage and
+those below it, never one above."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("pdors", "offline_opt", "pipeline", "studies", "pdors_cli")  # lowest first
+STAGES = ("text", "spec", "record", "execute", "sweep", "results", "publish", "nightly", "")  # lowest first; "": facade
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -75,11 +80,41 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     )
 
 
+def stage_of(module: str) -> str:
+    """``pipeline.record.storage`` -> ``record``; ``pipeline.sweep`` -> ``sweep``; ``pipeline`` -> the facade."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def upward_stage_imports(graph: dict[str, set[str]]) -> list[str]:
+    rank = {stage: k for k, stage in enumerate(STAGES)}
+    inside = {m: deps for m, deps in graph.items() if m.split(".")[0] == "pipeline"}
+    return sorted(
+        f"{m} -> {n}"
+        for m, deps in inside.items()
+        for n in deps
+        if n.split(".")[0] == "pipeline" and rank[stage_of(n)] > rank[stage_of(m)]
+    )
+
+
 def test_the_project_has_no_import_cycle_and_no_upward_import():
     graph = import_graph()
-    assert len(graph) > 50 and "pipeline.storage" in graph["pipeline.sweep"]  # the walk sees the project
+    assert len(graph) > 50 and "pipeline.record.storage" in graph["pipeline.sweep"]  # the walk sees the project
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
     assert upward_imports(graph) == []
+
+
+def test_pipeline_stages_import_only_their_own_and_lower_stages():
+    graph = import_graph()
+    stages = {stage_of(m) for m in graph if m.split(".")[0] == "pipeline"}
+    assert stages == set(STAGES), "a pipeline module outside the named stages"
+    assert upward_stage_imports(graph) == []
+    assert sorted(p.name for p in (ROOT / "pipeline").glob("*.py")) == ["__init__.py", "sweep.py"]
+
+
+def test_the_stage_rule_catches_an_import_from_a_higher_stage():
+    graph = {"pipeline.record.storage": {"pipeline.results.summary", "pipeline.spec.schema"}, "pipeline": set()}
+    assert upward_stage_imports(graph) == ["pipeline.record.storage -> pipeline.results.summary"]
 
 
 def test_the_checks_catch_a_cycle_and_an_upward_import(tmp_path):

@@ -39,7 +39,7 @@ from realstack import (
     wait_nodes,
 )
 
-from pipeline import storage
+from pipeline.record import storage
 
 INFRA = ROOT / "infra"
 LAUNCHER_CONFIGS = sorted((INFRA / "ray").glob("*.yaml"))

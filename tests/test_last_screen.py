@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.screen import WIDTH, fit, shown
+from pipeline.text.screen import WIDTH, fit, shown
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -29,7 +29,8 @@ import yaml
 from realstack import BIN, ROOT, end_session
 from sweep_fixtures import unwrapped
 
-from pipeline import storage, tracking
+from pipeline.publish import tracking
+from pipeline.record import storage
 
 pytestmark = pytest.mark.slow
 INFRA = ROOT / "infra"

@@ -20,7 +20,7 @@ from offline_opt import Comparison, OptResult, PolicyRatio
 from offline_opt.compare import judge
 from pdors.instance_io import to_dict
 from pdors_cli.main import main
-from pipeline.nightly import EXPERIMENT, date_seed, interval, offences, stats
+from pipeline.nightly.run import EXPERIMENT, date_seed, interval, offences, stats
 
 compare_module = importlib.import_module("offline_opt.compare")  # the package exports compare() under that name
 

@@ -15,7 +15,7 @@ from offline_opt.profile import small_profile
 from offline_opt.solve import ceiling, default_wall_limit, solve
 from pdors.workload import generate
 from pdors_cli.main import main
-from pipeline.summary import above_opt, with_ratio
+from pipeline.results.summary import above_opt, with_ratio
 from studies import ratio_vs_load as ratio_study
 
 

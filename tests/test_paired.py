@@ -1,4 +1,4 @@
-"""Paired statistics (pipeline/paired.py) against values worked out by hand or by SciPy directly; their use on a
+"""Paired statistics (pipeline/results/paired.py) against values worked out by hand or by SciPy directly; their use on a
 recorded sweep (pairing by instance, censoring columns, tables) and the self-contained HTML report."""
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ from scipy import stats
 from sweep_fixtures import TINY
 
 from pdors.config import ConfigError
-from pipeline import grid, plots, report, schema, storage, summary
-from pipeline.executor import execute
-from pipeline.paired import WILCOXON_MIN_N, compare, interval_text, wtl
-from pipeline.schema import FigureConfig
-from pipeline.storage import Store
+from pipeline.execute.executor import execute
+from pipeline.publish import plots, report
+from pipeline.record import storage
+from pipeline.record.storage import Store
+from pipeline.results import summary
+from pipeline.results.paired import WILCOXON_MIN_N, compare, interval_text, wtl
+from pipeline.spec import grid, schema
+from pipeline.spec.schema import FigureConfig
 
 
 def test_wins_ties_losses_follow_the_metric_direction() -> None:

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from matplotlib.collections import LineCollection, PolyCollection
 
-from pipeline import plots
-from pipeline.schema import FigureConfig
-from pipeline.summary import domain, figure_markdown, figure_table
+from pipeline.publish import plots
+from pipeline.results.summary import domain, figure_markdown, figure_table
+from pipeline.spec.schema import FigureConfig
 
 
 def runs_frame(utilities: dict[tuple[str, int, float], list[float]], opt: float | None = None) -> pd.DataFrame:
@@ -134,8 +134,8 @@ def test_rounding_rejects_is_a_count_metric_aggregated_and_tabled():
     policies have none ('-')."""
     import json
 
-    from pipeline.columns import METRICS
-    from pipeline.summary import COUNT_METRICS, aggregate, markdown
+    from pipeline.results.summary import COUNT_METRICS, aggregate, markdown
+    from pipeline.spec.columns import METRICS
 
     frame = runs_frame(SKEWED)
     rejects = frame["total_utility"].astype(int)  # pdors: 0, 0, 9 on machines = 4

@@ -166,8 +166,8 @@ def test_simulate_cli_runs_pollux(tmp_path):
 
 
 def test_both_policies_sweep_with_a_pollux_parameter_axis():
-    from pipeline.grid import expand
-    from pipeline.schema import parse
+    from pipeline.spec.grid import expand
+    from pipeline.spec.schema import parse
 
     plan = expand(
         parse(

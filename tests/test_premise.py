@@ -110,13 +110,13 @@ def test_planted_violation_a_flat_price_fails_the_theorem_check(monkeypatch):
 
 
 def test_sweep_record_check_flags_only_runs_whose_premise_holds(tmp_path):
-    """pipeline.theorem_check on a record: bound on OPT 100 (certified dual bound of the OPT row)."""
+    """pipeline.results.theorem_check on a record: bound on OPT 100 (certified dual bound of the OPT row)."""
     import json
 
     import pandas as pd
 
     from pdors.instance_io import load
-    from pipeline import theorem_check
+    from pipeline.results import theorem_check
 
     spec = json.dumps({"policy": "pdors", "machines": 2, "jobs": 3, "slots": 4, "seed": 1})
     opt = {"kind": "opt", "run_id": "o", "policy": None, "seed": 1, "total_utility": None, "spec": spec}
@@ -141,7 +141,7 @@ def test_sweep_record_check_flags_only_runs_whose_premise_holds(tmp_path):
 def test_nightly_paper_part_fails_on_a_planted_violation_and_saves_the_instance(monkeypatch, tmp_path):
     """The nightly's paper-scale check on the planted instance (drawn in place of a paper-scale one)."""
     import pdors.policies.pdors as pdors_policy
-    from pipeline import nightly_paper
+    from pipeline.nightly import paper as nightly_paper
 
     eq13_14 = pdors_policy.instance_price_bounds
 

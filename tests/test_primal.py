@@ -24,7 +24,7 @@ from pdors.schedule_io import read
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
 from pdors_cli.main import main
-from pipeline.summary import with_ratio
+from pipeline.results.summary import with_ratio
 
 DATA = Path(__file__).parent / "data" / "ratio_study_proven.json"
 

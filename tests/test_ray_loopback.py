@@ -59,10 +59,10 @@ def test_local_sweep_ray_listens_on_loopback_only(tmp_path, mlflow_store):
 
 
 def test_a_local_sweep_leaves_no_ray_setting_in_the_callers_environment(tmp_path, monkeypatch):
-    """The local Ray's settings (``pipeline.executor.LOCAL_RAY_ENV``) reach Ray, not the caller's later
+    """The local Ray's settings (``pipeline.execute.executor.LOCAL_RAY_ENV``) reach Ray, not the caller's later
     subprocesses: a ``ray start`` that inherited RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 refused to join a cluster."""
     import pipeline
-    from pipeline.executor import LOCAL_RAY_ENV
+    from pipeline.execute.executor import LOCAL_RAY_ENV
     from pipeline.sweep import SweepOptions
 
     for key in LOCAL_RAY_ENV:

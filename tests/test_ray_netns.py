@@ -28,7 +28,7 @@ import yaml
 from netlab import Lab, host_has_no_route
 from realstack import BIN, ROOT, end_session, in_netns_python, start
 
-from pipeline import storage
+from pipeline.record import storage
 
 pytestmark = pytest.mark.slow
 INFRA = ROOT / "infra"

@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from pdors_cli.main import main
-from pipeline import grid, schema
-from pipeline.report import figures_of
-from pipeline.storage import Store, manifest_of
-from pipeline.summary import axis_label
+from pipeline.publish.report import figures_of
+from pipeline.record.storage import Store, manifest_of
+from pipeline.results.summary import axis_label
+from pipeline.spec import grid, schema
 
 pytestmark = pytest.mark.slow  # the integration tier: every config end to end with OPT solves and MLflow
 

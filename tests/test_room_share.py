@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from pipeline.summary import with_ratio
+from pipeline.results.summary import with_ratio
 
 
 def test_room_share_by_hand() -> None:

@@ -12,7 +12,7 @@ import yaml
 from pdors.run import run
 from pdors.schedule_io import rows
 from pdors_cli.main import main
-from pipeline import storage
+from pipeline.record import storage
 
 
 def sweep(tmp_path, name: str, **extra) -> str:

@@ -1,5 +1,5 @@
 """The memory estimate against measured peak RSS of real runs, each in a fresh process: fitted on a few sizes
-by the rule of pipeline/sizing.py, it predicts a size it was not fitted on within 1.5x; it covers long horizons
+by the rule of pipeline/spec/sizing.py, it predicts a size it was not fitted on within 1.5x; it covers long horizons
 and many resources (the issue-38 shapes), refusing them before anything is written; and the default limit
 follows the machine's available memory and the runs at once."""
 
@@ -14,8 +14,8 @@ from pdors import instance_io
 from pdors.model import RESOURCES
 from pdors.workload import WorkloadConfig, generate
 from pdors_cli.main import main
-from pipeline import sizing
-from pipeline.sizing import Size
+from pipeline.spec import sizing
+from pipeline.spec.sizing import Size
 
 slow = pytest.mark.slow
 UNSEEN = Size(term="cell", machines=600, jobs=600, slots=80)

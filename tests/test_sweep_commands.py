@@ -13,7 +13,7 @@ import pytest
 from sweep_fixtures import unwrapped
 
 from pdors_cli.main import main
-from pipeline import storage
+from pipeline.record import storage
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = str(ROOT / "configs" / "quickstart.yaml")
@@ -65,7 +65,7 @@ def test_a_sweep_written_anywhere_is_found_by_list_and_status(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`sweep run ... --out elsewhere`, then `sweep list` and `sweep status CONFIG OVERRIDES` without --out find
-    it through the sweep index (pipeline/sweep_index.py), from another working directory."""
+    it through the sweep index (pipeline/record/sweep_index.py), from another working directory."""
     monkeypatch.setenv("PDORS_RESULTS", str(tmp_path / "index"))
     monkeypatch.chdir(tmp_path)
     elsewhere = tmp_path / "elsewhere"

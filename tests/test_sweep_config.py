@@ -8,8 +8,9 @@ import pytest
 from sweep_fixtures import TINY, write_config
 
 from pdors_cli.main import main
-from pipeline import grid, schema, sizing, storage
-from pipeline.executor import execute
+from pipeline.execute.executor import execute
+from pipeline.record import storage
+from pipeline.spec import grid, schema, sizing
 
 
 def no_ray(*args, **kwargs):
@@ -54,7 +55,7 @@ BAD = [
 
 @pytest.mark.parametrize("change, expected", BAD, ids=[e.split(":")[0] for _, e in BAD])
 def test_bad_config_is_one_line_naming_the_field_and_writes_nothing(tmp_path, capsys, monkeypatch, change, expected):
-    monkeypatch.setattr("pipeline.executor.fan_out", no_ray)
+    monkeypatch.setattr("pipeline.execute.executor.fan_out", no_ray)
     cfg = write_config(tmp_path / "bad.yaml", {**TINY, **change})
     out = tmp_path / "out"
     assert main(["sweep", "run", str(cfg), "--out", str(out)]) == 2
@@ -76,7 +77,7 @@ BAD_OVERRIDES = [
 
 @pytest.mark.parametrize("overrides, expected", BAD_OVERRIDES, ids=[e.split(":")[0] for _, e in BAD_OVERRIDES])
 def test_bad_override_is_one_line_naming_the_field(tmp_path, capsys, monkeypatch, overrides, expected):
-    monkeypatch.setattr("pipeline.executor.fan_out", no_ray)
+    monkeypatch.setattr("pipeline.execute.executor.fan_out", no_ray)
     cfg = write_config(tmp_path / "ok.yaml", TINY)
     assert main(["sweep", "run", str(cfg), *overrides, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
@@ -109,7 +110,7 @@ def test_overrides_ranges_and_paired_axes(tmp_path):
 
 
 def test_dry_run_writes_nothing_and_errors_before_writing(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("pipeline.executor.fan_out", no_ray)
+    monkeypatch.setattr("pipeline.execute.executor.fan_out", no_ray)
     cfg = write_config(tmp_path / "ok.yaml", {**TINY, "seeds": [1]})
     out = tmp_path / "out"
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--dry-run"]) == 0
@@ -138,7 +139,7 @@ def test_dry_run_writes_nothing_and_errors_before_writing(tmp_path, capsys, monk
 
 
 def test_unreadable_config_files(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("pipeline.executor.fan_out", no_ray)
+    monkeypatch.setattr("pipeline.execute.executor.fan_out", no_ray)
     (tmp_path / "broken.yaml").write_text("grid: [\n")
     for path in (tmp_path / "missing.yaml", tmp_path / "broken.yaml"):
         assert main(["sweep", "run", str(path), "--out", str(tmp_path / "out")]) == 2
@@ -149,7 +150,7 @@ def test_unreadable_config_files(tmp_path, capsys, monkeypatch):
 
 def test_num_cpus_is_for_a_local_ray_only(tmp_path, capsys, monkeypatch):
     seen = []
-    monkeypatch.setattr("pipeline.executor.fan_out", lambda *a, **k: seen.append(a) or iter(()))
+    monkeypatch.setattr("pipeline.execute.executor.fan_out", lambda *a, **k: seen.append(a) or iter(()))
     cfg = write_config(tmp_path / "ok.yaml", TINY)
     assert (
         main(
@@ -242,7 +243,7 @@ def test_overrides_are_taken_after_options_too(tmp_path, capsys):
 
 
 def test_chunks_hold_about_half_a_second_of_runs_and_share_the_tail():
-    from pipeline.executor import CHUNK_SECONDS, MAX_CHUNK, chunk_size
+    from pipeline.execute.executor import CHUNK_SECONDS, MAX_CHUNK, chunk_size
 
     assert chunk_size(None, 10_000, 4) == 1  # nothing timed yet
     assert chunk_size(0.01, 10_000, 4) == round(CHUNK_SECONDS / 0.01)

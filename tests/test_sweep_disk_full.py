@@ -20,7 +20,7 @@ from sweep_fixtures import CONFIG_TEXT as CONFIG
 from sweep_fixtures import sweep_id_of, unwrapped
 
 from pdors_cli.main import main
-from pipeline import storage
+from pipeline.record import storage
 
 
 def limited(limit: int) -> None:

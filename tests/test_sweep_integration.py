@@ -29,7 +29,8 @@ from realstack import (
     wait_nodes,
 )
 
-from pipeline import columns, storage
+from pipeline.record import storage
+from pipeline.spec import columns
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,8 @@ from sweep_fixtures import CONFIG_TEXT as CONFIG
 from sweep_fixtures import sweep_id_of, unwrapped
 
 from pdors_cli.main import main
-from pipeline import storage
-from pipeline.columns import TIMING_COLUMNS
+from pipeline.record import storage
+from pipeline.spec.columns import TIMING_COLUMNS
 
 
 def utilities(root: Path) -> dict[str, float]:

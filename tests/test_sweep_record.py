@@ -13,10 +13,12 @@ import pyarrow.dataset as ds
 import pytest
 from sweep_fixtures import TINY, unwrapped
 
-from pipeline import columns, grid, schema, storage, summary
-from pipeline.executor import execute
-from pipeline.manifest import Manifest
-from pipeline.storage import Store
+from pipeline.execute.executor import execute
+from pipeline.record import storage
+from pipeline.record.manifest import Manifest
+from pipeline.record.storage import Store
+from pipeline.results import summary
+from pipeline.spec import columns, grid, schema
 
 
 # --- rows and Parquet ---------------------------------------------------------------------------------------------
@@ -243,7 +245,7 @@ def test_a_crash_anywhere_in_compaction_neither_loses_nor_duplicates_a_run(tmp_p
 
 
 def test_aggregate_tracking_and_plot(tmp_path, monkeypatch, mlflow_store):
-    from pipeline import plots, tracking
+    from pipeline.publish import plots, tracking
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
     monkeypatch.chdir(tmp_path)  # the SQLite store's artifacts go to ./mlruns
@@ -359,7 +361,7 @@ def test_a_record_of_one_file_per_run_is_read_and_compacted(tmp_path):
 def test_a_logging_process_that_dies_is_a_logging_failure(tmp_path):
     """MLflow is logged in a process of its own beside the report: one killed is a logging failure (the sweep
     says how to re-log), never a hang or an exception of the sweep."""
-    from pipeline import tracking_process
+    from pipeline.publish import tracking_process
 
     manifest = Manifest(
         sweep_id="s",

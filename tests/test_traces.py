@@ -15,7 +15,7 @@ from pdors.config import ConfigError, build
 from pdors.model import CRITICAL, INSENSITIVE, SENSITIVE
 from pdors.traces import NO_CLASS, TraceError, load, load_google, load_philly, snippet
 from pdors.workload import WorkloadConfig, generate
-from pipeline import grid, schema
+from pipeline.spec import grid, schema
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces" / "google-2011" / "job_events"
 

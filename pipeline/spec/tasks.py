@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
 
 if TYPE_CHECKING:  # `sweep status` imports the tasks, not the config schema
-    from .schema import SweepConfig
+    from pipeline.spec.schema import SweepConfig
 
 OPT_POLICY = "opt"  # the ``policy`` of offline-optimum rows
 
@@ -19,7 +19,7 @@ class TaskSpec(TypedDict, total=False):
     """A task's resolved spec as plain data, recorded as JSON in its Parquet row (``spec``). Every task has the
     instance (``machines``, ``jobs``, ``slots``, ``seed``, ``workload``); a simulation also ``policy`` and
     ``params`` (a :class:`pdors.run.RunSpec` as data: ``pdors.run.run(spec)`` reproduces the run), an OPT task
-    ``opt`` (its :class:`pipeline.schema.OptConfig` settings)."""
+    ``opt`` (its :class:`pipeline.spec.schema.OptConfig` settings)."""
 
     machines: Required[int]
     jobs: Required[int]

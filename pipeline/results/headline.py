@@ -3,11 +3,11 @@
 Per policy (per reading where a policy has parameter axes of its own, e.g. PD-ORS's ``on_rounding_failure``;
 per value of the ``by`` axes where asked): the mean total utility with its 95 % Student-t interval, the
 geometric-mean ratio to the reference policy on the same instances with its interval and the reference's
-wins/ties/losses (:mod:`pipeline.paired`), the mean share of jobs completed, and, where OPT rows hold a bound,
+wins/ties/losses (:mod:`pipeline.results.paired`), the mean share of jobs completed, and, where OPT rows hold a bound,
 the certified interval on the mean OPT / ALG: [mean of best-known / ALG, mean of upper-bound / ALG] (each
 run's pair brackets its ratio, so their means bracket the mean ratio). Where the reference has several
 readings, the table has one block per reading and every other policy is paired with that reading
-(:func:`pipeline.summary.pairs`).
+(:func:`pipeline.results.summary.pairs`).
 
 :func:`table` returns a DataFrame (one typed column per number; a notebook reads it); :func:`text` and
 :func:`markdown` render it, every number rounded to what its interval supports (:func:`rounded`).
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from . import paired
-from .names import own_axes, policy_name, variant_name
-from .summary import axis_label, pairs, with_ratio
+from pipeline.results import paired
+from pipeline.text.names import own_axes, policy_name, variant_name
+from pipeline.results.summary import axis_label, pairs, with_ratio
 
 COLUMNS = (
     "reading",  # the reference's reading this row is paired with ("" when the reference has one)
@@ -79,9 +79,9 @@ def table(
     by: Sequence[str] = (),
     found: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """The headline table of a sweep's ``runs`` (the record, with :func:`pipeline.summary.with_job_metrics`
+    """The headline table of a sweep's ``runs`` (the record, with :func:`pipeline.results.summary.with_job_metrics`
     applied for ``completed_share``): :data:`COLUMNS` plus the ``by`` axes (labels) after ``policy``.
-    ``found``: the sweep's :func:`pipeline.summary.pairs` if already computed."""
+    ``found``: the sweep's :func:`pipeline.results.summary.pairs` if already computed."""
     axes, by = list(axes), list(by)
     unknown = [a for a in by if a not in axes]
     if unknown:

@@ -12,8 +12,8 @@ import os
 import statistics
 from pathlib import Path
 
-from . import storage
-from .tasks import Plan, Task, TaskSpec
+from pipeline.record import storage
+from pipeline.spec.tasks import Plan, Task, TaskSpec
 
 
 def _cells(spec: TaskSpec) -> int:
@@ -32,7 +32,7 @@ def _seconds_per_cell(root: Path, todo: list[Task]) -> tuple[dict[str, float], l
         rates[policy] = statistics.median(g["wall_s"] / (g["machines"] * g["jobs"] * g["slots"]))
         how.append(f"{policy}: {len(g)} recorded runs")
     for policy in sorted({t.policy for t in todo if t.kind == "sim"} - set(rates)):
-        from .executor import execute
+        from pipeline.execute.executor import execute
 
         probe = min((t for t in todo if t.policy == policy), key=lambda t: _cells(t.spec))
         outcome = execute(probe)

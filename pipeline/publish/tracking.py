@@ -4,7 +4,7 @@ Parquet record.
 A child's params are every setting that defines it (policy, H, I, T, every workload field, every policy
 parameter as ``<policy>.<param>``, as in the Parquet columns and grid axes) and ``seeds``; its metrics are the
 mean over seeds under the bare name (``total_utility``), ``<metric>.std``, ``n``, the paired comparison with
-the reference policy (``paired.wins``, ``paired.ratio_gmean``, ...; :mod:`pipeline.paired`), and each seed's
+the reference policy (``paired.wins``, ``paired.ratio_gmean``, ...; :mod:`pipeline.results.paired`), and each seed's
 value under ``<metric>.seed`` (``step`` = seed); ``seeds.csv`` holds the per-seed table. The parent holds the
 headline metrics (per policy, over all its runs) and the summary table; the report (figures, and one HTML page
 with them embedded) is attached under ``report/``.
@@ -42,9 +42,8 @@ import pandas as pd
 
 from pdors import atomic
 from pdors.config import JSON
-
-from .credentials import redact, split_auth
-from .manifest import Manifest
+from pipeline.record.manifest import Manifest
+from pipeline.text.credentials import redact, split_auth
 
 if TYPE_CHECKING:  # mlflow is imported where it is used: its import costs seconds
     from mlflow.entities import Metric, Param, Run, RunTag
@@ -227,7 +226,7 @@ def attach(manifest: Manifest, paths: list[Path], artifact_path: str, root: Path
 
 
 def child_metric_values(row: pd.Series) -> JSON:
-    """A child's metrics from its aggregate row (:func:`pipeline.report.comparison`): the mean over seeds under
+    """A child's metrics from its aggregate row (:func:`pipeline.publish.report.comparison`): the mean over seeds under
     the bare name, ``.std``, ``n``, ``failed`` and the ``paired.*`` columns."""
     out = {"n": row["n"], "failed": row["failed"]}
     for k, v in zip(map(str, row.index), row, strict=True):
@@ -295,7 +294,7 @@ def publish_view(mlflow_client: MlflowClient, exp_id: str, parent: str, axes: li
 def point_params(spec_json: str, policy: str) -> JSON:
     """Every setting of a run spec but the seed, flattened: ``machines``, ``workload.<field>``,
     ``<policy>.<param>`` (an OPT row: ``opt.<setting>``)."""
-    from .storage import flatten
+    from pipeline.record.storage import flatten
 
     spec = json.loads(spec_json)
     spec.pop("seed", None)
@@ -418,10 +417,10 @@ def log_sweep(
     manifest: Manifest, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path | None = None
 ) -> Logged:
     """Log (or re-log) a sweep recorded under ``root`` (default: the manifest's output); ``agg``:
-    :func:`pipeline.report.comparison`."""
+    :func:`pipeline.publish.report.comparison`."""
     from mlflow.entities import RunTag
 
-    from .summary import reference_policy, with_ratio
+    from pipeline.results.summary import reference_policy, with_ratio
 
     check_reachable(tracking_uri())
     c = client()

@@ -8,7 +8,7 @@ Layout under the output root::
     sweeps/<id>/               manifest.json (the run ids the sweep asked for), config.yaml, summary.{csv,md}, plots/
     .lock                      one writer per output root
 
-A run is identified by what determines its result (:mod:`pipeline.grid`), not by the sweep that asked for it:
+A run is identified by what determines its result (:mod:`pipeline.spec.grid`), not by the sweep that asked for it:
 every sweep under one root shares the record, so a run is computed once; a sweep's view is the runs its
 manifest lists. A sweep writes its runs in batches (one file per table per batch), each file under a hidden
 temp name (``.tmp-*``, which readers skip) moved into place with ``os.replace``, the jobs (and schedules) file
@@ -48,9 +48,10 @@ from pdors import atomic
 from pdors.atomic import TMP_PREFIX
 from pdors.config import JSON
 from pdors.errors import LockedError, RecordDamaged, SweepError, shorten
-
-from . import seal
-from .columns import (
+from pipeline.record import seal
+from pipeline.record.manifest import Manifest
+from pipeline.record.manifest import parse as parse_manifest
+from pipeline.spec.columns import (
     IDENTITY,
     JOBS_SCHEMA,
     JSON_METRICS,
@@ -61,9 +62,7 @@ from .columns import (
     SUMMARY_IDENTITY,
     arrow_type,
 )
-from .manifest import Manifest
-from .manifest import parse as parse_manifest
-from .tasks import Outcome, Task
+from pipeline.spec.tasks import Outcome, Task
 
 if typing.TYPE_CHECKING:
     import pandas as pd
@@ -102,8 +101,7 @@ def _runs_schema() -> pa.Schema:
     optimum's settings, metrics, provenance: the same columns whichever policies a sweep ran."""
     from pdors.policies import POLICIES, policy_module
     from pdors.workload import WorkloadConfig
-
-    from .schema import OptConfig
+    from pipeline.spec.schema import OptConfig
 
     params = [c for p in POLICIES for c in _columns(policy_module(p).Config, p)]
     opt = [*_columns(OptConfig, "opt"), ("opt.status", pa.string()), ("opt.result", pa.string())]
@@ -251,7 +249,7 @@ def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
 
 def verify(path: Path, want: str | None = None, required: bool = False) -> str | None:
     """Why a record file does not match its digest (``want``, else its digest file), or None; a file without
-    either is None unless ``required`` (written since digests exist: :mod:`pipeline.seal`)."""
+    either is None unless ``required`` (written since digests exist: :mod:`pipeline.record.seal`)."""
     try:
         st = path.stat()
         kept = digest_path(path)
@@ -347,7 +345,7 @@ class Index:
     rows: dict[str, int]  # intact batch -> rows in its runs file (superseded ones included)
     damaged: list[Damage]
     node: dict[str, str | None]  # run_id -> address of the Ray node that ran it (None: run without Ray)
-    unsealed: int = 0  # intact batches written before digests existed: read unchecked (pipeline.seal)
+    unsealed: int = 0  # intact batches written before digests existed: read unchecked (pipeline.record.seal)
 
     def status(self) -> dict[str, str]:
         return {run_id: status for run_id, (_, status) in self.chosen.items()}

@@ -8,9 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pdors.errors import SweepError
-
-from . import sweep_index
-from .storage import Store, manifest_of
+from pipeline.record import sweep_index
+from pipeline.record.storage import Store, manifest_of
 
 SEARCH_ROOT = Path("results")  # where sweeps are looked for when no --out is given (every output root below it)
 CONFIG_SUFFIXES = (".yaml", ".yml")
@@ -55,7 +54,7 @@ def _from_config(path: Path, out: str | None, overrides: list[str]) -> Store:
     """The sweep ``pdors sweep run PATH OVERRIDES`` names. Without overrides and when the config as written has
     not run: the latest recorded sweep of the same config name under the root (any overrides), said so, with
     the others listed."""
-    from . import grid, schema
+    from pipeline.spec import grid, schema
 
     plan = grid.expand(schema.load(path, overrides))
     root = Path(out or plan.config.output)

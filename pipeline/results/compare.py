@@ -1,5 +1,5 @@
 """Several policies on the same instances (one per seed): ``pdors compare``'s runs, its Markdown tables and its
-headline table (:mod:`pipeline.headline`: utility with its 95% interval, the paired ratio to the reference with
+headline table (:mod:`pipeline.results.headline`: utility with its 95% interval, the paired ratio to the reference with
 W/T/L, completed share). Every policy of a seed runs on the one instance generated for that seed, and every
 number comes from the validator (through ``run``). Progress goes to stderr."""
 
@@ -17,9 +17,9 @@ from pdors.config import JSON
 from pdors.markdown import number
 from pdors.markdown import table as markdown_table
 
-from . import paired
-from .headline import COLUMNS, certified_means
-from .names import policy_name
+from pipeline.results import paired
+from pipeline.results.headline import COLUMNS, certified_means
+from pipeline.text.names import policy_name
 
 if TYPE_CHECKING:
     from pdors.run import RunResult, RunSpec
@@ -166,10 +166,10 @@ def retime_markdown(rows: list[JSON], policies: list[str]) -> str:
 
 
 def headline(rows: list[JSON], policies: list[str], reference: str, jobs: int) -> pd.DataFrame:
-    """The headline table (:data:`pipeline.headline.COLUMNS`) of :func:`run_all`'s rows: per policy, total
+    """The headline table (:data:`pipeline.results.headline.COLUMNS`) of :func:`run_all`'s rows: per policy, total
     utility with its 95% Student-t interval, the paired geometric-mean ratio to ``reference`` on the same seeds
     with its interval and W/T/L, the mean share of the ``jobs`` completed and, where the rows are certified,
-    the certified interval on the mean OPT / ALG (as a sweep's: :mod:`pipeline.headline`)."""
+    the certified interval on the mean OPT / ALG (as a sweep's: :mod:`pipeline.results.headline`)."""
     frame = pd.DataFrame(rows)
     ref = frame[frame["policy"] == reference].set_index("seed")["total_utility"]
     out = []

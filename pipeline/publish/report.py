@@ -1,8 +1,8 @@
 """``pdors report SWEEP_OR_DIR [--out DIR]``: a sweep's figures from its Parquet record.
 
-The figures are the config's ``report`` list (:class:`pipeline.schema.FigureConfig`: one per paper figure), else
+The figures are the config's ``report`` list (:class:`pipeline.spec.schema.FigureConfig`: one per paper figure), else
 total utility against the first grid axis. Per figure: ``<name>.png`` (300 dpi) and ``<name>.pdf``
-(:mod:`pipeline.plots`), ``<name>.csv`` and ``<name>.md`` (panel, policy, x, n, mean, std, CI, min, max); plus
+(:mod:`pipeline.publish.plots`), ``<name>.csv`` and ``<name>.md`` (panel, policy, x, n, mean, std, CI, min, max); plus
 ``<sweep name>.report.md`` with every figure, the paper's claim and the table (so the reports of several
 sweeps can share one ``--out``). The files are attached to the sweep's MLflow
 parent run under ``report/`` (the sweep is logged first if it never was).
@@ -21,15 +21,15 @@ import pandas as pd
 from pdors import atomic
 from pdors.config import build
 from pdors.errors import ExitStatus, SweepError
-
-from . import plots, summary
-from .credentials import one_line
-from .locate import locate
-from .manifest import Manifest
-from .names import policy_name
-from .schema import POLICY_AXIS, FigureConfig
-from .screen import fit, shown
-from .storage import Counts, Store, manifest_of, recorded_runs
+from pipeline.publish import plots
+from pipeline.record.locate import locate
+from pipeline.record.manifest import Manifest
+from pipeline.record.storage import Counts, Store, manifest_of, recorded_runs
+from pipeline.results import summary
+from pipeline.spec.schema import POLICY_AXIS, FigureConfig
+from pipeline.text.credentials import one_line
+from pipeline.text.names import policy_name
+from pipeline.text.screen import fit, shown
 
 JOB_COLUMNS = ["run_id", "arrival", "completion", "utility", "sensitivity"]
 IMAGE_RE = re.compile(r"!\[([^\]]*)\]\(([^)]+)\)")
@@ -37,7 +37,7 @@ IMAGE_RE = re.compile(r"!\[([^\]]*)\]\(([^)]+)\)")
 
 def runs_of(store: Store, manifest: Manifest) -> tuple[Counts, pd.DataFrame]:
     """The sweep's counts and recorded runs, with the per-run metrics drawn from their jobs
-    (:func:`pipeline.summary.with_job_metrics`)."""
+    (:func:`pipeline.results.summary.with_job_metrics`)."""
     counts, runs = recorded_runs(store, manifest)
     if runs.empty:
         raise SweepError(f"sweep {store.sweep_id} has no recorded runs under {store.root}")
@@ -45,8 +45,8 @@ def runs_of(store: Store, manifest: Manifest) -> tuple[Counts, pd.DataFrame]:
 
 
 def comparison(runs: pd.DataFrame, manifest: Manifest, found: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per (grid point, policy): :func:`pipeline.summary.aggregate` with the paired columns against
-    the sweep's reference policy (``found``: its :func:`pipeline.summary.pairs` if already computed)."""
+    """One row per (grid point, policy): :func:`pipeline.results.summary.aggregate` with the paired columns against
+    the sweep's reference policy (``found``: its :func:`pipeline.results.summary.pairs` if already computed)."""
     axes = manifest.axes
     return summary.with_paired(summary.aggregate(runs, axes), runs, axes, summary.reference_policy(manifest), found)
 
@@ -142,7 +142,7 @@ def html_report(markdown: str, directory: Path) -> str:
 def draw_all(runs: pd.DataFrame, manifest: Manifest, out: Path, found: pd.DataFrame | None = None) -> list[Path]:
     """Every figure of the sweep as PNG, PDF, CSV and Markdown under ``out``, the paired figure and table, then
     the index as Markdown and as self-contained HTML; the paths. ``found``: the sweep's
-    :func:`pipeline.summary.pairs` if already computed."""
+    :func:`pipeline.results.summary.pairs` if already computed."""
     out.mkdir(parents=True, exist_ok=True)
     axes, reference = manifest.axes, summary.reference_policy(manifest)
     pairs = summary.pairs(runs, axes, reference) if found is None else found
@@ -178,7 +178,7 @@ def draw_all(runs: pd.DataFrame, manifest: Manifest, out: Path, found: pd.DataFr
 
 
 def _track(manifest: Manifest, runs: pd.DataFrame, paths: list[Path], root: Path) -> str | None:
-    from . import tracking
+    from pipeline.publish import tracking
 
     parent = tracking.attach(manifest, paths, "report", root)
     if parent is None:  # never logged (e.g. MLflow was down during the sweep): log it, then attach
@@ -195,10 +195,10 @@ def report_sweeps(
     overrides: Sequence[str] = (),
     by: Sequence[str] = (),
 ) -> int:
-    """``pdors report`` and ``pdors sweep report``: ``target`` as :func:`pipeline.locate.locate` (``root``: the
+    """``pdors report`` and ``pdors sweep report``: ``target`` as :func:`pipeline.record.locate.locate` (``root``: the
     output root to look in), printing each sweep's headline table (per value of the ``by`` axes); exit status
     0, or ``MLFLOW_FAILED`` when the files are written but attaching them to MLflow failed."""
-    from . import headline
+    from pipeline.results import headline
 
     stores = locate(target, root, overrides)
     status = ExitStatus.OK
@@ -237,9 +237,9 @@ def report_sweeps(
 
 
 def headline_of(target: str | None, out: str | None = None, by: Sequence[str] = ()) -> tuple[pd.DataFrame, str]:
-    """The headline table of the sweep ``target`` names (:func:`pipeline.locate.locate`; the latest one under
+    """The headline table of the sweep ``target`` names (:func:`pipeline.record.locate.locate`; the latest one under
     ``out`` if None) and its reference policy."""
-    from . import headline
+    from pipeline.results import headline
 
     store = locate(target, out)[-1]
     manifest = manifest_of(store)

@@ -18,13 +18,13 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .credentials import one_line
-from .manifest import Manifest
+from pipeline.record.manifest import Manifest
+from pipeline.text.credentials import one_line
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .tracking import Logged
+    from pipeline.publish.tracking import Logged
 
 
 class LoggingFailed(Exception):
@@ -40,7 +40,7 @@ class Logging:
 
 
 def start(manifest: Manifest, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path) -> Logging:
-    """Start logging the sweep (:func:`pipeline.tracking.log_sweep`'s arguments) in a process of its own."""
+    """Start logging the sweep (:func:`pipeline.publish.tracking.log_sweep`'s arguments) in a process of its own."""
     context = multiprocessing.get_context("spawn")
     mine, theirs = context.Pipe()
     process = context.Process(
@@ -81,7 +81,7 @@ def _main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this process
     import mlflow  # noqa: F401  (it sets its loggers up on import; quieted after)
 
-    from . import tracking
+    from pipeline.publish import tracking
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # no "creating tables" amid the results screen
     try:

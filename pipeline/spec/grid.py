@@ -22,9 +22,8 @@ from pdors.errors import ConfigError
 from pdors.policies import policy_config
 from pdors.run import RunSpec
 from pdors.version import MODEL_VERSION  # part of every run id
-
-from .schema import INSTANCE_FIELDS, SweepConfig, paired
-from .tasks import OPT_POLICY, Plan, Task, TaskSpec
+from pipeline.spec.schema import INSTANCE_FIELDS, SweepConfig, paired
+from pipeline.spec.tasks import OPT_POLICY, Plan, Task, TaskSpec
 
 
 @dataclass(frozen=True, kw_only=True)

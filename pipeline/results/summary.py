@@ -15,11 +15,11 @@ from pdors.errors import InputError
 from pdors.model import CRITICAL, INSENSITIVE, SENSITIVE
 from pdors.policies import POLICIES
 
-from . import paired
-from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
-from .manifest import Manifest
-from .opt_task import ceiling, certified_bound, primal_utility
-from .schema import POLICY_AXIS, FigureConfig, reference_of
+from pipeline.results import paired
+from pipeline.spec.columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
+from pipeline.record.manifest import Manifest
+from pipeline.spec.opt_task import ceiling, certified_bound, primal_utility
+from pipeline.spec.schema import POLICY_AXIS, FigureConfig, reference_of
 
 NUMERIC = [name for name, _ in METRICS]
 TABLE_METRICS = (
@@ -125,7 +125,7 @@ def with_ratio(runs: pd.DataFrame) -> pd.DataFrame:
     Section V, Fig. 10; NaN unless OPT is proven) and
     ``ratio_bound`` = (upper bound on OPT) / ALG, an upper bound on the ratio, when the sweep has OPT rows.
     ALG = 0 leaves both NaN. OPT is exact only to its gap target: ALG above OPT within the gap has ratio 1;
-    ALG above OPT's ceiling (``pipeline.opt_task.ceiling``) is flagged ``above_opt`` (a model or validator bug)
+    ALG above OPT's ceiling (``pipeline.spec.opt_task.ceiling``) is flagged ``above_opt`` (a model or validator bug)
     and has no ratio."""
     runs = runs.copy()
     opt_rows = runs[(runs["kind"] == "opt") & (runs["status"] == "ok")].set_index("instance_id")
@@ -426,7 +426,7 @@ def figure_markdown(table: pd.DataFrame, x_label: str, reference: str = "") -> s
     return "\n".join(lines) + "\n"
 
 
-# Paired comparisons (pipeline/paired.py) and censoring. Metrics where the smaller value is the better one (a
+# Paired comparisons (pipeline/results/paired.py) and censoring. Metrics where the smaller value is the better one (a
 # reference "wins" a pair by being lower); every other metric is better higher.
 LOWER_IS_BETTER = (
     "median_training_time",
@@ -513,7 +513,7 @@ def pairs(runs: pd.DataFrame, axes: list[str], reference: str, metric: str = "to
 
 
 def paired_stats(pairs_frame: pd.DataFrame, by: list[str], metric: str = "total_utility") -> pd.DataFrame:
-    """Per group of ``by``: :class:`pipeline.paired.Paired` of ``value`` against ``reference``."""
+    """Per group of ``by``: :class:`pipeline.results.paired.Paired` of ``value`` against ``reference``."""
     higher = metric not in LOWER_IS_BETTER
     rows = [
         {**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)), **p.to_dict()}

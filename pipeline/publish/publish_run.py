@@ -20,14 +20,13 @@ import pdors.version
 from pdors import atomic
 from pdors.config import JSON
 from pdors.errors import ExitStatus
-
-from . import tracking_process
-from .locate import locate
-from .manifest import Manifest
-from .provenance import git_commit
-from .screen import shown
-from .storage import Counts, Store, manifest_of
-from .sweep import Say, SweepResult, say_out, silent, stops_recorded
+from pipeline.publish import tracking_process
+from pipeline.record.locate import locate
+from pipeline.record.manifest import Manifest
+from pipeline.record.provenance import git_commit
+from pipeline.record.storage import Counts, Store, manifest_of
+from pipeline.sweep import Say, SweepResult, say_out, silent, stops_recorded
+from pipeline.text.screen import shown
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -106,9 +105,9 @@ def _remember(store: Store, mark: str, status: int) -> None:
 def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Say = silent) -> Published:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``. MLflow is logged in a process of its own while the report is drawn
-    (:mod:`pipeline.tracking_process`)."""
-    from . import headline, summary
-    from .report import comparison, runs_of
+    (:mod:`pipeline.publish.tracking_process`)."""
+    from pipeline.publish.report import comparison, runs_of
+    from pipeline.results import headline, summary
 
     tick = time.perf_counter()
     counts, runs = runs_of(store, manifest)
@@ -163,8 +162,9 @@ def _report(
 ) -> tuple[list[Path], int]:
     """The report's figures and the default plot drawn, the results screen said; the figures and the exit
     status."""
-    from . import headline, plots, summary, theorem_check
-    from .report import draw_all, figures_of
+    from pipeline.publish import plots
+    from pipeline.publish.report import draw_all, figures_of
+    from pipeline.results import headline, summary, theorem_check
 
     figures = draw_all(runs, manifest, store.meta / "report", found)
     default_plot = store.meta / "plots" / "total_utility.png"
@@ -197,7 +197,7 @@ def _report(
 
 def log(target: str | None, out: str | None, overrides: Sequence[str] = (), say: Say = say_out) -> int:
     """``pdors sweep log``: re-log sweeps to MLflow from their Parquet record (``target``, ``overrides`` as
-    :func:`pipeline.locate.locate`)."""
+    :func:`pipeline.record.locate.locate`)."""
     status: int = ExitStatus.OK
     comparisons: list[str] = []
     for store in locate(target, out, overrides):
@@ -214,5 +214,5 @@ def log(target: str | None, out: str | None, overrides: Sequence[str] = (), say:
 
 def comparison_lines(url: str, served: bool) -> str:
     """The MLflow comparison: a line saying how to open it, then the URL alone on the last line (whole, to
-    copy or click; it fits :data:`pipeline.screen.WIDTH` columns for a local store)."""
+    copy or click; it fits :data:`pipeline.text.screen.WIDTH` columns for a local store)."""
     return "MLflow comparison" + ("" if served else ", once `.venv/bin/pdors ui` serves the store") + ":\n" + url

@@ -3,7 +3,7 @@
 Two parts, both on the instance profile named by ``--profile`` (``offline_opt.profile.INSTANCE_PROFILES``;
 default ``small``: H = 4, I = 10, T = 10, the small workload), every schedule judged by the validator:
 
-* the pinned set (``pipeline.nightly_record``, committed at ``configs/nightly_record.json``): every policy is
+* the pinned set (``pipeline.nightly.record``, committed at ``configs/nightly_record.json``): every policy is
   re-run on the recorded instances; the night fails when PD-ORS's utility on any of them falls below its
   record (relative ``--tolerance``), a schedule violates the model, or a policy earns more than the recorded
   OPT allows. Every change from the record is reported. ``--record`` re-writes the record;
@@ -37,8 +37,8 @@ import numpy as np
 from pdors.config import JSON
 from pdors.errors import ExitStatus
 from pdors.markdown import number
-
-from . import nightly_paper, nightly_record
+from pipeline.nightly import paper as nightly_paper
+from pipeline.nightly import record as nightly_record
 
 if TYPE_CHECKING:  # offline_opt imports Pyomo: only where the check runs
     from offline_opt.compare import Comparison, PolicyRatio
@@ -62,7 +62,7 @@ class Settings:
 
     profile: str = "small"
     fresh: int = 8
-    paper: int = 3  # fresh paper-scale instances (pipeline.nightly_paper), certified by the dual bound
+    paper: int = 3  # fresh paper-scale instances (pipeline.nightly.paper), certified by the dual bound
     fig09: int = 2  # fresh instances of Fig. 9's setting (H = 30, I = 100, T = 80), likewise
     pinned: int = 10  # with --record: how many instances to pin
     seed: int | None = None  # first fresh seed (default: from the date); with --record the first seed scanned
@@ -224,8 +224,7 @@ def replay_command(fresh: FreshInstance, settings: Settings) -> str:
 
 def code_version() -> JSON:
     import pdors
-
-    from .provenance import git_commit, packages
+    from pipeline.record.provenance import git_commit, packages
 
     # in the container image there is no .git: infra/Dockerfile records the commit in PDORS_GIT_COMMIT
     commit = git_commit()
@@ -574,7 +573,7 @@ def log_run(report: Report) -> str:
     (step = seed), :func:`run_params` and :func:`run_tags`, plus the report's files; returns its id."""
     from mlflow.entities import Metric, RunTag
 
-    from . import tracking
+    from pipeline.publish import tracking
 
     tracking.check_reachable(tracking.tracking_uri())
     client = tracking.client()
@@ -605,8 +604,8 @@ def run(settings: Settings, track: bool = True, progress: bool = True, today: da
     status = ExitStatus.OK if report.passed else ExitStatus.FAILED
     if not track:
         return status
-    from . import tracking
-    from .credentials import one_line
+    from pipeline.publish import tracking
+    from pipeline.text.credentials import one_line
 
     try:
         run_id = log_run(report)

@@ -1,7 +1,7 @@
 """The sweep config (YAML): its typed schema and loader.
 
 The structure is checked here with :func:`pdors.config.build`; values that only make sense once the grid is
-expanded (every instance and policy parameter) are checked by :func:`pipeline.grid.expand`, which builds every
+expanded (every instance and policy parameter) are checked by :func:`pipeline.spec.grid.expand`, which builds every
 run spec. Both raise :class:`ConfigError` naming the field path, before anything runs or is written.
 """
 
@@ -19,9 +19,8 @@ from pdors import bounded, safe_yaml
 from pdors.config import JSON, build, quote
 from pdors.errors import ConfigError, shorten
 from pdors.policies import POLICIES, policy_module
-
-from .columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
-from .sizing import DEFAULT_MAX_TASKS
+from pipeline.spec.columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
+from pipeline.spec.sizing import DEFAULT_MAX_TASKS
 
 INSTANCE_FIELDS = ("machines", "jobs", "slots", "workload")
 POLICY_AXIS = "policy"  # a figure's x: one bar per policy
@@ -46,7 +45,8 @@ class SeedRange:
 
 @dataclass(frozen=True, kw_only=True)
 class OptConfig:
-    """Offline optimum per distinct instance, through :mod:`pipeline.opt_task`. ``method``: ``milp`` (prove OPT; the
+    """Offline optimum per distinct instance, through :mod:`pipeline.spec.opt_task`. ``method``: ``milp``
+    (prove OPT; the
     certified dual bound is recorded beside it) or ``bound`` (the dual bound alone, any size)."""
 
     solver: str = "highs"
@@ -55,7 +55,7 @@ class OptConfig:
     method: str = "milp"
 
     def check(self) -> list[str]:
-        from .opt_task import limit_problems
+        from pipeline.spec.opt_task import limit_problems
 
         out = [] if self.method in ("milp", "bound") else [f"method: must be milp or bound, got {self.method!r}"]
         out += [] if self.solver else ["solver: must not be empty"]

@@ -4,7 +4,7 @@ damaged or hand-edited manifest is one line naming the field, never a ``KeyError
 
 The manifest lists the runs a sweep asked for, not the record's files: runs are shared by every sweep under an
 output root and compaction merges batch files, so each batch lists its own files with their digests
-(:mod:`pipeline.seal`).
+(:mod:`pipeline.record.seal`).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .tasks import Outcome, Task
+from pipeline.spec.tasks import Outcome, Task
 
 RETRIES = 3
 CHUNK_SECONDS = 0.5  # run time of one Ray task once runs are timed: Ray's few ms per task become noise
@@ -36,8 +36,7 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
     allocations."""
     import pdors
     from pdors.run import run
-
-    from . import opt_task
+    from pipeline.spec import opt_task
 
     started = time.time()
     schedule = None

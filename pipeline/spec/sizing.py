@@ -15,7 +15,7 @@ measured peak RSS (:func:`fit`), stated before measuring: *each measured size be
 (:data:`TERMS`, in that order; :data:`SIZES`); base is the largest peak in its family; then, in that order, each
 term's coefficient is the largest (peak - the estimate of the terms before it) / the term's count over its
 family, at least 0*. As every term is >= 0, the estimate is never below a size it was fitted on. ``python -m
-pipeline.sizing`` measures real runs, each in a fresh process, and fits; the figures behind the constants are in
+pipeline.spec.sizing`` measures real runs, each in a fresh process, and fits; the figures behind the constants are in
 docs/PIPELINE.md.
 
 The default limit per run is derived from the machine: half of its available memory (the rest for the
@@ -91,7 +91,7 @@ class Model:
         )
 
 
-# fitted by fit() on SIZES (python -m pipeline.sizing, docs/PIPELINE.md), rounded up
+# fitted by fit() on SIZES (python -m pipeline.spec.sizing, docs/PIPELINE.md), rounded up
 SHIPPED = Model(
     base=79.05 * 2**20, per_cell=5.59, per_slot=132.61, per_job_slot=84.27, per_resource_slot=20.39, per_resource=868.61
 )

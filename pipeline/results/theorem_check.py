@@ -16,13 +16,13 @@ from pdors.config import build
 from pdors.instance_io import save
 from pdors.run import RunSpec, make_instance
 
-from .summary import with_ratio
+from pipeline.results.summary import with_ratio
 
 COLUMNS = ("premise.premise_share", "premise.competitive_bound")
 
 
 def violations(runs: pd.DataFrame) -> pd.DataFrame:
-    """The sim runs contradicting Theorems 5-6 (rows of :func:`pipeline.summary.with_ratio`)."""
+    """The sim runs contradicting Theorems 5-6 (rows of :func:`pipeline.results.summary.with_ratio`)."""
     if any(c not in runs for c in COLUMNS):  # a record written before the premise was measured
         return runs.iloc[0:0]
     rated = with_ratio(runs)

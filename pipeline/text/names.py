@@ -62,7 +62,7 @@ def setting_words(axis: str, value: str) -> str:
 
 
 def panel_words(panel: str) -> str:
-    """A figure panel's label (``axis=value, ...``, :func:`pipeline.summary.figure_table`) in words."""
+    """A figure panel's label (``axis=value, ...``, :func:`pipeline.results.summary.figure_table`) in words."""
     if not panel:
         return ""
     words = []

@@ -23,7 +23,7 @@ from pdors.errors import InputError
 
 
 class RecordSettings(Protocol):
-    """What recording reads of :class:`pipeline.nightly.Settings` (a protocol: nightly imports this module)."""
+    """What recording reads of :class:`pipeline.nightly.run.Settings` (a protocol: nightly imports this module)."""
 
     @property
     def profile(self) -> str: ...

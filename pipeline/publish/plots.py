@@ -2,7 +2,7 @@
 every figure), the mean over the runs behind each point (their number written next to it) with a 95% Student-t
 confidence interval on that mean, clipped to the metric's domain, as a band (lines) or error bars (bars);
 one panel per value of every other grid axis unless the figure averages over it. Data come from
-:func:`pipeline.summary.figure_table`."""
+:func:`pipeline.results.summary.figure_table`."""
 
 from __future__ import annotations
 
@@ -24,11 +24,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pdors import atomic
-
-from .columns import DERIVED_METRICS
-from .names import layout, own_axes, panel_words, policy_name
-from .schema import POLICY_AXIS, FigureConfig
-from .summary import CONFIDENCE, figure_table
+from pipeline.results.summary import CONFIDENCE, figure_table
+from pipeline.spec.columns import DERIVED_METRICS
+from pipeline.spec.schema import POLICY_AXIS, FigureConfig
+from pipeline.text.names import layout, own_axes, panel_words, policy_name
 
 # One colour and marker per policy in every figure (PD-ORS always red diamonds).
 POLICY_STYLE = {
@@ -289,7 +288,7 @@ def paired_figure(pairs: pd.DataFrame, axes: list[str], reference: str, title: s
 
 
 def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str) -> Figure:
-    """Per-instance ratios value / ``reference`` (``pipeline.summary.pairs``; total utility) against the first
+    """Per-instance ratios value / ``reference`` (``pipeline.results.summary.pairs``; total utility) against the first
     grid axis that is not the reference's own, one panel per reading of the reference (``versus``) and value of
     the other axes: one dot per instance (policies side by side), a bar at each point's geometric mean; log
     scale shared by every panel, a line at 1 (the reference). Below 1: the reference did better. Pairs where
