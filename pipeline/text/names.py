@@ -53,10 +53,10 @@ SETTING_RE = re.compile(r", (?=[A-Za-z_][\w.]*=)")  # splits "a=1, b=[1, 2]" bet
 
 def mix_words(value: str) -> str:
     """A mix of job classes as the paper writes it: ``[0.1, 0.55, 0.35]`` -> ``mix (10, 55, 35)%``."""
-    shares = re.findall(r"[-+\d.eE]+", value)
+    shares = re.findall(r"[-+\d.eE]+", value) if value.startswith("[") else []
     try:
         return "mix (" + ", ".join(f"{float(s) * 100:g}" for s in shares) + ")%" if shares else f"mix {value}"
-    except ValueError:
+    except ValueError:  # not a list of numbers: as given
         return f"mix {value}"
 
 
