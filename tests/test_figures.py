@@ -109,6 +109,7 @@ def test_a_sweep_of_one_policy_draws_no_paired_figure(tmp_path: Path) -> None:
 # beside it holds rows with finite numbers, one panel per frame where it names its panels.
 FIGURES = Path(os.environ.get("PDORS_FIGURES") or Path(__file__).resolve().parents[1] / "docs" / "figures")
 DARK, INK = 80, 50  # a frame's pixels: every channel below DARK; ink: channels spread more than INK
+TINT = 15  # a confidence band (a colour at alpha 0.15): channels spread more than this
 MIN_FRAME, SLACK, INSET = 150, 30, 5  # pixels: a frame's least width, its ticks' reach, the frame's thickness
 
 
@@ -118,10 +119,10 @@ def _runs(row: np.ndarray) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(starts, ends, strict=True) if b - a >= MIN_FRAME]
 
 
-def panels_of(png: Path) -> list[tuple[int, int, int, int, int, float]]:
-    """Each panel frame of ``png`` (left, top, right, bottom) with its count of coloured pixels inside and the
-    share of its height they span: the frame's top and bottom edges are the long dark rows sharing (up to the
-    ticks' reach) one horizontal span."""
+def panels_of(png: Path) -> list[tuple[int, int, int, int, int, float, float]]:
+    """Each panel frame of ``png`` (left, top, right, bottom) with its count of coloured pixels inside and where
+    its coloured or tinted pixels start and end (shares of its height from the top): the frame's top and bottom
+    edges are the long dark rows sharing (up to the ticks' reach) one horizontal span."""
     rgb = np.asarray(Image.open(png).convert("RGB")).astype(np.int16)
     dark = rgb.max(axis=2) < DARK
     edges: dict[tuple[int, int], list[list[int]]] = {}
@@ -138,10 +139,20 @@ def panels_of(png: Path) -> list[tuple[int, int, int, int, int, float]]:
         lines = [r[len(r) // 2] for r in rows]
         for top, bottom in zip(lines[::2], lines[1::2], strict=False):
             inside = rgb[top + INSET : bottom - INSET, x0 + SLACK : x1 - INSET]
-            ink = np.flatnonzero((np.ptp(inside, axis=2) > INK).any(axis=1))
-            span = (ink[-1] - ink[0]) / max(len(inside), 1) if len(ink) else 0.0
-            found.append((x0, top, x1, bottom, int((np.ptp(inside, axis=2) > INK).sum()), float(span)))
+            ink = np.flatnonzero((np.ptp(inside, axis=2) > TINT).any(axis=1))  # bands count: a pale tint
+            first, last = (ink[0] / max(len(inside), 1), ink[-1] / max(len(inside), 1)) if len(ink) else (0.0, 0.0)
+            found.append((x0, top, x1, bottom, int((np.ptp(inside, axis=2) > INK).sum()), float(first), float(last)))
     return found
+
+
+def row_spans(found: list[tuple[int, int, int, int, int, float, float]]) -> dict[int, float]:
+    """Per row of panels (frames with one top, which share a y-axis): the share of the height their data span
+    together. A row compares its panels on one scale, so one panel may hold less; the row as a whole may not."""
+    rows: dict[int, list[tuple[float, float]]] = {}
+    for f in found:
+        top = next((t for t in rows if abs(t - f[1]) <= SLACK), f[1])
+        rows.setdefault(top, []).append((f[5], f[6]) if f[4] else (1.0, 0.0))
+    return {top: max(0.0, max(b for _, b in r) - min(a for a, _ in r)) for top, r in rows.items()}
 
 
 def test_an_empty_panel_is_found_empty(tmp_path: Path) -> None:
@@ -157,14 +168,15 @@ def test_an_empty_panel_is_found_empty(tmp_path: Path) -> None:
     assert len(found) == 2 and found[0][4] > 0 and found[1][4] == 0, found
 
 
-# A panel's data (coloured ink: points, bands, bars, their counts) spans at least this share of its height:
-# matplotlib's own margins leave it about 90%; less means a shared or clipped axis squeezed it (a calibrated
-# row on an axis down to 1e-3) or the data are flat (a share of 0 at every point).
+# A row of panels' data (coloured ink: points, bands, bars, their counts) spans at least this share of its
+# height: matplotlib's own margins leave it about 90%; less means an axis shared beyond the row or clipped
+# squeezed it (a calibrated row on an axis down to 1e-3 shared with the literal row) or the data are flat (a
+# share of 0 at every point on -0.04..0.04).
 MIN_SPAN = 0.5
 
 
 def test_a_squeezed_or_flat_panel_is_found(tmp_path: Path) -> None:
-    drawn, (full, squeezed, flat) = plt.subplots(1, 3, figsize=(12, 3))
+    drawn, (full, squeezed, flat) = plt.subplots(1, 3, figsize=(12, 3))  # three rows of one panel each
     full.plot([1, 2, 3], [1, 3, 2], color="C3", marker="D")
     squeezed.plot([1, 2, 3], [1, 3, 2], color="C3", marker="D")
     squeezed.set_ylim(-8, 3.2)  # the data in the top quarter
@@ -172,7 +184,7 @@ def test_a_squeezed_or_flat_panel_is_found(tmp_path: Path) -> None:
     flat.set_ylim(-0.04, 0.04)
     drawn.savefig(tmp_path / "three.png", dpi=plots.DPI)
     plt.close(drawn)
-    spans = [f[5] for f in sorted(panels_of(tmp_path / "three.png"))]
+    spans = [f[6] - f[5] for f in sorted(panels_of(tmp_path / "three.png"))]
     assert spans[0] >= MIN_SPAN > spans[1] and spans[2] < MIN_SPAN, spans
 
 
@@ -238,8 +250,8 @@ def test_every_committed_figure_has_data_in_every_panel(png: Path) -> None:
     assert found, f"{png.name}: no panel frame found"
     empty = [f[:4] for f in found if f[4] == 0]
     assert not empty, f"{png.name}: {len(empty)} of {len(found)} panels hold no data (frames at {empty})"
-    squeezed = [(f[:4], round(f[5], 2)) for f in found if f[5] < MIN_SPAN]
-    assert not squeezed, f"{png.name}: data span under {MIN_SPAN:.0%} of the panel in {squeezed}"
+    squeezed = {top: round(span, 2) for top, span in row_spans(found).items() if span < MIN_SPAN}
+    assert not squeezed, f"{png.name}: data span under {MIN_SPAN:.0%} of the rows at {squeezed} (pixels: share)"
     table = pd.read_csv(png.with_suffix(".csv"))
     numbers = table.select_dtypes("number").to_numpy(dtype=float)
     assert len(table) and np.isfinite(numbers).any(axis=1).all(), f"{png.with_suffix('.csv').name}: no rows"
