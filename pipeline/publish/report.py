@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pdors import atomic
@@ -134,7 +135,8 @@ def html_report(markdown: str, directory: Path) -> str:
     for line in markdown.splitlines():
         if line.startswith("|"):
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            rows.append([_inline(panel_words(c) if "=" in c else c) for c in cells])  # a panel's settings in words
+            words = [panel_words(c) if "=" in c else plots.x_label(c) for c in cells]  # settings and axes in words
+            rows.append([_inline(c) for c in words])
             continue
         flush()
         image = IMAGE_RE.fullmatch(line.strip())
@@ -156,7 +158,7 @@ def html_report(markdown: str, directory: Path) -> str:
     return f"{head}<body>{''.join(body)}</body></html>"
 
 
-SAME_VALUES = ["panel", "policy", "x", "n", "mean", "std"]
+SAME_KEYS, SAME_VALUES = ["panel", "policy", "x", "n"], ["mean", "std"]  # values to 1e-9: sums in another order
 
 
 def _not_drawn(
@@ -165,7 +167,12 @@ def _not_drawn(
     """Why ``fig`` gets no picture ("" if it does): the same points as a figure drawn before it, or no panel
     whose points say something (:func:`pipeline.publish.plots.no_information`)."""
     for other, done, png in drawn:
-        if png and len(done) == len(table) and done[SAME_VALUES].equals(table[SAME_VALUES]):
+        if (
+            png
+            and len(done) == len(table)
+            and done[SAME_KEYS].equals(table[SAME_KEYS])
+            and np.allclose(done[SAME_VALUES], table[SAME_VALUES], rtol=1e-9, atol=0, equal_nan=True)
+        ):
             return f"every point equals {other.name}.png's in this sweep"
     panels = list(dict.fromkeys(table["panel"]))
     reasons = {plots.no_information(table[table["panel"] == p]) for p in panels}
