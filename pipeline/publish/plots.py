@@ -130,11 +130,11 @@ def _capped(part: pd.DataFrame, fig: FigureConfig) -> tuple[pd.DataFrame, int]:
 
 def log_ticks(axis: Axis) -> None:
     """Labels on a log axis that read as numbers (0.2, 1, 1e+06), at least two or three: every integer multiple
-    of a decade when the axis spans less than a factor 3, 1, 2 and 5 of each when it spans less than two decades,
+    of a decade when the axis spans less than a factor 3, 1, 2 and 5 of each when it spans less than three decades,
     else the decades; minor ticks unlabelled (they overlap). Call once the limits are final."""
     low, high = sorted(axis.get_view_interval())
     span = high / low if low > 0 else math.inf
-    subs = tuple(range(1, 10)) if span < 3 else (1, 2, 5) if span < 100 else (1,)
+    subs = tuple(range(1, 10)) if span < 3 else (1, 2, 5) if span < 1000 else (1,)
     axis.set_major_locator(LogLocator(subs=[float(s) for s in subs]))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
