@@ -19,8 +19,8 @@ from typing import Any, cast
 
 from pdors.config import JSON, build, to_dict
 from pdors.errors import ConfigError
-from pdors.policies import policy_config
-from pdors.run import RunSpec
+from pdors.policies import policy_config, resolve
+from pdors.run import RunSpec, spec_data
 from pdors.version import MODEL_VERSION  # part of every run id
 from pipeline.spec.schema import INSTANCE_FIELDS, SweepConfig, paired
 from pipeline.spec.tasks import OPT_POLICY, Plan, Task, TaskSpec
@@ -102,8 +102,13 @@ def _coords(config: SweepConfig, keys: list[str], to_spec: Callable[[str], str])
 
 
 def _resolved(spec: RunSpec) -> TaskSpec:
-    out = cast(TaskSpec, to_dict(spec))  # RunSpec's fields are TaskSpec's simulation keys
+    """``spec`` with every parameter of its policy, and an external policy's origin (distribution, version,
+    source digest): part of the run id, so that a changed policy's runs are recomputed and no other run is."""
+    out = cast(TaskSpec, spec_data(spec))  # RunSpec's fields are TaskSpec's simulation keys
     out["params"] = to_dict(policy_config(spec.policy, spec.params))
+    found = resolve(spec.policy)
+    if found.external:
+        out["origin"] = to_dict(found.origin)
     return out
 
 

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pdors import bounded, safe_yaml
 from pdors.config import JSON, build, quote
-from pdors.errors import ConfigError, shorten
-from pdors.policies import POLICIES, policy_module
+from pdors.errors import ConfigError, InputError, shorten
+from pdors.policies import resolve
 from pipeline.spec.columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
 from pipeline.spec.sizing import DEFAULT_MAX_TASKS
 
@@ -193,10 +193,11 @@ def reference_of(reference: str | None, policies: list[str]) -> str:
 
 
 def _policy_problem(name: str) -> list[str]:
-    if name not in POLICIES:
-        return [f"policies.{name}: unknown policy (known: {', '.join(POLICIES)})"]
+    """Why policy ``name`` cannot be found (a built-in, an installed entry point or ``package.module:Class``)."""
     try:
-        policy_module(name)
+        resolve(name)
+    except InputError as e:
+        return [f"policies.{name}: {str(e).removeprefix('policy').lstrip(': ')}"]
     except ImportError as e:
         return [f"policies.{name}: registered but its module does not import ({e})"]
     return []
