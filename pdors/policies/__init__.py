@@ -74,3 +74,14 @@ def make_policy(name: str, params: dict[str, Any] | None, spec: RunShape) -> Pol
     found = resolve(name)
     policy: Policy = found.make(build(found.config, params or {}, "params"), spec)
     return policy
+
+
+def survey(names: tuple[str, ...] = ()) -> list[tuple[str, PolicyOrigin | str]]:
+    """Each policy of ``names`` (default: every :func:`known` one) with its origin, or why it does not load."""
+    out: list[tuple[str, PolicyOrigin | str]] = []
+    for name in names or known():
+        try:
+            out.append((name, resolve(name).origin))
+        except InputError as e:
+            out.append((name, str(e)))
+    return out

@@ -53,24 +53,26 @@ def is_target(name: str) -> bool:
 
 
 @functools.cache
-def entry_points() -> dict[str, str]:
-    """Name -> ``module:Class`` of every policy installed distributions declare (group ``pdors.policies``)."""
-    return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=GROUP)}
+def entry_points() -> dict[str, tuple[str, str]]:
+    """Name -> (``module:Class``, its distribution) of every policy installed distributions declare (group
+    ``pdors.policies``)."""
+    return {ep.name: (ep.value, ep.dist.name if ep.dist else "") for ep in importlib.metadata.entry_points(group=GROUP)}
 
 
 def load(name: str) -> tuple[type[Any], PolicyOrigin]:
     """The policy class ``name`` (an entry-point name or ``module:Class``) and its origin; ``InputError`` naming
     ``name`` and the reason when it cannot be found, imported or is not a policy."""
     if is_target(name):
-        return _load(name, "import")
-    target = entry_points().get(name)
-    if target is None:
+        return _load(name, "import", "")
+    found = entry_points().get(name)
+    if found is None:
         raise InputError(f"policy: unknown policy {name!r} (`pdors policies` lists the known ones)")
-    return _load(target, "entry-point")
+    return _load(found[0], "entry-point", found[1])
 
 
 @functools.cache
-def _load(target: str, kind: str) -> tuple[type[Any], PolicyOrigin]:
+def _load(target: str, kind: str, distribution: str) -> tuple[type[Any], PolicyOrigin]:
+    """``distribution``: the one declaring the entry point, else ("") the one installing the module, if any."""
     from .base import PlanningPolicy, SlotPolicy
 
     module_name, _, attr = target.partition(":")
@@ -85,7 +87,7 @@ def _load(target: str, kind: str) -> tuple[type[Any], PolicyOrigin]:
     if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
         raise InputError(f"policy {target}: its Config must be a dataclass, got {config!r}")
     top = module_name.split(".")[0]
-    distribution = _distribution(top)
+    distribution = distribution or _distribution(top)
     version = importlib.metadata.version(distribution) if distribution else UNVERSIONED
     return cls, PolicyOrigin(
         kind=kind, target=target, distribution=distribution, version=version, digest=source_digest(top)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pdors import bounded, safe_yaml
 from pdors.config import JSON, build, quote
+from pdors.config import bounded as limited
 from pdors.errors import ConfigError, InputError, shorten
 from pdors.policies import resolve
 from pipeline.spec.columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
@@ -128,6 +129,9 @@ class SweepConfig:
     report: list[FigureConfig] = field(default_factory=list)
     schedules: bool = False  # also record every simulation's allocations (the ``schedules`` table)
     reference: str | None = None  # paired comparisons are against this policy (default: pdors, else the first)
+    # seconds one simulation may take: one that takes longer (a hanging policy) is stopped and recorded as failed,
+    # and the sweep goes on; None: no limit. Wall time decides only whether a run fails, never a recorded value.
+    run_time_limit: float | None = limited(None, 0.001, 1e7, "seconds, more than 0")
 
     def check(self) -> list[str]:
         out = []
