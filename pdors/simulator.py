@@ -117,7 +117,9 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
             alloc: SlotAllocation = policy.allocate(view(t))
             latencies.append(time.perf_counter() - tick)
             cpu.append(time.thread_time() - cpu_tick)
-            _check_output(policy, alloc, SlotAllocation, (instance.num_jobs, instance.num_machines), f"slot {t}")
+            _check_output(
+                policy, alloc, SlotAllocation, (instance.num_jobs, instance.num_machines), f"allocation for slot {t}"
+            )
             active = (jobs.arrival <= t) & (completed < 0)
             # Only the jobs given something are written: slot t of the schedule is still all zero.
             rows = np.flatnonzero(active & (alloc.workers.any(axis=1) | alloc.servers.any(axis=1)))

@@ -24,6 +24,8 @@ def cmd_policies(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("policies", help="list the policies found, built-in and external, with origin and version")
+    p = subparsers.add_parser(
+        "policies", help="list the policies found, built-in and external, with origin and version"
+    )
     p.add_argument("names", nargs="*", help="only these (a name, or package.module:Class); default: every one found")
     p.set_defaults(func=cmd_policies)
