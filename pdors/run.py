@@ -40,6 +40,10 @@ class RunSpec:
     # An external policy's origin as a sweep planned it (pipeline.spec.grid): the run refuses to go on with other
     # code; None runs whatever the name finds here.
     origin: PolicyOrigin | None = None
+    # An instance file (pdors.instance_io JSON) instead of a generated instance; ``instance_digest``: its content's
+    # SHA-256 as a sweep planned it (a changed file refuses to run). The seed then drives the policy alone.
+    instance_file: str = ""
+    instance_digest: str = ""
 
     def check(self) -> list[str]:
         out = []
@@ -66,10 +70,12 @@ class RunSpec:
 
 
 def spec_data(spec: RunSpec) -> JSON:
-    """``spec`` as plain data; without ``origin`` where it is None (a built-in policy's runs keep their ids)."""
+    """``spec`` as plain data; without ``origin`` and the instance file where unset (the runs of built-in policies
+    on generated instances keep their ids)."""
     out: JSON = to_dict(spec)
-    if out["origin"] is None:
-        del out["origin"]
+    for key, unset in (("origin", None), ("instance_file", ""), ("instance_digest", "")):
+        if out[key] == unset:
+            del out[key]
     return out
 
 
@@ -87,6 +93,15 @@ class RunResult:
 
 
 def make_instance(spec: RunSpec) -> Instance:
+    if spec.instance_file:
+        from .instance_io import file_digest, load
+
+        if spec.instance_digest and (now := file_digest(spec.instance_file)) != spec.instance_digest:
+            raise InputError(
+                f"instance_file: {spec.instance_file} has changed since the sweep was planned (SHA-256 {now}, "
+                f"planned {spec.instance_digest})"
+            )
+        return load(spec.instance_file)
     return generate(spec.workload, spec.machines, spec.jobs, spec.slots, spec.seed)
 
 

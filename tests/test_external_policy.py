@@ -162,9 +162,7 @@ def test_the_example_sweep_runs_with_ray_beside_pdors_fifo_and_the_bound(tmp_pat
     exp = client.get_experiment_by_name("pdors-examples")
     child = [r for r in client.search_runs([exp.experiment_id]) if r.data.params.get("policy") == "greedy"]
     assert len(child) == 1 and child[0].data.params["origin.version"] == "0.1.0"
-    assert (
-        child[0].data.params["origin.distribution"] == "pdors-greedy" and child[0].data.metrics["n"] == 4
-    )
+    assert child[0].data.params["origin.distribution"] == "pdors-greedy" and child[0].data.metrics["n"] == 4
 
 
 @pytest.mark.slow

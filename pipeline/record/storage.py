@@ -154,6 +154,7 @@ def run_row(task: Task, outcome: Outcome, git_commit: str) -> JSON:
         "machines": spec["machines"],
         "jobs": spec["jobs"],
         "slots": spec["slots"],
+        "instance_file": spec.get("instance_file"),
         **flatten(spec["workload"], "workload"),
         "status": outcome.status,
         "error": outcome.error,

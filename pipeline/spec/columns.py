@@ -100,6 +100,7 @@ IDENTITY: list[tuple[str, pa.DataType]] = [
     ("machines", pa.int64()),
     ("jobs", pa.int64()),
     ("slots", pa.int64()),
+    ("instance_file", pa.string()),  # where the instance was read from (null: generated)
 ]
 PROVENANCE: list[tuple[str, pa.DataType]] = [
     ("status", pa.string()),

@@ -29,6 +29,8 @@ class TaskSpec(TypedDict, total=False):
     policy: str
     params: dict[str, Any]
     origin: dict[str, str]  # an external policy's (pdors.policies.external.PolicyOrigin)
+    instance_file: str  # the instance read from this file (and its SHA-256), not generated
+    instance_digest: str
     opt: dict[str, Any]
 
 
