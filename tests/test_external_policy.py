@@ -245,15 +245,17 @@ def test_two_node_cluster_runs_the_external_policy_and_refuses_a_node_without_it
         assert set(runs[runs["policy"] == "greedy"]["policy_version"]) == {"0.1.0"}
 
         # a policy only the driver can import (PYTHONPATH of this command alone): the sweep fails at once
-        copy_package(tmp_path, "driver_only")
+        # (not in the working directory: Ray puts the driver's on its workers' sys.path)
+        (tmp_path / "driver").mkdir()
+        copy_package(tmp_path / "driver", "driver_only")
         cfg = write_config(
             tmp_path / "d.yaml",
             {"name": "d", "instance": SMALL, "policies": {"fifo": {}, "driver_only.policy:Greedy": {}},
              "mlflow": {"enabled": False}},
         )  # fmt: skip
-        driver = {**env, "PYTHONPATH": str(tmp_path)}
+        driver = {**env, "PYTHONPATH": str(tmp_path / "driver")}
         rc, log = pdors(netns, driver, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "d", *address, timeout=400)
-        assert rc == 1, log
+        assert rc == 2, log  # the environment given is wrong: nothing ran
         line = next(x for x in log.splitlines() if "error:" in x)
         assert "policy driver_only.policy:Greedy: node 127.0.0.1 has policy driver_only.policy:Greedy: cannot import" \
             in line  # fmt: skip
