@@ -268,9 +268,9 @@ def figure(table: pd.DataFrame, fig: FigureConfig, notes: Sequence[str] = ()) ->
     censored = "censored" in table and bool((table["censored"] > 0).any())
     lines = [
         fig.title,
-        *([fig.note] if fig.note else []),
         *notes,
         *dropped,
+        *([fig.note] if fig.note else []),
         f"points: mean of n runs (n written by each point{pooled}); {spread}: "
         f"{CONFIDENCE:.0%} Student-t CI of the mean, clipped to the metric's range",
         *(["ringed: the median is censored at T (at most half the jobs finished) in some of the runs"] * censored),
