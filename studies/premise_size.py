@@ -222,9 +222,9 @@ def plot(points: pd.DataFrame, out: Path) -> list[Path]:
     s = summary(points)
     scaling = s[s["part"] == "scaling"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.6))
-    for k, (scale, part) in enumerate(scaling.groupby("workload_scale")):
-        colour = f"C{k}"
-        what = f"offered load {part['load'].median():.2f} (samples x{float(scale) / SCALES[0]:g})"
+    for k, scale in enumerate(SCALES):
+        part, colour = scaling[scaling["workload_scale"] == scale], f"C{k}"
+        what = f"offered load {part['load'].median():.2f} (samples x{scale / SCALES[0]:g})"
         x = 5.0 ** part["step"]
         left.plot(x, part["share"], "o-", color=colour, label=f"admissions where it holds, {what}")
         left.plot(x, part["cell_share_max"], "x--", color=colour, label=f"a job's largest share of a machine, {what}")
