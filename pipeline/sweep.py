@@ -27,7 +27,7 @@ from pdors import atomic
 from pdors.config import JSON, quote, to_dict
 from pdors.errors import ExitStatus, SweepError
 from pipeline.record import sweep_index
-from pipeline.record.locate import locate, sweeps_under
+from pipeline.record.locate import NO_SWEEP_HINT, locate, sweeps_under
 from pipeline.record.manifest import Manifest
 from pipeline.record.provenance import git_commit, packages
 from pipeline.record.storage import Damage, Index, Store, count, manifest_of, resume_command
@@ -465,7 +465,7 @@ def list_sweeps(out: str | None, say: Say = say_out) -> int:
     """``pdors sweep list``: every sweep under the output root (or under ``results/``), oldest first."""
     stores = sweeps_under(out)
     if not stores:
-        raise SweepError(f"no sweeps under {out or 'results/'}")
+        raise SweepError(f"no sweeps under {out or 'results/'}; {NO_SWEEP_HINT}")
     recorded: dict[Path, dict[str, str]] = {}
     for store in stores:
         manifest = manifest_of(store)
