@@ -190,7 +190,8 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
     from pipeline.spec import grid, schema  # with pdors.run and the config schema: not for status, list or --help
 
     data = schema.raw(config_path, overrides)
-    plan = grid.expand(schema.parse(data, o.max_tasks))  # every spec validated: nothing is written before this
+    with schema.blame(overrides):  # every spec validated: nothing is written before this
+        plan = grid.expand(schema.parse(data, o.max_tasks))
     root = Path(o.out or plan.config.output)
     _check_output(root)
     _check_memory(plan, o.max_run_memory, _runs_at_once(o, address))

@@ -77,7 +77,8 @@ def _from_config(path: Path, out: str | None, overrides: list[str]) -> Store:
     the others listed."""
     from pipeline.spec import grid, schema
 
-    plan = grid.expand(schema.load(path, overrides))
+    with schema.blame(overrides):
+        plan = grid.expand(schema.load(path, overrides))
     root = Path(out or plan.config.output)
     store = Store(root, plan.sweep_id)
     if (store.meta / "manifest.json").is_file():
