@@ -34,7 +34,7 @@ from pipeline.record.storage import Damage, Index, Store, count, manifest_of, re
 from pipeline.spec import sizing
 from pipeline.spec.tasks import Outcome, Plan, Task
 from pipeline.text.credentials import one_line
-from pipeline.text.screen import fit
+from pipeline.text.screen import WIDTH, Lines, fit
 
 if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
     from pipeline.execute.executor import Cluster
@@ -372,12 +372,14 @@ def _execute(
     if cluster is None:
         say("running in this process, without Ray ...")
     tally = {"ok": 0, "failed": 0, "lost": 0}
+    tty = sys.stderr.isatty()
     bar = tqdm(
         total=len(todo),
         unit="run",
-        file=sys.stderr,
-        mininterval=0.5 if sys.stderr.isatty() else 10,
-        dynamic_ncols=True,
+        file=sys.stderr if tty else Lines(sys.stderr),
+        mininterval=0.5 if tty else 10,
+        dynamic_ncols=tty,
+        ncols=None if tty else WIDTH,
         disable=say is silent,
     )
     started = flushed = time.perf_counter()

@@ -29,7 +29,9 @@ class PriceBounds:
     @functools.cached_property
     def _log_ratio(self) -> np.ndarray:
         # U^r = L is a constant price, ratio 1: also when both are inf (machines with no capacity at all)
-        ratio = np.divide(self.upper, self.lower, out=np.ones_like(self.upper), where=self.upper != self.lower)
+        ratio: np.ndarray = np.divide(
+            self.upper, self.lower, out=np.ones_like(self.upper), where=self.upper != self.lower
+        )
         out = portable_math.log(ratio)
         out.flags.writeable = False
         return out
