@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .compact import compact_repr
 from .config import JSON, build, to_dict
 from .load import fluid_completable, offered_load
 from .model import Instance
@@ -62,6 +63,10 @@ class RunResult:
     simulation: SimulationResult
     validation: Validation
     summary: RunSummary
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return compact_repr(self, policy=s.policy, seed=s.seed, total_utility=s.total_utility, ok=self.validation.ok)
 
 
 def make_instance(spec: RunSpec) -> Instance:
