@@ -10,6 +10,10 @@ QUIET_BUILD := PYTHONWARNINGS="ignore:Editable installation"
 
 .PHONY: setup test-setup solvers browser postgres run lint test test-fast bench reproduce clean
 
+# The example external policy package (docs/WRITE_A_POLICY.md): installed for the tests, which run its sweep.
+EXAMPLE := examples/pdors-greedy
+EXAMPLE_STAMP := $(VENV)/.example-installed
+
 # What `make run` needs: the runtime dependencies and the solvers.
 setup: $(STAMP) solvers
 
@@ -25,6 +29,10 @@ $(STAMP): pyproject.toml
 $(TEST_STAMP): $(STAMP)
 	$(QUIET_BUILD) $(BIN)/python -m pip install -q -e ".[test]"
 	touch $(TEST_STAMP)
+
+$(EXAMPLE_STAMP): $(STAMP) $(shell find $(EXAMPLE) -name '*.py' -o -name pyproject.toml)
+	$(BIN)/python -m pip install -q --no-deps ./$(EXAMPLE)
+	touch $@
 
 # GLPK (glpsol) and CBC come from Debian packages; installed only where missing.
 solvers:
@@ -56,16 +64,17 @@ lint: setup $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	cd $(EXAMPLE) && MYPYPATH=$(CURDIR) $(CURDIR)/$(BIN)/mypy  # --strict, against pdors.api (its pyproject.toml)
 
 # Tests run in TEST_WORKERS processes (pytest-xdist; each integration test's services live in a network namespace
 # of their own, or are found by their own session); TEST_WORKERS=0 runs them in this one.
 TEST_WORKERS ?= 2
 
-test: test-setup
+test: test-setup $(EXAMPLE_STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Everything but the integration tier (tests marked `slow`, pyproject.toml [tool.pytest.ini_options] markers).
-test-fast: test-setup
+test-fast: test-setup $(EXAMPLE_STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 
 # Speed figures of docs/PERFORMANCE.md in one run (medians and ratios); `pdors bench --quick` for a short one.

@@ -88,6 +88,12 @@ SUBCOMMANDS = (
         "pdors study premise --out study-out",
     ),
     Command(
+        "policies",
+        "policies",
+        "List the policies found, built-in and external (installed packages), with their origin and version.",
+        "pdors policies",
+    ),
+    Command(
         "ui",
         "ui",
         "Serve the local MLflow store on 127.0.0.1 so that the URLs sweeps print open.",
