@@ -38,9 +38,13 @@ def _join(path: str, name: str | int) -> str:
 def unknown(path: str, name: str, known: list[str], what: str = "key") -> str:
     """The reason an unknown ``name`` under ``path`` gives: the nearest known name if one is near (a typo), then
     the known names."""
+    return f"unknown {what}{suggestion(path, name, known)} (known: {', '.join(known)})"
+
+
+def suggestion(path: str, name: str, known: list[str]) -> str:
+    """``"; did you mean <path>.<nearest>?"`` when a known name is near ``name`` (a typo), else ``""``."""
     near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    hint = f"; did you mean {_join(path, near[0])}?" if near else ""
-    return f"unknown {what}{hint} (known: {', '.join(known)})"
+    return f"; did you mean {_join(path, near[0])}?" if near else ""
 
 
 def _bounded_repr() -> reprlib.Repr:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pdors import bounded, safe_yaml
-from pdors.config import JSON, build, quote, unknown
+from pdors.config import JSON, build, quote, suggestion, unknown
 from pdors.config import bounded as limited
 from pdors.errors import ConfigError, InputError, shorten
 from pdors.policies import known, resolve
@@ -203,9 +203,11 @@ def _policy_problem(name: str) -> list[str]:
     try:
         resolve(name)
     except InputError as e:
-        if name not in known() and ":" not in name:  # a typo of a known name, maybe: the nearest one suggested
-            return [f"policies.{name}: {unknown('policies', name, list(known()), 'policy')}; or package.module:Class"]
-        return [f"policies.{name}: {str(e).removeprefix('policy').lstrip(': ')}"]
+        reason = str(e).removeprefix("policy").lstrip(": ")
+        if ":" not in name:  # a typo of a known name, maybe: the nearest one suggested
+            hint = suggestion("policies", name, list(known()))
+            reason = reason.replace(f"unknown policy {name!r}", f"unknown policy {name!r}{hint}", 1)
+        return [f"policies.{name}: {reason}"]
     except ImportError as e:
         return [f"policies.{name}: registered but its module does not import ({e})"]
     return []
