@@ -27,14 +27,14 @@ from pdors import atomic
 from pdors.config import JSON, quote, to_dict
 from pdors.errors import ExitStatus, SweepError
 from pipeline.record import sweep_index
-from pipeline.record.locate import locate, sweeps_under
+from pipeline.record.locate import NO_SWEEP_HINT, locate, sweeps_under
 from pipeline.record.manifest import Manifest
 from pipeline.record.provenance import git_commit, packages
 from pipeline.record.storage import Damage, Index, Store, count, manifest_of, resume_command
 from pipeline.spec import sizing
 from pipeline.spec.tasks import Outcome, Plan, Task
 from pipeline.text.credentials import one_line
-from pipeline.text.screen import fit
+from pipeline.text.screen import WIDTH, Lines, fit
 
 if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
     from pipeline.execute.executor import Cluster
@@ -191,7 +191,8 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
     from pipeline.spec import grid, schema  # with pdors.run and the config schema: not for status, list or --help
 
     data = schema.raw(config_path, overrides)
-    plan = grid.expand(schema.parse(data, o.max_tasks))  # every spec validated: nothing is written before this
+    with schema.blame(overrides):  # every spec validated: nothing is written before this
+        plan = grid.expand(schema.parse(data, o.max_tasks))
     root = Path(o.out or plan.config.output)
     _check_output(root)
     _check_memory(plan, o.max_run_memory, _runs_at_once(o, address))
@@ -382,12 +383,14 @@ def _execute(
     if cluster is None:
         say("running in this process, without Ray ...")
     tally = {"ok": 0, "failed": 0, "lost": 0}
+    tty = sys.stderr.isatty()
     bar = tqdm(
         total=len(todo),
         unit="run",
-        file=sys.stderr,
-        mininterval=0.5 if sys.stderr.isatty() else 10,
-        dynamic_ncols=True,
+        file=sys.stderr if tty else Lines(sys.stderr),
+        mininterval=0.5 if tty else 10,
+        dynamic_ncols=tty,
+        ncols=None if tty else WIDTH,
         disable=say is silent,
     )
     started = flushed = time.perf_counter()
@@ -476,7 +479,7 @@ def list_sweeps(out: str | None, say: Say = say_out) -> int:
     """``pdors sweep list``: every sweep under the output root (or under ``results/``), oldest first."""
     stores = sweeps_under(out)
     if not stores:
-        raise SweepError(f"no sweeps under {out or 'results/'}")
+        raise SweepError(f"no sweeps under {out or 'results/'}; {NO_SWEEP_HINT}")
     recorded: dict[Path, dict[str, str]] = {}
     for store in stores:
         manifest = manifest_of(store)

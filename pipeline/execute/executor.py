@@ -215,6 +215,26 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
             os.environ.pop(key, None)
 
 
+# Ray's notice that the local Ray it starts has token authentication on (its default, kept): a 245-column warning
+# whose only advice is to turn that protection off. (logger, message start)
+TOKEN_NOTICE = ("ray._private.authentication.authentication_token_setup", "Token authentication is enabled")
+
+
+@contextmanager
+def _without(notice: tuple[str, str]) -> Iterator[None]:
+    """Records of logger ``notice[0]`` starting with ``notice[1]`` dropped while the block runs."""
+    logger = logging.getLogger(notice[0])
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(notice[1])
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
+
+
 def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     """Connect to the cluster at ``address``, or start a local Ray on loopback with ``num_cpus`` CPUs
     (default: all)."""
@@ -224,7 +244,7 @@ def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
         probe(address)
         ray.init(address=address, logging_level=logging.WARNING)
     else:  # address="local": never a stale `ray start`
-        with _environment(LOCAL_RAY_ENV):
+        with _environment(LOCAL_RAY_ENV), _without(TOKEN_NOTICE):
             import ray
 
             ray.init(num_cpus=num_cpus, logging_level=logging.WARNING, **LOCAL_RAY_INIT)
