@@ -188,6 +188,17 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+INT_DIGITS = 19  # int64's: a longer integer fits no field (and Python refuses to read one of over 4,300 digits)
+
+
+def _int(text: str) -> int:
+    """A JSON integer, refused unread beyond ``INT_DIGITS`` digits."""
+    digits = len(text.lstrip("-"))
+    if digits > INT_DIGITS:
+        raise InstanceError("file", f"an integer of {digits:,} digits (at most {INT_DIGITS} fit the model's int64)")
+    return int(text)
+
+
 def save(instance: Instance, path: str | Path) -> None:
     Path(path).write_text(json.dumps(to_dict(instance)))
 
@@ -205,7 +216,7 @@ def load(path: str | Path) -> Instance:
         except UnicodeDecodeError as e:
             raise InstanceError("file", f"not UTF-8 text (byte {e.start})") from None
         try:
-            data = json.loads(text, object_pairs_hook=_unique)
+            data = json.loads(text, object_pairs_hook=_unique, parse_int=_int)
         except json.JSONDecodeError as e:
             raise InstanceError("file", f"not JSON ({e})") from None
         except RecursionError:

@@ -70,8 +70,8 @@ def test_the_overflowing_workload_of_the_issue_is_never_ranked_ok(
     for overrides in (
         ["instance.workload.workload_scale=1.0e+12"],
         [
-            "instance.workload.epochs=[1e6,1e6]",
-            "instance.workload.samples=[1e9,1e9]",
+            "instance.workload.epochs=[1000000,1000000]",
+            "instance.workload.samples=[1000000000,1000000000]",
             "instance.workload.workload_scale=10000",
         ],
     ):
@@ -81,4 +81,4 @@ def test_the_overflowing_workload_of_the_issue_is_never_ranked_ok(
         assert code == 2, said
         assert not out.exists()
         line = said.err.strip()
-        assert "\n" not in line and "instance.workload" in line, line
+        assert "\n" not in line and "instance.workload.workload_scale: the largest job workload" in line, line

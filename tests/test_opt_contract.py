@@ -72,7 +72,10 @@ def test_opt_refuses_impossible_limits_before_anything_runs(flag, value, message
 
 @pytest.mark.parametrize(
     "args, field",
-    [(["--mip-gap", "1"], "mip_gap: must lie in [0, 1)"), (["--time-limit", "-5"], "time_limit: must be > 0")],
+    [
+        (["--mip-gap", "1"], "mip_gap: must lie in [0, 1)"),
+        (["--time-limit", "-5"], "time_limit: must lie in (0, 1,000,000]"),
+    ],
 )
 def test_nightly_refuses_impossible_limits(args, field, tmp_path, capsys):
     assert main(["nightly", "--no-mlflow", "--out", str(tmp_path / "out"), *args]) == 2

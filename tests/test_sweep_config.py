@@ -34,7 +34,7 @@ BAD = [
     ({"grid": {"pdors.rounding.gain": [-1]}}, "grid.pdors.rounding.gain[0]: must be > 0"),
     ({"grid": {"seed": [1, 2]}}, "grid.seed: seeds are set by the top-level 'seeds'"),
     ({"grid": {"oasis.x": [1]}}, "grid.oasis.x: unknown axis"),
-    ({"opt": {"time_limit": -5}}, "opt.time_limit: must be > 0"),
+    ({"opt": {"time_limit": -5}}, "opt.time_limit: must lie in (0, 1,000,000]"),
     ({"opt": {"mip_gap": 2}}, "opt.mip_gap: must lie in [0, 1)"),
     ({"mlflow": {"experiment": " "}}, "mlflow.experiment: must not be empty"),
     ({"name": "a/b"}, "name: letters, digits"),
