@@ -54,8 +54,7 @@ def limit_problems(time_limit: float, mip_gap: float) -> list[str]:
     out = []
     if not 0 < time_limit <= MAX_TIME_LIMIT:
         out.append(
-            f"time_limit: must lie in (0, {MAX_TIME_LIMIT:,.0f}] seconds (the solver guard's wait limit), "
-            f"got {time_limit}"
+            f"time_limit: must lie in (0, {MAX_TIME_LIMIT:,.0f}] seconds (the guard's wait limit), got {time_limit}"
         )
     if not 0 <= mip_gap < 1:
         out.append(f"mip_gap: must lie in [0, 1), got {mip_gap}")

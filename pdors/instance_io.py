@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -188,14 +189,12 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-INT_DIGITS = 19  # int64's: a longer integer fits no field (and Python refuses to read one of over 4,300 digits)
-
-
 def _int(text: str) -> int:
-    """A JSON integer, refused unread beyond ``INT_DIGITS`` digits."""
-    digits = len(text.lstrip("-"))
-    if digits > INT_DIGITS:
-        raise InstanceError("file", f"an integer of {digits:,} digits (at most {INT_DIGITS} fit the model's int64)")
+    """A JSON integer; one longer than Python converts (4,300 digits by default) is refused in one line, since no
+    field can be named yet (a shorter one too large for its field is refused naming the field)."""
+    digits, limit = len(text.lstrip("-")), sys.get_int_max_str_digits()
+    if limit and digits > limit:
+        raise InstanceError("file", f"an integer of {digits:,} digits (Python reads at most {limit:,})")
     return int(text)
 
 

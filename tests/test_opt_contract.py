@@ -59,8 +59,16 @@ def test_a_sweep_flags_a_run_above_opt_and_clips_within_the_gap():
     [
         ("--mip-gap", "2", "pdors opt: error: --mip-gap: must lie in [0, 1), got 2.0"),
         ("--mip-gap", "-0.1", "pdors opt: error: --mip-gap: must lie in [0, 1), got -0.1"),
-        ("--time-limit", "-5", "pdors opt: error: --time-limit: must be > 0 seconds, got -5.0"),
-        ("--time-limit", "0", "pdors opt: error: --time-limit: must be > 0 seconds, got 0.0"),
+        (
+            "--time-limit",
+            "-5",
+            "pdors opt: error: --time-limit: must lie in (0, 1,000,000] seconds (the guard's wait limit), got -5.0",
+        ),
+        (
+            "--time-limit",
+            "0",
+            "pdors opt: error: --time-limit: must lie in (0, 1,000,000] seconds (the guard's wait limit), got 0.0",
+        ),
     ],
 )
 def test_opt_refuses_impossible_limits_before_anything_runs(flag, value, message, tmp_path, capsys):
