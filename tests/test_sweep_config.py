@@ -37,7 +37,7 @@ BAD = [
     ({"opt": {"time_limit": -5}}, "opt.time_limit: must lie in (0, 1,000,000]"),
     ({"opt": {"mip_gap": 2}}, "opt.mip_gap: must lie in [0, 1)"),
     ({"mlflow": {"experiment": " "}}, "mlflow.experiment: must not be empty"),
-    ({"name": "a/b"}, "name: letters, digits"),
+    ({"name": "a/b"}, "name: at most 100 letters, digits"),
     ({"grid": {"machines": "range(4, 4)"}}, "grid.machines: range(4, 4) is empty"),
     ({"grid": {"machines": "4..8"}}, "grid.machines: must be a list of values or range("),
     ({"grid": {"jobs,slots": [[4, 4], [5]]}}, "grid.jobs,slots[1]: must list 2 values"),
