@@ -179,9 +179,10 @@ def _str(tp: Any, value: Any, path: str) -> str:
 
 def _int_enum(tp: type[enum.IntEnum], value: Any, path: str) -> enum.IntEnum:
     """A named integer: given by its number (as configs and the record store it)."""
-    if isinstance(value, bool) or value not in {m.value for m in tp}:
+    known = {m.value for m in tp}
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value not in known:  # a list: unhashable
         raise ConfigError(path, f"must be one of {', '.join(str(m.value) for m in tp)}, got {quote(value)}")
-    return tp(value)
+    return tp(int(value))
 
 
 # How each annotation is converted: by its generic origin (``list[int]`` -> list), else by the type itself.

@@ -94,6 +94,7 @@ class SweepResult:
     again: str
     ran: int = 0
     failed: int = 0
+    invalid: int = 0
     lost: int = 0
     run_seconds: float = 0.0  # running the tasks, after start-up
     stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
@@ -157,7 +158,7 @@ def _runs_to_do(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task
     ``retry_failed``, again), and the damaged batches under the root (their runs count as not recorded)."""
     index = store.index()
     recorded = index.status()
-    redo = {"lost", "failed"} if retry_failed else {"lost"}
+    redo = {"lost", "failed", "invalid"} if retry_failed else {"lost"}
     return [t for t in plan.tasks if recorded.get(t.run_id, "lost") in redo], index.damaged
 
 
@@ -382,7 +383,7 @@ def _execute(
     commit = git_commit()
     if cluster is None:
         say("running in this process, without Ray ...")
-    tally = {"ok": 0, "failed": 0, "lost": 0}
+    tally = {"ok": 0, "failed": 0, "invalid": 0, "lost": 0}
     tty = sys.stderr.isatty()
     bar = tqdm(
         total=len(todo),
@@ -408,7 +409,7 @@ def _execute(
                 tally[outcome.status] += 1
             bar.set_postfix(
                 ok=tally["ok"],
-                failed=tally["failed"] + tally["lost"],
+                failed=tally["failed"] + tally["invalid"] + tally["lost"],
                 left=len(todo) - sum(tally.values()),
                 refresh=False,
             )
@@ -425,11 +426,12 @@ def _execute(
         writing += time.perf_counter() - tick
     done, seconds = sum(tally.values()), time.perf_counter() - started
     result.ran, result.failed, result.lost, result.run_seconds = done, tally["failed"], tally["lost"], seconds
+    result.invalid = tally["invalid"]
     result.stages["runs"] += seconds - writing
     result.stages["record"] += writing
     say(
         f"ran {done} tasks in {seconds:.1f} s after start-up ({done / seconds:.2f} runs/s); "
-        f"{tally['failed']} failed, {tally['lost']} lost"
+        f"{tally['failed']} failed, {tally['invalid']} invalid, {tally['lost']} lost"
     )
 
 
@@ -447,7 +449,7 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = (), s
         damaged = index.damaged
         say(
             f"{store.sweep_id} ({store.root}): {counts.total} tasks, {counts.ok} ok, {counts.failed} failed, "
-            f"{counts.lost} lost, {counts.remaining} not run; "
+            f"{counts.invalid} invalid, {counts.lost} lost, {counts.remaining} not run; "
             + (f"{len(damaged)} damaged batches" if damaged else "records intact")
             + (f"; {index.unsealed} batches older than digests (trusted: read unchecked)" if index.unsealed else "")
         )
@@ -462,8 +464,8 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = (), s
         if damaged:
             say(f"  repair: `{again}` sets the damaged batches aside and recomputes their runs")
             code = ExitStatus.FAILED
-        if counts.failed:
-            say(f"  rerun the failed runs: `{again} --retry-failed`")
+        if counts.failed or counts.invalid:
+            say(f"  rerun the failed and invalid runs: `{again} --retry-failed`")
         elif (counts.lost or counts.remaining) and not damaged:
             say(f"  continue: `{again}`")
     return code
@@ -487,7 +489,8 @@ def list_sweeps(out: str | None, say: Say = say_out) -> int:
         states = [have.get(r) for r in manifest.run_ids]
         say(
             f"{manifest.created_at or '?':<25} {store.sweep_id:<32} {len(states):>6} tasks "
-            f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('lost'):>4} lost "
+            f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('invalid'):>4} invalid "
+            f"{states.count('lost'):>4} lost "
             f"{states.count(None):>6} not run  {store.root}"
         )
     return ExitStatus.OK

@@ -452,7 +452,7 @@ def log_sweep(
                 {
                     "runs_total": manifest.tasks,
                     "runs_recorded": len(runs),
-                    **{f"runs_{s}": int(status.get(s, 0)) for s in ("ok", "failed", "lost")},
+                    **{f"runs_{s}": int(status.get(s, 0)) for s in ("ok", "failed", "invalid", "lost")},
                     **headline(runs),
                 },
                 _last_finish_ms(runs),

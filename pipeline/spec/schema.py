@@ -27,7 +27,9 @@ from pipeline.spec.sizing import DEFAULT_MAX_TASKS
 INSTANCE_FIELDS = ("machines", "jobs", "slots", "workload", "instance_file")
 INSTANCE_FILE = "instance_file"  # an axis over instance files: a list of files, or a directory of *.json files
 POLICY_AXIS = "policy"  # a figure's x: one bar per policy
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # names end up in paths and hive partition values
+# Names end up in paths and hive partition values: a sweep's directory and files are named <name>-<10 hex> and
+# <name>.report.html, within a file name's 255 bytes (a 5,000-character name raised OSError: File name too long).
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 DEFAULT_OUTPUT = "results/sweeps"
 DEFAULT_REFERENCE = "pdors"
 
@@ -139,7 +141,8 @@ class SweepConfig:
         out = []
         if not NAME_RE.fullmatch(self.name):
             out.append(
-                f"name: letters, digits, '_', '.', '-' only (starting with a letter or digit), got {quote(self.name)}"
+                "name: at most 100 letters, digits, '_', '.', '-' (starting with a letter or digit), "
+                f"got {quote(self.name)}"
             )
         if not self.policies:
             out.append("policies: name at least one policy")
