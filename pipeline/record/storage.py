@@ -733,9 +733,11 @@ def _remove(path: Path) -> None:
 
 
 def resume_command(store: Store, *extra: str) -> str:
-    """The command that continues (and repairs) a sweep from its recorded config."""
+    """The command that continues (and repairs) a sweep from its recorded config (its ``config.yaml``, else its
+    directory: ``sweep run`` then takes the config its manifest recorded)."""
     config = store.meta / "config.yaml"
-    return shlex.join(["pdors", "sweep", "run", str(config), "--out", str(store.root), "--resume", *extra])
+    given = config if config.is_file() else store.meta
+    return shlex.join(["pdors", "sweep", "run", str(given), "--out", str(store.root), "--resume", *extra])
 
 
 def manifest_of(store: Store) -> Manifest:
