@@ -15,6 +15,7 @@ import functools
 import logging
 import os
 import socket
+import stat
 import sys
 import time
 import traceback
@@ -22,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pipeline.spec.tasks import Outcome, Task
@@ -139,16 +141,45 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
             os.environ.pop(key, None)
 
 
+def token_path() -> Path:
+    """Ray's token file: ``RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``."""
+    return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+
+
+@contextmanager
+def _private_token() -> Iterator[None]:
+    """Ray's token file readable by its owner only, and ``~/.ray`` too (Ray 2.60 writes a new token 0644 in a
+    0755 ``~/.ray``): the directory is made 0700 before Ray runs, what Ray creates meanwhile is created
+    without group or other access (umask 077), and a token or ``~/.ray`` of ours left readable is tightened."""
+    path = token_path()
+    default = path.parent == Path.home() / ".ray"
+    if default:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+        for p, mode in ((path, 0o600), *([(path.parent, 0o700)] if default else [])):
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if st.st_uid == os.getuid() and not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o077:
+                os.chmod(p, mode)
+
+
 def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     """Connect to the cluster at ``address``, or start a local Ray on loopback with ``num_cpus`` CPUs
-    (default: all)."""
+    (default: all); the token file stays private (:func:`_private_token`)."""
     if address:
         import ray
 
         probe(address)
-        ray.init(address=address, logging_level=logging.WARNING)
+        with _private_token():
+            ray.init(address=address, logging_level=logging.WARNING)
     else:  # address="local": never a stale `ray start`
-        with _environment(LOCAL_RAY_ENV):
+        with _environment(LOCAL_RAY_ENV), _private_token():
             import ray
 
             ray.init(num_cpus=num_cpus, logging_level=logging.WARNING, **LOCAL_RAY_INIT)
