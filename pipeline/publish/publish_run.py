@@ -149,6 +149,7 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
     from pipeline.publish.report import comparison, runs_of
     from pipeline.results import headline, summary
 
+    store.check_links()  # everything below writes under sweeps/<id>/: never through a link out of the root
     tick = time.perf_counter()
     counts, runs = runs_of(store, manifest)
     axes, reference = manifest.axes, summary.reference_policy(manifest)
