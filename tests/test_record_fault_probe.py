@@ -118,7 +118,7 @@ def faults() -> dict[str, tuple[Fault, bool]]:
             ),
             "runs file linked outside": (lambda r, o, s: _link_file(batch(r, "runs"), o), False),
             "temp file linked outside": (lambda r, o, s: (r / "jobs" / ".tmp-1-x").symlink_to(o / "victim"), False),
-            ".lock linked outside": (lambda r, o, s: (r / ".lock").symlink_to(o / "victim"), False),
+            ".lock linked outside": (lambda r, o, s: _link_file(r / ".lock", o), False),
             "sweeps/ linked outside": (lambda r, o, s: _link_dir(r, "sweeps", o), False),
             "report/ linked outside": (lambda r, o, s: _link_dir(r, f"sweeps/{s}/report", o), False),
             "manifest deleted": (lambda r, o, s: (r / "sweeps" / s / "manifest.json").unlink(), False),
@@ -202,13 +202,13 @@ def test_sigkill(clean: tuple[Path, Path, dict[str, object]], tmp_path: Path, po
     assert pdors(*args, "--out", reference).code == 0
     root = tmp_path / "out"
     proc = subprocess.Popen(
-        [BIN / "pdors", *args, "--out", str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [BIN / "pdors", *args, "--out", str(root)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     assert proc.stdout is not None
     os.set_blocking(proc.stdout.fileno(), False)
     seen, started, hit = "", time.monotonic(), False
     while proc.poll() is None and time.monotonic() - started < LIMIT:
-        seen += proc.stdout.read() or ""
+        seen += (proc.stdout.read() or b"").decode(errors="replace")  # None: nothing new yet
         if KILL_POINTS[point](seen, root):
             proc.send_signal(signal.SIGKILL)
             hit = True
