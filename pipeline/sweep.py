@@ -27,17 +27,18 @@ from pdors import atomic
 from pdors.config import JSON, quote, to_dict
 from pdors.errors import ExitStatus, SweepError
 from pipeline.record import sweep_index
-from pipeline.record.locate import locate, sweeps_under
+from pipeline.record.locate import NO_SWEEP_HINT, locate, sweeps_under
 from pipeline.record.manifest import Manifest
 from pipeline.record.provenance import git_commit, packages
 from pipeline.record.storage import Damage, Index, Store, count, manifest_of, resume_command
 from pipeline.spec import sizing
 from pipeline.spec.tasks import Outcome, Plan, Task
 from pipeline.text.credentials import one_line
-from pipeline.text.screen import fit
+from pipeline.text.screen import WIDTH, Lines, fit
 
 if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
     from pipeline.execute.executor import Cluster
+    from pipeline.spec.schema import SweepConfig
 
 FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at least this often
 STAGES = ("ray_start", "runs", "record", "report", "mlflow")  # the seconds printed by ``run`` (``pdors bench``)
@@ -196,7 +197,8 @@ def run(
     from pipeline.spec import grid, schema  # with pdors.run and the config schema: not for status, list or --help
 
     data = _config_data(config_path, overrides)
-    plan = grid.expand(schema.parse(data, o.max_tasks))  # every spec validated: nothing is written before this
+    with schema.blame(overrides):  # every spec validated: nothing is written before this
+        plan = grid.expand(schema.parse(data, o.max_tasks))
     root = Path(o.out or plan.config.output)
     _check_output(root)
     store = Store(root, plan.sweep_id)
@@ -225,10 +227,14 @@ def run(
     manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()), say)
     cluster = _start_ray(address, o.num_cpus, result, say) if todo and not o.in_process else None
     try:
+        if cluster is not None and (external := _external_origins(todo)):
+            from pipeline.execute.executor import check_policies
+
+            check_policies(external)  # one line, before anything is written, if a node has other code
         with stops_recorded(result, say), store.lock():
             _write_config(store, data, config_path, overrides, manifest)
             store.set_aside(damaged)
-            _execute(store, todo, cluster, o.max_parallel, plan.config.schedules, result, say)
+            _execute(store, todo, cluster, o.max_parallel, plan.config, result, say)
             tick = time.perf_counter()
             merged = store.compact()
             result.stages["record"] += time.perf_counter() - tick
@@ -257,6 +263,11 @@ def _config_data(config_path: str, overrides: list[str]) -> JSON:
         return schema.raw(path / "config.yaml", overrides)
     config: JSON = schema.apply_overrides(manifest_of(Store(path.parent.parent, path.name)).config, overrides)
     return config
+
+
+def _external_origins(todo: list[Task]) -> JSON:
+    """Each external policy of ``todo`` -> its origin as planned."""
+    return {t.policy: t.spec["origin"] for t in todo if "origin" in t.spec}
 
 
 def _ray_address(o: SweepOptions) -> str | None:
@@ -381,12 +392,13 @@ def _execute(
     todo: list[Task],
     cluster: Cluster | None,
     max_parallel: int | None,
-    schedules: bool,
+    config: SweepConfig,
     result: SweepResult,
     say: Say,
 ) -> None:
     """Run ``todo`` on the connected ``cluster`` (None: in this process, one by one) and record each outcome,
-    counted in ``result``; ``schedules``: also each simulation's allocations."""
+    counted in ``result``; ``config``'s ``schedules``: also each simulation's allocations, its ``run_time_limit``:
+    the seconds a simulation may take."""
     if not todo:
         return
     from tqdm import tqdm
@@ -397,12 +409,14 @@ def _execute(
     if cluster is None:
         say("running in this process, without Ray ...")
     tally = {"ok": 0, "failed": 0, "lost": 0}
+    tty = sys.stderr.isatty()
     bar = tqdm(
         total=len(todo),
         unit="run",
-        file=sys.stderr,
-        mininterval=0.5 if sys.stderr.isatty() else 10,
-        dynamic_ncols=True,
+        file=sys.stderr if tty else Lines(sys.stderr),
+        mininterval=0.5 if tty else 10,
+        dynamic_ncols=tty,
+        ncols=None if tty else WIDTH,
         disable=say is silent,
     )
     started = flushed = time.perf_counter()
@@ -410,9 +424,9 @@ def _execute(
     pending: list[tuple[Task, Outcome]] = []  # finished, not yet recorded: a kill loses at most FLUSH_SECONDS of runs
     try:
         chunks = (
-            ([(t, execute(t, schedules))] for t in todo)
+            ([(t, execute(t, config.schedules, config.run_time_limit))] for t in todo)
             if cluster is None
-            else fan_out(todo, cluster, max_parallel, schedules)
+            else fan_out(todo, cluster, max_parallel, config.schedules, config.run_time_limit)
         )
         for chunk in chunks:
             pending += chunk
@@ -491,7 +505,7 @@ def list_sweeps(out: str | None, say: Say = say_out) -> int:
     """``pdors sweep list``: every sweep under the output root (or under ``results/``), oldest first."""
     stores = sweeps_under(out)
     if not stores:
-        raise SweepError(f"no sweeps under {out or 'results/'}")
+        raise SweepError(f"no sweeps under {out or 'results/'}; {NO_SWEEP_HINT}")
     recorded: dict[Path, dict[str, str]] = {}
     for store in stores:
         manifest = manifest_of(store)
