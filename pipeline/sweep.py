@@ -180,24 +180,31 @@ def stops_recorded(result: SweepResult, say: Say) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say | None = None) -> SweepResult:
+def run(
+    config_path: str,
+    options: SweepOptions = SweepOptions(),
+    progress: Say | None = None,
+    then: Callable[[SweepResult], SweepResult] | None = None,
+) -> SweepResult:
     """``pdors sweep run`` up to its record: plan, run what is not recorded yet, record it. Its result's
     ``status`` is 0, or 4 the disk is full, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); publishing
-    (:func:`~pipeline.publish.publish_run.publish_run`)
-    decides the rest. Everything the user gave is checked before anything
-    is written (a ``SweepError`` or ``ConfigError`` otherwise). ``progress``: where progress lines go (default:
-    nowhere; with it, also a progress bar on standard error)."""
+    (``then``: :func:`~pipeline.publish.publish_run.publish_run`, called under the root's lock, so that it reads
+    the record as this sweep left it) decides the rest. Everything the user gave is checked before anything
+    is written (a ``SweepError`` or ``ConfigError`` otherwise). ``config_path``: a sweep config, or a recorded
+    sweep's directory (``<root>/sweeps/<id>``: its ``config.yaml``, else its manifest's config). ``progress``:
+    where progress lines go (default: nowhere; with it, also a progress bar on standard error)."""
     o, overrides, say = options, list(options.overrides), progress or silent
     address = _ray_address(o)
     from pipeline.spec import grid, schema  # with pdors.run and the config schema: not for status, list or --help
 
-    data = schema.raw(config_path, overrides)
+    data = _config_data(config_path, overrides)
     with schema.blame(overrides):  # every spec validated: nothing is written before this
         plan = grid.expand(schema.parse(data, o.max_tasks))
     root = Path(o.out or plan.config.output)
     _check_output(root)
-    _check_memory(plan, o.max_run_memory, _runs_at_once(o, address))
     store = Store(root, plan.sweep_id)
+    store.check_links()
+    _check_memory(plan, o.max_run_memory, _runs_at_once(o, address))
     todo, damaged = _runs_to_do(store, plan, o.retry_failed)
     again = _resume_hint(config_path, overrides, root, o)
     result = SweepResult(
@@ -235,12 +242,28 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
             if merged:
                 say(f"compacted {merged} batch files into one per table")
             result.recorded = True
+            if then is not None:
+                then(result)
     finally:
         if cluster is not None:
             from pipeline.execute import executor
 
             executor.disconnect()
     return result
+
+
+def _config_data(config_path: str, overrides: list[str]) -> JSON:
+    """The config's data with ``overrides``: from a config file, or from a recorded sweep's directory (its
+    ``config.yaml``, else the config its manifest recorded: a sweep stays resumable without its config files)."""
+    from pipeline.spec import schema
+
+    path = Path(config_path)
+    if not path.is_dir():
+        return schema.raw(path, overrides)
+    if (path / "config.yaml").is_file():
+        return schema.raw(path / "config.yaml", overrides)
+    config: JSON = schema.apply_overrides(manifest_of(Store(path.parent.parent, path.name)).config, overrides)
+    return config
 
 
 def _external_origins(todo: list[Task]) -> JSON:
@@ -326,6 +349,9 @@ def _resumed_manifest(store: Store, fresh: Manifest, say: Say) -> Manifest:
         old = manifest_of(store)
     except SweepError as e:  # unreadable: it is rebuilt from the config, which determines it
         say(f"{e}: rebuilding it from the config")
+        return fresh
+    if old.run_ids != fresh.run_ids:  # edited or damaged: the config given now determines the runs
+        say(f"{store.meta / 'manifest.json'} lists other runs than its config plans: rebuilding it from the config")
         return fresh
     recorded, now = old.config, fresh.config
     changed = [k for k in now if k in recorded and now[k] != recorded[k]]

@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import sys
 import threading
 import time
@@ -26,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -225,6 +227,34 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
             os.environ.pop(key, None)
 
 
+def token_path() -> Path:
+    """Ray's token file: ``RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``."""
+    return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+
+
+@contextmanager
+def _private_token() -> Iterator[None]:
+    """Ray's token file readable by its owner only, and ``~/.ray`` too (Ray 2.60 writes a new token 0644 in a
+    0755 ``~/.ray``): the directory is made 0700 before Ray runs, what Ray creates meanwhile is created
+    without group or other access (umask 077), and a token or ``~/.ray`` of ours left readable is tightened."""
+    path = token_path()
+    default = path.parent == Path.home() / ".ray"
+    if default:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+        for p, mode in ((path, 0o600), *([(path.parent, 0o700)] if default else [])):
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if st.st_uid == os.getuid() and not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o077:
+                os.chmod(p, mode)
+
+
 # Ray's notice that the local Ray it starts has token authentication on (its default, kept): a 245-column warning
 # whose only advice is to turn that protection off. (logger, message start)
 TOKEN_NOTICE = ("ray._private.authentication.authentication_token_setup", "Token authentication is enabled")
@@ -247,14 +277,15 @@ def _without(notice: tuple[str, str]) -> Iterator[None]:
 
 def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     """Connect to the cluster at ``address``, or start a local Ray on loopback with ``num_cpus`` CPUs
-    (default: all)."""
+    (default: all); the token file stays private (:func:`_private_token`)."""
     if address:
         import ray
 
         probe(address)
-        ray.init(address=address, logging_level=logging.WARNING)
+        with _private_token():
+            ray.init(address=address, logging_level=logging.WARNING)
     else:  # address="local": never a stale `ray start`
-        with _environment(LOCAL_RAY_ENV), _without(TOKEN_NOTICE):
+        with _environment(LOCAL_RAY_ENV), _without(TOKEN_NOTICE), _private_token():
             import ray
 
             ray.init(num_cpus=num_cpus, logging_level=logging.WARNING, **LOCAL_RAY_INIT)

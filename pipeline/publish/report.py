@@ -210,6 +210,7 @@ def report_sweeps(
     stores = locate(target, root, overrides)
     status = ExitStatus.OK
     for store in stores:
+        store.check_links()  # the report is written under sweeps/<id>/: never through a link out of the root
         manifest = manifest_of(store)
         counts, runs = runs_of(store, manifest)
         dest = store.meta / "report" if out is None else Path(out) / (str(store.sweep_id) if len(stores) > 1 else "")
