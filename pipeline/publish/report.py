@@ -71,7 +71,10 @@ def _index(
     overall: str,
     pair_png: Path | None,
     skipped: dict[str, str],
+    note: str,
 ) -> str:
+    """The report's Markdown index; ``skipped``: figure name -> why it is not drawn; ``note``:
+    :func:`pipeline.results.summary.left_out` ("" when no run was)."""
     reference = policy_name(summary.reference_policy(manifest))
     lines = [
         f"# Report: sweep {manifest.sweep_id}",
@@ -81,6 +84,7 @@ def _index(
         f"seeds, and the axes a figure averages over) and the {summary.CONFIDENCE:.0%} Student-t confidence "
         "interval on the mean, clipped to the metric's range; one panel per value of every other grid axis.",
         "",
+        *([note, ""] if note else []),
         f"## Paired: every policy against {reference} on the same instances",
         "",
     ]
@@ -230,7 +234,8 @@ def draw_all(runs: pd.DataFrame, manifest: Manifest, out: Path, found: pd.DataFr
             paths += plots.formats(png)
         drawn.append((fig, table, png))
     index = out / f"{manifest.name}.report.md"
-    atomic.write(index, _index(manifest, drawn, summary.paired_markdown(overall, reference), pair_png, skipped))
+    overall_md = summary.paired_markdown(overall, reference)
+    atomic.write(index, _index(manifest, drawn, overall_md, pair_png, skipped, summary.left_out(runs)))
     page = index.with_suffix(".html")
     atomic.write(page, html_report(index.read_text(), out))
     return [*paths, index, page]
@@ -262,6 +267,7 @@ def report_sweeps(
     stores = locate(target, root, overrides)
     status = ExitStatus.OK
     for store in stores:
+        store.check_links()  # the report is written under sweeps/<id>/: never through a link out of the root
         manifest = manifest_of(store)
         counts, runs = runs_of(store, manifest)
         dest = store.meta / "report" if out is None else Path(out) / (str(store.sweep_id) if len(stores) > 1 else "")
@@ -273,6 +279,8 @@ def report_sweeps(
             raise SweepError(str(e)) from None
         paths = draw_all(runs, manifest, dest, found)
         print(headline.text(top, reference, by), flush=True)
+        if summary.left_out(runs):
+            print(fit(summary.left_out(runs)), flush=True)
         print(
             fit(
                 f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {shown(dest)}: "
