@@ -167,15 +167,15 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
     ALG where OPT is unproven. Right: each policy's median ratio over a profile's proven instances against the
     profile's median load. Log-log; the paper's band shaded. PNG and PDF (``pipeline.publish.plots.FORMATS``)."""
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FormatStrFormatter
 
-    from pipeline.publish.plots import DPI, FORMATS, policy_style
+    from pipeline.publish.plots import DPI, FORMATS, PANEL_SIZE, log_ticks, policy_style
     from pipeline.text.names import policy_name
 
     pd_ = _pdors(table)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4), sharey=True)
-    finite = table[["ratio_low", "ratio_high"]].replace(np.inf, np.nan).stack()
-    top = max(BAND[1], float(finite.to_numpy().max()) if len(finite) else BAND[1]) * 1.1
+    fig, (left, right) = plt.subplots(1, 2, figsize=(2 * PANEL_SIZE[0] + 1.2, 4.4), sharey=True)
+    ratios = table[["ratio_low", "ratio_high"]].to_numpy(dtype=float)
+    finite = ratios[np.isfinite(ratios)]  # a NaN (no ratio) must not make the top NaN
+    top = max(BAND[1], float(finite.max()) if len(finite) else BAND[1]) * 1.1
     for k, (h, g) in enumerate(pd_.groupby("machines")):
         color = f"C{k}"
         proven, open_ = g[g["proven"]], g[~g["proven"]]
@@ -215,16 +215,14 @@ def plot(table: pd.DataFrame, path: Path) -> Path:
         ax.axhspan(*BAND, color="green", alpha=0.12, label=f"paper's band {BAND[0]}-{BAND[1]}")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
-        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
-        ax.xaxis.set_minor_formatter(FormatStrFormatter("%g"))
-        ax.tick_params(axis="x", which="minor", labelsize=7)
         ax.set_xlabel("offered load (internal rate, dominant resource; log scale)")
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=7)
     left.set_ylabel("competitive ratio OPT / ALG (log scale)")
     fig.suptitle("Competitive ratio against load (I = 10, T = 10)", fontsize=11)
+    for ax in (left, right):  # once the limits are final
+        log_ticks(ax.xaxis)
+        log_ticks(ax.yaxis)
     fig.tight_layout()
     for suffix in FORMATS:
         fig.savefig(path.with_suffix(suffix), dpi=DPI)

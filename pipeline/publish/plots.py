@@ -9,11 +9,11 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on workers or CI
+import math
 import zlib
 
 import matplotlib.pyplot as plt
@@ -21,13 +21,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from pdors import atomic
 from pipeline.results.summary import CONFIDENCE, figure_table
 from pipeline.spec.columns import DERIVED_METRICS
 from pipeline.spec.schema import POLICY_AXIS, FigureConfig
-from pipeline.text.names import layout, own_axes, panel_words, policy_name
+from pipeline.text.names import layout, own_axes, panel_words, policy_name, setting_words, sweep_title
 
 # One colour and marker per policy in every figure (PD-ORS always red diamonds).
 POLICY_STYLE = {
@@ -47,6 +49,9 @@ MAX_COLUMNS = 3
 # Paired ratios below this are drawn at it and counted in the panel title: a sigmoid utility can make one ratio
 # 1e-140, and a log axis down to it flattens every other point of every panel onto the line at 1.
 RATIO_FLOOR = 1e-3
+# OPT / ALG above this is drawn at it and counted in the panel title: an ALG that earned almost nothing gives
+# 1e12, and a log axis up to it flattens every ratio that says something onto the line at 1.
+RATIO_CAP = 1e3
 AXIS_LABELS = {
     "machines": "Number of machines (H)",
     "jobs": "Number of jobs (I)",
@@ -104,6 +109,42 @@ def _label_counts(ax: Axes, xs: pd.Series, ys: pd.Series, ns: pd.Series, color: 
         ax.annotate(f"{int(n)}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6, color=color)
 
 
+def no_information(part: pd.DataFrame) -> str:
+    """Why a panel's points say nothing ("" when they do): every run's median is censored at T (that only says
+    fewer than half of the jobs finished), or every run of every point has one value."""
+    if part.empty:
+        return "no run has a value"
+    if "censored" in part and bool((part["censored"] >= 1).all()):
+        return "every run's median is censored at T: fewer than half of the jobs finished, under every policy"
+    low, high = float(part["min"].min()), float(part["max"].max())
+    return f"every run's value is {low:.4g}" if low == high else ""
+
+
+def _capped(part: pd.DataFrame, fig: FigureConfig) -> tuple[pd.DataFrame, int]:
+    """A ratio panel's points with mean and interval cut at ``RATIO_CAP``, and how many means were above it."""
+    if fig.metric not in DERIVED_METRICS:
+        return part, 0
+    over = int((part["mean"] > RATIO_CAP).sum())
+    return part.assign(**{c: part[c].clip(upper=RATIO_CAP) for c in ("mean", "ci_low", "ci_high")}), over
+
+
+def log_ticks(axis: Axis) -> None:
+    """Labels on a log axis that read as numbers (0.2, 1, 1e+06), at least two or three: every integer multiple
+    of a decade when the axis spans less than a factor 3, 1, 2 and 5 of each when it spans less than three decades,
+    else the decades; minor ticks unlabelled (they overlap). Call once the limits are final."""
+    low, high = sorted(axis.get_view_interval())
+    span = high / low if low > 0 else math.inf
+    subs = tuple(range(1, 10)) if span < 3 else (1, 2, 5) if span < 1000 else (1,)
+    axis.set_major_locator(LogLocator(subs=[float(s) for s in subs]))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _rings(ax: Axes, xs: pd.Series, ys: pd.Series) -> None:
+    """Rings round the points whose median is censored at T in some run (a lower bound, not a median)."""
+    ax.scatter(xs, ys, s=90, facecolors="none", edgecolors="black", linewidths=1, zorder=3)
+
+
 def _bars(ax: Axes, table: pd.DataFrame) -> None:
     low = (table["mean"] - table["ci_low"]).fillna(0).clip(lower=0)
     high = (table["ci_high"] - table["mean"]).fillna(0).clip(lower=0)
@@ -112,6 +153,9 @@ def _bars(ax: Axes, table: pd.DataFrame) -> None:
     ax.bar(names, table["mean"], yerr=[low, high], capsize=4, color=colors)
     for k, (y, n) in enumerate(zip(table["mean"], table["n"], strict=False)):
         ax.annotate(f"n={int(n)}", (k, y), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=6)
+    if "censored" in table:
+        hit = (table["censored"] > 0).to_numpy()
+        _rings(ax, pd.Series(np.arange(len(table))[hit]), table["mean"][hit])
     ax.tick_params(axis="x", labelsize=8)
 
 
@@ -127,18 +171,21 @@ def _lines(ax: Axes, table: pd.DataFrame, xs: list[str], pos: dict[str, float | 
         ax.fill_between(g["pos"], g["ci_low"], g["ci_high"], color=color, alpha=0.15, linewidth=0)
         if "censored" in g:  # a median that is T because at most half the jobs finished: a lower bound
             hit = g[g["censored"] > 0]
-            ax.scatter(hit["pos"], hit["mean"], s=90, facecolors="none", edgecolors="black", linewidths=1, zorder=3)
+            _rings(ax, hit["pos"], hit["mean"])
         _label_counts(ax, g["pos"], g["mean"], g["n"], color)
 
 
-def _panel_title(panel: str, part: pd.DataFrame) -> str:
-    """The panel's setting in words and the range of its points' mean offered load (the regime it shows)."""
+def _panel_title(panel: str, part: pd.DataFrame, over: int = 0) -> str:
+    """The panel's setting in words and the range of its points' mean offered load (the regime it shows); the
+    count of ratios drawn at ``RATIO_CAP``."""
     words = panel_words(panel)
     load = part["offered_load"].dropna() if "offered_load" in part else pd.Series(dtype=float)
-    if load.empty:
-        return words
-    span = f"{load.min():.2g}" if f"{load.min():.2g}" == f"{load.max():.2g}" else f"{load.min():.2g}-{load.max():.2g}"
-    return f"{words}{', ' if words else ''}offered load {span}"
+    if not load.empty:
+        low, high = f"{load.min():.2g}", f"{load.max():.2g}"
+        words += f"{', ' if words else ''}offered load {low if low == high else f'{low}-{high}'}"
+    if over:
+        words += f"\n({_count(over, 'mean')} above {RATIO_CAP:g} drawn at it: ALG earned almost nothing)"
+    return words
 
 
 def _legend_outside(out: Figure, axes: np.ndarray) -> None:
@@ -151,32 +198,37 @@ def _legend_outside(out: Figure, axes: np.ndarray) -> None:
         out.legend(list(entries.values()), list(entries), loc="outside right upper", fontsize=7)
 
 
-def _grid(panels: list[str], sharey: bool | Literal["row"]) -> tuple[Figure, np.ndarray]:
-    """A constrained figure with ``layout(panels)`` panels of PANEL_SIZE, room on the right for the legend."""
+def _grid(panels: list[str]) -> tuple[Figure, np.ndarray]:
+    """A constrained figure with ``layout(panels)`` panels of PANEL_SIZE, room on the right for the legend; a
+    y-axis per row: a row compares one regime's panels (its last setting varies along it), and two regimes
+    differ several-fold in magnitude (orders of magnitude in ratios)."""
     rows, cols = layout(panels)
     return plt.subplots(
         rows,
         cols,
         figsize=(PANEL_SIZE[0] * cols + 1.2, PANEL_SIZE[1] * rows),
         squeeze=False,
-        sharey=sharey,
+        sharey="row",
         layout="constrained",
     )
 
 
-def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
+def figure(table: pd.DataFrame, fig: FigureConfig, notes: Sequence[str] = ()) -> Figure:
     """The matplotlib Figure for one figure's table (columns ``summary.FIGURE_COLUMNS``): one panel per
-    value of ``panel``."""
-    panels = list(dict.fromkeys(table["panel"])) or [""]
-    # A y-axis per row: a row compares one regime's panels (its last setting varies along it); two regimes
-    # differ several-fold in magnitude.
-    out, axes = _grid(panels, sharey="row")
+    value of ``panel`` whose points say something (:func:`no_information`; the others are named under the
+    title, with ``fig.note`` and ``notes``: what else the figure leaves out and why)."""
+    every = list(dict.fromkeys(table["panel"])) or [""]
+    reasons = {p: no_information(table[table["panel"] == p]) for p in every}
+    panels = [p for p in every if not reasons[p]] or every  # none says anything: all drawn (report skips it)
+    dropped = [f"not drawn: {panel_words(p) or 'the panel'}: {r}" for p, r in reasons.items() if p not in panels]
+    out, axes = _grid(panels)
     xs = [v for v in dict.fromkeys(table["x"]) if v != "-"]
     numeric = bool(xs) and all(_number(v) is not None for v in xs)
     pos = {v: (_number(v) if numeric else k) for k, v in enumerate(xs)}
     order = list(dict.fromkeys(table["policy"]))  # the same legend order in every panel
     for ax, panel in zip(axes.flat, panels, strict=False):  # the grid may have cells left over (hidden below)
         part = table[table["panel"] == panel].sort_values("policy", key=lambda p: p.map(order.index), kind="stable")
+        part, over = _capped(part, fig)
         if part.empty:
             ax.text(
                 0.5,
@@ -194,12 +246,12 @@ def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
             if numeric:
                 ax.set_xticks([pos[v] for v in xs], [f"{pos[v]:g}" for v in xs], fontsize=8)
             else:
-                ax.set_xticks(range(len(xs)), xs, rotation=15, fontsize=7)
+                ax.set_xticks(range(len(xs)), [setting_words(fig.x, v) for v in xs], rotation=15, fontsize=7)
         if fig.normalise or fig.metric in DERIVED_METRICS:
             ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
         ax.set_yscale(fig.yscale)
         ax.set_xlabel(x_label(fig.x), fontsize=8)
-        ax.set_title(_panel_title(panel, part), fontsize=7)
+        ax.set_title(_panel_title(panel, part, over), fontsize=7)
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
@@ -207,28 +259,30 @@ def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
         ax.set_ylabel(y_label(fig), fontsize=9)
     for ax in axes.flat[: len(panels)]:
         ax.yaxis.set_tick_params(labelleft=True)
+        if fig.yscale == "log":
+            log_ticks(ax.yaxis)
     if fig.x != POLICY_AXIS:
         _legend_outside(out, axes)
     spread = "error bars" if fig.x == POLICY_AXIS else "bands"
     pooled = f"; pooled over {', '.join(fig.average)}" if fig.average else ""
     censored = "censored" in table and bool((table["censored"] > 0).any())
-    out.suptitle(
-        f"{fig.title}\npoints: mean of n runs (n written by each point{pooled}); {spread}: "
-        f"{CONFIDENCE:.0%} Student-t CI of the mean, clipped to the metric's range"
-        + (
-            "\nringed: the median is censored at T (at most half the jobs finished) in some of the runs"
-            if censored
-            else ""
-        ),
-        fontsize=8,
-    )
+    lines = [
+        fig.title,
+        *notes,
+        *dropped,
+        *([fig.note] if fig.note else []),
+        f"points: mean of n runs (n written by each point{pooled}); {spread}: "
+        f"{CONFIDENCE:.0%} Student-t CI of the mean, clipped to the metric's range",
+        *(["ringed: the median is censored at T (at most half the jobs finished) in some of the runs"] * censored),
+    ]
+    out.suptitle("\n".join(lines), fontsize=8)
     return out
 
 
-def draw(table: pd.DataFrame, fig: FigureConfig, path: Path) -> Path:
+def draw(table: pd.DataFrame, fig: FigureConfig, path: Path, notes: Sequence[str] = ()) -> Path:
     """Draw one figure from its table as ``path`` (PNG, ``DPI``) and the same name in every other of
     ``FORMATS``; returns the PNG's path."""
-    return save(figure(table, fig), path)
+    return save(figure(table, fig, notes), path)
 
 
 def save(drawn: Figure, path: Path) -> Path:
@@ -261,7 +315,7 @@ def utility_vs_axis(
     in ``drawn`` (the report's figures, whose files are among ``files``: the report's default figure is this
     one)."""
     name = str(runs["sweep_id"].iloc[0]).rsplit("-", 1)[0] if "sweep_id" in runs and len(runs) else ""
-    title = f"{name}: {METRIC_LABELS.get(metric, metric).lower()}" if name else metric  # the name, not the hash
+    title = f"{sweep_title(name)}: {METRIC_LABELS.get(metric, metric).lower()}" if name else metric  # not the hash
     fig = FigureConfig(name=path.stem, title=title, x=axes[0] if axes else POLICY_AXIS, metric=metric)
     same = [p for p in files if p.name == f"{fig.name}.png"]
     if fig not in drawn or not same:
@@ -291,7 +345,7 @@ def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str
     """Per-instance ratios value / ``reference`` (``pipeline.results.summary.pairs``; total utility) against the first
     grid axis that is not the reference's own, one panel per reading of the reference (``versus``) and value of
     the other axes: one dot per instance (policies side by side), a bar at each point's geometric mean; log
-    scale shared by every panel, a line at 1 (the reference). Below 1: the reference did better. Pairs where
+    scale shared along each row, a line at 1 (the reference). Below 1: the reference did better. Pairs where
     either utility is 0 have no log ratio: their count is written in the panel."""
     own = own_axes(reference, axes)
     free = [a for a in axes if a not in own and a in pairs]
@@ -310,11 +364,12 @@ def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str
     )
     drawn = ratios[positive]
     xs = list(dict.fromkeys(drawn["policy"] if x_axis == POLICY_AXIS else drawn[x_axis]))
-    if x_axis != POLICY_AXIS and _numeric(drawn[x_axis]):
+    numeric = x_axis != POLICY_AXIS and _numeric(drawn[x_axis])
+    if numeric:
         xs.sort(key=float)
     policies = list(dict.fromkeys(drawn["policy"]))
     panels = list(dict.fromkeys(drawn["panel"])) or [""]  # a panel with no log ratio is not drawn
-    out, grid = _grid(panels, sharey=True)
+    out, grid = _grid(panels)
     width = 0.8 / max(len(policies), 1)
     for ax, name in zip(grid.flat, panels, strict=False):
         part = ratios[(ratios["panel"] == name) & positive]
@@ -337,7 +392,10 @@ def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str
             ax.text(0.5, 0.5, "no paired instances", ha="center", va="center", transform=ax.transAxes, fontsize=8)
             continue
         ax.set_yscale("log")
-        ax.set_xticks(range(len(xs)), [policy_name(v) if x_axis == POLICY_AXIS else v for v in xs], fontsize=7)
+        ticks = [policy_name(v) if x_axis == POLICY_AXIS else setting_words(x_axis, v) for v in xs]
+        ax.set_xticks(
+            range(len(xs)), [f"{float(v):g}" if numeric else t for v, t in zip(xs, ticks, strict=True)], fontsize=7
+        )
         ax.set_xlabel(x_label(x_axis), fontsize=8)
         words = panel_words(name)
         notes = [f"{_count(zero, 'pair')} with a zero utility not drawn"] * bool(zero)
@@ -348,6 +406,9 @@ def paired_plot(pairs: pd.DataFrame, axes: list[str], reference: str, title: str
         ax.set_ylabel(f"Total utility / {policy_name(reference)}'s (same instance)", fontsize=8)
     for ax in grid.flat[len(panels) :]:
         ax.set_visible(False)
+    for ax in grid.flat[: len(panels)]:
+        if ax.get_yscale() == "log":
+            log_ticks(ax.yaxis)
     _legend_outside(out, grid)
     out.suptitle(
         f"{title}\npaired: one dot per instance (grid point x seed); bar: geometric mean; "

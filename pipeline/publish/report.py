@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pdors import atomic
@@ -28,11 +29,15 @@ from pipeline.record.storage import Counts, Store, manifest_of, recorded_runs
 from pipeline.results import summary
 from pipeline.spec.schema import POLICY_AXIS, FigureConfig
 from pipeline.text.credentials import one_line
-from pipeline.text.names import policy_name
+from pipeline.text.names import POLICY_NAMES, panel_words, policy_name, sweep_title
 from pipeline.text.screen import fit, shown
 
 JOB_COLUMNS = ["run_id", "arrival", "completion", "utility", "sensitivity"]
 IMAGE_RE = re.compile(r"!\[([^\]]*)\]\(([^)]+)\)")
+CODE_RE = re.compile(r"`([^`]+)`")
+BOLD_RE = re.compile(r"\*\*([^*]+)\*\*")
+# A policy id standing alone (not part of a dotted axis such as pdors.on_rounding_failure): its display name.
+POLICY_RE = re.compile(r"(?<![\w.])(" + "|".join(POLICY_NAMES) + r")(?![\w.])")
 
 
 def runs_of(store: Store, manifest: Manifest) -> tuple[Counts, pd.DataFrame]:
@@ -56,20 +61,21 @@ def figures_of(manifest: Manifest) -> list[FigureConfig]:
     if specs:
         return [build(FigureConfig, spec, f"report[{k}]") for k, spec in enumerate(specs)]
     axes = manifest.axes
-    return [
-        FigureConfig(name="total_utility", title=f"{manifest.name}: total utility", x=axes[0] if axes else POLICY_AXIS)
-    ]
+    title = f"{sweep_title(manifest.name)}: total utility"
+    return [FigureConfig(name="total_utility", title=title, x=axes[0] if axes else POLICY_AXIS)]
 
 
 def _index(
     manifest: Manifest,
-    drawn: list[tuple[FigureConfig, pd.DataFrame, Path]],
+    drawn: list[tuple[FigureConfig, pd.DataFrame, Path | None]],
     overall: str,
     pair_png: Path | None,
+    skipped: dict[str, str],
     note: str,
 ) -> str:
-    """The report's Markdown index; ``note``: :func:`pipeline.results.summary.left_out` ("" when no run was)."""
-    reference = summary.reference_policy(manifest)
+    """The report's Markdown index; ``skipped``: figure name -> why it is not drawn; ``note``:
+    :func:`pipeline.results.summary.left_out` ("" when no run was)."""
+    reference = policy_name(summary.reference_policy(manifest))
     lines = [
         f"# Report: sweep {manifest.sweep_id}",
         "",
@@ -100,8 +106,16 @@ def _index(
         lines += [f"## {fig.title}", ""]
         if fig.claim:
             lines += [f"Paper: {fig.claim}", ""]
-        lines += [f"![{fig.name}]({png.name})", "", summary.figure_markdown(table, fig.x, reference)]
+        lines += [f"![{fig.name}]({png.name})" if png else f"Not drawn: {skipped[fig.name]}.", ""]
+        lines += [summary.figure_markdown(table, fig.x, summary.reference_policy(manifest))]
     return "\n".join(lines)
+
+
+def _inline(text: str) -> str:
+    """One line of the report's Markdown as HTML: escaped, `code` and **bold** rendered, policy ids as their
+    display names."""
+    shown = POLICY_RE.sub(lambda m: policy_name(m.group(1)), html.escape(text))
+    return BOLD_RE.sub(r"<strong>\1</strong>", CODE_RE.sub(r"<code>\1</code>", shown))
 
 
 def html_report(markdown: str, directory: Path) -> str:
@@ -124,7 +138,9 @@ def html_report(markdown: str, directory: Path) -> str:
 
     for line in markdown.splitlines():
         if line.startswith("|"):
-            rows.append([html.escape(c.strip().strip("`")) for c in line.strip().strip("|").split("|")])
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            words = [panel_words(c) if "=" in c else plots.x_label(c) for c in cells]  # settings and axes in words
+            rows.append([_inline(c) for c in words])
             continue
         flush()
         image = IMAGE_RE.fullmatch(line.strip())
@@ -133,16 +149,49 @@ def html_report(markdown: str, directory: Path) -> str:
             body.append(f'<img alt="{html.escape(image.group(1))}" src="data:image/png;base64,{data}">')
         elif line.startswith("#"):
             level = len(line) - len(line.lstrip("#"))
-            body.append(f"<h{level}>{html.escape(line.lstrip('#').strip())}</h{level}>")
+            body.append(f"<h{level}>{_inline(line.lstrip('#').strip())}</h{level}>")
         elif line.strip():
-            body.append(f"<p>{html.escape(line)}</p>")
+            body.append(f"<p>{_inline(line)}</p>")
     flush()
     style = (
         "body{font-family:sans-serif;font-size:13px;margin:1em}img{max-width:100%}"
         "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+        "code{background:#f3f3f3;padding:0 2px}"
     )
     head = f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{style}</style></head>"
     return f"{head}<body>{''.join(body)}</body></html>"
+
+
+SAME_KEYS, SAME_VALUES = ["panel", "policy", "x", "n"], ["mean", "std"]  # values to 1e-9: sums in another order
+
+
+def _not_drawn(
+    fig: FigureConfig, table: pd.DataFrame, drawn: list[tuple[FigureConfig, pd.DataFrame, Path | None]]
+) -> str:
+    """Why ``fig`` gets no picture ("" if it does): the same points as a figure drawn before it, or no panel
+    whose points say something (:func:`pipeline.publish.plots.no_information`)."""
+    for other, done, png in drawn:
+        if (
+            png
+            and len(done) == len(table)
+            and done[SAME_KEYS].equals(table[SAME_KEYS])
+            and np.allclose(done[SAME_VALUES], table[SAME_VALUES], rtol=1e-9, atol=0, equal_nan=True)
+        ):
+            return f"every point equals {other.name}.png's in this sweep"
+    panels = list(dict.fromkeys(table["panel"]))
+    reasons = {plots.no_information(table[table["panel"] == p]) for p in panels}
+    return "" if "" in reasons or not panels else "; ".join(sorted(reasons))
+
+
+def _left_out(runs: pd.DataFrame, manifest: Manifest, fig: FigureConfig, table: pd.DataFrame) -> list[str]:
+    """Lines for the figure's title naming the policies the sweep ran that the figure leaves out, and the
+    panels with no value of its metric."""
+    ran = list(dict.fromkeys(runs.loc[runs["kind"] == "sim", "policy"]))
+    out = [p for p in ran if fig.policies and p not in (*fig.policies, fig.normalise)]  # the divisor is in it
+    lines = [f"left out: {', '.join(map(policy_name, out))}"] * bool(out)
+    missing = summary.missing_panels(runs, fig, manifest.axes, table)
+    lines += [f"not drawn: {panel_words(p) or 'the panel'}: no run has a value" for p in missing]
+    return lines
 
 
 def draw_all(runs: pd.DataFrame, manifest: Manifest, out: Path, found: pd.DataFrame | None = None) -> list[Path]:
@@ -161,24 +210,32 @@ def draw_all(runs: pd.DataFrame, manifest: Manifest, out: Path, found: pd.DataFr
             pairs,
             axes,
             reference,
-            f"{manifest.name}: total utility against {policy_name(reference)}",
+            f"{sweep_title(manifest.name)}, paired: total utility against {policy_name(reference)}",
             out / f"{paired}.png",
         )
         paths = [*plots.formats(pair_png), out / f"{paired}.csv"]
-    drawn = []
+    drawn: list[tuple[FigureConfig, pd.DataFrame, Path | None]] = []
+    skipped: dict[str, str] = {}
     for fig in figures_of(manifest):
         try:
             table = summary.figure_table(runs, fig, axes, reference)
         except summary.FigureDataError as e:
             raise SweepError(f"report figure {fig.name!r}: {e}") from None
+        why = _not_drawn(fig, table, drawn)
+        md = f"# {fig.title}\n\n" + (f"Not drawn: {why}.\n\n" if why else "")
         atomic.write(out / f"{fig.name}.csv", table.to_csv(index=False))
-        atomic.write(out / f"{fig.name}.md", f"# {fig.title}\n\n" + summary.figure_markdown(table, fig.x, reference))
-        png = plots.draw(table, fig, out / f"{fig.name}.png")
+        atomic.write(out / f"{fig.name}.md", md + summary.figure_markdown(table, fig.x, reference))
+        paths += [out / f"{fig.name}.csv", out / f"{fig.name}.md"]
+        png = None
+        if why:
+            skipped[fig.name] = why
+        else:
+            png = plots.draw(table, fig, out / f"{fig.name}.png", _left_out(runs, manifest, fig, table))
+            paths += plots.formats(png)
         drawn.append((fig, table, png))
-        paths += [*plots.formats(png), out / f"{fig.name}.csv", out / f"{fig.name}.md"]
     index = out / f"{manifest.name}.report.md"
     overall_md = summary.paired_markdown(overall, reference)
-    atomic.write(index, _index(manifest, drawn, overall_md, pair_png, summary.left_out(runs)))
+    atomic.write(index, _index(manifest, drawn, overall_md, pair_png, skipped, summary.left_out(runs)))
     page = index.with_suffix(".html")
     atomic.write(page, html_report(index.read_text(), out))
     return [*paths, index, page]

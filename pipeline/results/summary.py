@@ -14,10 +14,9 @@ from pdors.config import JSON
 from pdors.errors import InputError
 from pdors.model import CRITICAL, INSENSITIVE, SENSITIVE
 from pdors.policies import POLICIES
-
+from pipeline.record.manifest import Manifest
 from pipeline.results import paired
 from pipeline.spec.columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
-from pipeline.record.manifest import Manifest
 from pipeline.spec.opt_task import ceiling, certified_bound, primal_utility
 from pipeline.spec.schema import POLICY_AXIS, FigureConfig, reference_of
 
@@ -371,6 +370,18 @@ def figure_table(runs: pd.DataFrame, fig: FigureConfig, axes: Sequence[str] = ()
     rank = table["panel"].map(panels.index) * len(order) + table["policy"].map(order.index)
     table = table.iloc[rank.argsort(kind="stable")]
     return table.reset_index(drop=True)
+
+
+def missing_panels(runs: pd.DataFrame, fig: FigureConfig, axes: Sequence[str], table: pd.DataFrame) -> list[str]:
+    """The panels of the sweep's grid (within ``fig.where`` and ``fig.policies``) that ``table``
+    (:func:`figure_table`) has no row for: no run of theirs has a value of the metric (e.g. no proven OPT)."""
+    ok = runs[(runs["status"] == "ok") & (runs["kind"] == "sim")]
+    for axis, value in fig.where.items():
+        ok = ok[_matches(ok[axis], value)]
+    if fig.policies:
+        ok = ok[ok["policy"].isin(fig.policies)]
+    drawn = set(table["panel"])
+    return [p for p in dict.fromkeys(_panels(ok, panel_axes(fig, list(axes)))["panel"]) if p not in drawn]
 
 
 def paired_head(reference: str) -> list[str]:

@@ -81,7 +81,8 @@ class FigureConfig:
     """One figure ``pdors report`` draws from a sweep: ``metric`` (mean and spread over seeds) against ``x``, one
     series per policy. ``x``: a grid axis, or ``policy`` (one bar per policy). ``where``: grid axis -> the one
     value kept (e.g. one mix of a two-mix sweep). ``normalise``: divide each run's value by that policy's on
-    the same instance (paper Figs. 14-17, "normalised to OASiS"). ``yscale``: ``log`` where values span orders
+    the same instance (paper Figs. 14-17, "normalised to OASiS"). ``note``: a line under the title saying why a
+    policy or a regime is left out. ``yscale``: ``log`` where values span orders
     of magnitude (a near-empty schedule's ratio). ``average``: grid axes pooled into each point (their runs
     count as more samples); every other axis but ``x`` and ``where``'s gets one panel per value, so by default a
     point is the mean over seeds only. ``claim``: what the paper reports."""
@@ -97,6 +98,7 @@ class FigureConfig:
     ylabel: str = ""
     yscale: Literal["linear", "log"] = "linear"
     claim: str = ""
+    note: str = ""
 
     def check(self) -> list[str]:
         out = (

@@ -40,7 +40,6 @@ AXIS_WORDS = {
     "machines": ("H =", {}),
     "jobs": ("I =", {}),
     "slots": ("T =", {}),
-    "workload.mix": ("mix", {}),
     "workload.profile": ("profile", {}),
     "workload.bandwidth_ratio": ("bandwidth ratio", {}),
     "pdors.rounding.gain": ("G_delta =", {}),
@@ -52,8 +51,33 @@ AXIS_WORDS = {
 SETTING_RE = re.compile(r", (?=[A-Za-z_][\w.]*=)")  # splits "a=1, b=[1, 2]" between settings, not inside values
 
 
+def mix_words(value: str) -> str:
+    """A mix of job classes as the paper writes it: ``[0.1, 0.55, 0.35]`` -> ``mix (10, 55, 35)%``."""
+    shares = re.findall(r"[-+\d.eE]+", value) if value.startswith("[") else []
+    try:
+        return "mix (" + ", ".join(f"{float(s) * 100:g}" for s in shares) + ")%" if shares else f"mix {value}"
+    except ValueError:  # not a list of numbers: as given
+        return f"mix {value}"
+
+
+def sweep_title(name: str) -> str:
+    """A reproduction sweep's figures as the paper names them: ``fig14_15`` -> ``Figs. 14-15``, ``thesis3_11`` ->
+    ``Thesis Fig. 3.11``; any other name unchanged."""
+    paper = re.fullmatch(r"fig(\d+)(?:_(\d+))?", name)
+    if paper:
+        first, last = paper.groups()
+        return f"Figs. {int(first)}-{int(last)}" if last else f"Fig. {int(first)}"
+    thesis = re.fullmatch(r"thesis(\d+)_(\d+)(?:_(\d+))?", name)
+    if thesis:
+        chapter, first, last = thesis.groups()
+        return f"Thesis Figs. {chapter}.{first}-{chapter}.{last}" if last else f"Thesis Fig. {chapter}.{first}"
+    return name
+
+
 def setting_words(axis: str, value: str) -> str:
     """One grid setting in words: ``workload.workload_scale=1.0`` -> ``literal regime (K scale 1)``."""
+    if axis == "workload.mix":
+        return mix_words(value)
     if axis == "workload.workload_scale":
         scale = float(value) if value.replace(".", "", 1).isdigit() else math.nan
         return f"literal regime (K x {value})" if scale == 1 else f"calibrated regime (K x {value})"
