@@ -229,7 +229,6 @@ COMMITTED = sorted(FIGURES.glob("*.png"))
 # Drawn before issue 48's fixes (paired rows on one axis down to 1e-3) and not redrawn yet: their sweeps did not
 # fit the session. Strict: once redrawn (`make reproduce`) they pass, and this list must lose them.
 NOT_REDRAWN = {"fig12.paired.png", "fig13.paired.png", "fig14_15.paired.png"}
-OTHER_RESOLUTION = {"premise_size.png"}  # issue 45 redraws it at plots.DPI; then this set goes
 
 
 def test_no_two_committed_figures_show_the_same_points() -> None:
@@ -247,7 +246,6 @@ def test_no_two_committed_figures_show_the_same_points() -> None:
 
 def test_every_committed_figure_is_at_one_resolution() -> None:
     dpis = {png.name: round(Image.open(png).info.get("dpi", (0, 0))[0]) for png in COMMITTED}
-    dpis = {name: dpi for name, dpi in dpis.items() if name not in OTHER_RESOLUTION}
     assert set(dpis.values()) == {plots.DPI}, dpis
 
 

@@ -170,7 +170,7 @@ def test_a_manifest_listing_another_run_is_rebuilt_by_resume_not_looped(
     assert "lists other runs than its config plans: rebuilding it" in unwrapped(capsys.readouterr().out)
     assert main(["sweep", "status", sweep_id, "--out", str(out)]) == 0
     said = unwrapped(capsys.readouterr().out)
-    assert "8 tasks, 8 ok, 0 failed, 0 lost, 0 not run; records intact" in said, said
+    assert "8 tasks, 8 ok, 0 failed, 0 invalid, 0 lost, 0 not run; records intact" in said, said
 
 
 def test_the_repair_command_works_when_the_sweep_s_config_files_are_gone(
@@ -191,7 +191,7 @@ def test_the_repair_command_works_when_the_sweep_s_config_files_are_gone(
     assert repair.startswith(f"pdors sweep run {out / 'sweeps' / sweep_id} ")
     assert main(shlex.split(repair)[1:]) == 0
     assert main(["sweep", "status", sweep_id, "--out", str(out)]) == 0
-    assert "8 ok, 0 failed, 0 lost, 0 not run; records intact" in unwrapped(capsys.readouterr().out)
+    assert "8 ok, 0 failed, 0 invalid, 0 lost, 0 not run; records intact" in unwrapped(capsys.readouterr().out)
     assert (out / "sweeps" / sweep_id / "config.yaml").is_file()  # written back
 
 
