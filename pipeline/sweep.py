@@ -98,6 +98,7 @@ class SweepResult:
     stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     recorded: bool = False
     comparison: str | None = None
+    ray: str = ""  # how Ray was reached (executor.Cluster.how): "started", "head" or "cluster"; "": not used
 
     @property
     def runs_per_s(self) -> float | None:
@@ -217,6 +218,7 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
         )
     manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()), say)
     cluster = _start_ray(address, o.num_cpus, result, say) if todo and not o.in_process else None
+    result.ray = cluster.how if cluster is not None else ""
     try:
         with stops_recorded(result, say), store.lock():
             _write_config(store, data, config_path, overrides, manifest)
@@ -269,16 +271,20 @@ def _plan_line(plan: Plan, todo: list[Task], damaged: list[Damage]) -> str:
 
 
 def _start_ray(address: str | None, num_cpus: int | None, result: SweepResult, say: Say) -> Cluster:
-    """Connect to the cluster at ``address`` or start a local Ray; an unreachable cluster fails here, before any
-    write."""
-    from pipeline.execute import executor
+    """Connect to the cluster at ``address``, else to the persistent local head (``pdors ray up``) unless
+    ``num_cpus`` asks for a Ray of the sweep's own, else start a local Ray; an unreachable cluster fails here,
+    before any write."""
+    from pipeline.execute import executor, local_head
 
-    say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
+    head = local_head.find() if address is None and num_cpus is None else None
+    where = f"cluster at {address}" if address else f"local head at {head.address}" if head else "local"
+    say(f"{'connecting to' if address or head else 'starting'} Ray ({where}) ...")
     started = time.perf_counter()
-    cluster = executor.connect(address, num_cpus)
+    cluster = executor.connect(address, num_cpus, head)
     result.stages["ray_start"] += time.perf_counter() - started
     say(
-        f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); started in "
+        f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); "
+        f"{'started' if cluster.how == 'started' else 'connected'} in "
         f"{time.perf_counter() - started:.1f} s"
     )
     return cluster

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.execute.local_head import Head, client_env
 from pipeline.spec.tasks import Outcome, Task
 
 RETRIES = 3
@@ -94,6 +95,7 @@ class Cluster:
     address: str  # "local" or the address connected to
     cpus: int
     nodes: int
+    how: str = "started"  # "started": a Ray of this sweep's own; "head": the persistent local head; "cluster"
 
 
 def probe(address: str, timeout: float = 5.0) -> None:
@@ -126,23 +128,41 @@ LOCAL_RAY_INIT: dict[str, Any] = {
 
 
 @contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    """``values`` in this process's environment (where not set already) while the block runs, then taken out
-    again: ``import ray`` and the processes ``ray.init`` starts read them, and a caller's later subprocesses must
-    not inherit them (a ``ray start`` given RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 refuses to join a cluster)."""
-    added = {key: value for key, value in values.items() if key not in os.environ}
-    os.environ.update(added)
+def _environment(values: dict[str, str], replace: bool = False) -> Iterator[None]:
+    """``values`` in this process's environment (where not set already, or over them with ``replace``) while the
+    block runs, then as before again: ``import ray`` and the processes ``ray.init`` starts read them, and a
+    caller's later subprocesses must not inherit them (a ``ray start`` given RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
+    refuses to join a cluster)."""
+    before = {key: os.environ.get(key) for key in values if replace or key not in os.environ}
+    os.environ.update({key: values[key] for key in before})
     try:
         yield
     finally:
-        for key in added:
-            os.environ.pop(key, None)
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
-def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
-    """Connect to the cluster at ``address``, or start a local Ray on loopback with ``num_cpus`` CPUs
-    (default: all)."""
-    if address:
+def _forget_token() -> None:
+    """Ray reads its auth token once per process: read it again, so that a sweep after one on the persistent head
+    (another token) in the same process presents the token of the Ray it starts."""
+    from ray import _raylet
+
+    getattr(_raylet, "AuthenticationTokenLoader").instance().reset_cache()  # noqa: B009 (absent from Ray's stubs)
+
+
+def connect(address: str | None, num_cpus: int | None = None, head: Head | None = None) -> Cluster:
+    """Connect to the cluster at ``address``, to the persistent local ``head``, or start a local Ray on loopback
+    with ``num_cpus`` CPUs (default: all)."""
+    if head is not None:  # its token and loopback settings, in force over any the caller has
+        with _environment(client_env(head), replace=True):
+            import ray
+
+            _forget_token()
+            ray.init(address=head.address, _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
+    elif address:
         import ray
 
         probe(address)
@@ -151,12 +171,14 @@ def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
         with _environment(LOCAL_RAY_ENV):
             import ray
 
+            _forget_token()
             ray.init(num_cpus=num_cpus, logging_level=logging.WARNING, **LOCAL_RAY_INIT)
     # untyped in Ray: typed here
     nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
     resources: Callable[[], dict[str, float]] = ray.cluster_resources
     alive = [n for n in nodes() if n.get("Alive")]
-    return Cluster(address or "local", int(resources().get("CPU", 1)), len(alive))
+    how = "head" if head is not None else "cluster" if address else "started"
+    return Cluster(head.address if head else address or "local", int(resources().get("CPU", 1)), len(alive), how)
 
 
 def chunk_size(seconds_per_run: float | None, left: int, in_flight: int) -> int:
