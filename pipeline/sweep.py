@@ -98,6 +98,8 @@ class SweepResult:
     stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     recorded: bool = False
     comparison: str | None = None
+    runs_ended: float = 0.0  # when the last run came back (time.time())
+    headline_shown: float = 0.0  # when the headline table was printed (time.time()), once published
     ray: str = ""  # how Ray was reached (executor.Cluster.how): "started", "head" or "cluster"; "": not used
 
     @property
@@ -162,9 +164,10 @@ def _runs_to_do(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task
 
 
 @contextmanager
-def stops_recorded(result: SweepResult, say: Say) -> Iterator[None]:
+def stops_recorded(result: SweepResult, say: Say, publish: str | None = None) -> Iterator[None]:
     """Ctrl-C, SIGTERM (handled as Ctrl-C) or a full disk inside: ``result.status`` says so and what finished
-    stays recorded; any other error propagates."""
+    stays recorded; any other error propagates. ``publish``: the block publishes a complete record, and this
+    command publishes it later."""
     previous = signal.getsignal(signal.SIGTERM)
 
     def terminate(signum: int, frame: FrameType | None) -> None:
@@ -174,7 +177,7 @@ def stops_recorded(result: SweepResult, say: Say) -> Iterator[None]:
     try:
         yield
     except (KeyboardInterrupt, OSError) as e:
-        result.status = _stopped(e, result.again, result.root, say)
+        result.status = _stopped(e, result.again, result.root, say, publish)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -290,14 +293,20 @@ def _start_ray(address: str | None, num_cpus: int | None, result: SweepResult, s
     return cluster
 
 
-def _stopped(e: KeyboardInterrupt | OSError, again: str, root: Path, say: Say) -> int:
-    """The exit status of a sweep stopped by Ctrl-C, SIGTERM or a full disk (what finished is recorded);
-    any other error is raised again."""
-    if isinstance(e, KeyboardInterrupt):
+def _stopped(e: KeyboardInterrupt | OSError, again: str, root: Path, say: Say, publish: str | None = None) -> int:
+    """The exit status of a sweep stopped by Ctrl-C, SIGTERM or a full disk (what finished is recorded;
+    ``publish``: while publishing, with this command to publish later); any other error is raised again."""
+    if isinstance(e, KeyboardInterrupt) and publish:
+        say(
+            f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'} while publishing: every run is "
+            f"recorded and kept; publish later with `{publish}`"
+        )
+    elif isinstance(e, KeyboardInterrupt):
         say(
             f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'}: finished runs are recorded; "
             f"continue with `{again}`"
         )
+    if isinstance(e, KeyboardInterrupt):
         return ExitStatus.TERMINATED if isinstance(e, Terminated) else ExitStatus.INTERRUPTED
     if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # no space, quota, file size limit
         raise e
@@ -405,6 +414,7 @@ def _execute(
                 refresh=False,
             )
             bar.update(len(chunk))
+            result.runs_ended = time.time()
             if time.perf_counter() - flushed >= FLUSH_SECONDS:
                 tick = time.perf_counter()
                 store.write(pending, commit)
