@@ -402,3 +402,23 @@ def test_a_logging_process_that_dies_is_a_logging_failure(tmp_path):
         tracking_process.finish(handle, [], "report", tmp_path)
     tracking_process.stop(handle)
     assert not handle.process.is_alive()
+
+
+def test_a_new_local_mlflow_store_is_a_copy_of_one_migrated_once(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.publish.tracking import TEMPLATE_ENV, ensure_store
+
+    monkeypatch.setenv(TEMPLATE_ENV, str(tmp_path / "cache"))
+    ensure_store(f"sqlite:///{tmp_path / 'a' / 'mlflow.db'}")
+    (template,) = (tmp_path / "cache").glob("mlflow-*-empty.db")
+    made = template.stat().st_mtime_ns
+    ensure_store(f"sqlite:///{tmp_path / 'b.db'}")
+    assert template.stat().st_mtime_ns == made  # migrated once, copied since
+    assert (tmp_path / "b.db").read_bytes() == template.read_bytes()
+    assert not list(tmp_path.glob(".b.db.*")), "the temporary copy was left behind"
+    client = MlflowClient(f"sqlite:///{tmp_path / 'b.db'}")
+    client.create_experiment("x")
+    before = (tmp_path / "b.db").read_bytes()
+    ensure_store(f"sqlite:///{tmp_path / 'b.db'}")  # an existing store is left alone
+    assert (tmp_path / "b.db").read_bytes() == before and client.get_experiment_by_name("x") is not None

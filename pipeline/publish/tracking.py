@@ -30,6 +30,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -128,6 +129,43 @@ def client() -> MlflowClient:
 
     os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
     return MlflowClient()
+
+
+TEMPLATE_ENV = "PDORS_MLFLOW_TEMPLATE_DIR"  # where the empty, migrated store is kept (default ~/.cache/pdors)
+
+
+def ensure_store(uri: str) -> None:
+    """A local SQLite store that does not exist yet is made as a copy of an empty store migrated once per MLflow
+    version (MLflow's migrations cost about 3 s of CPU per new store, the copy nothing); any other URI, or a store
+    that exists, is left to MLflow. The copy appears whole (hard link of a finished file) or not at all."""
+    if not uri.startswith("sqlite:///") or "?" in uri:
+        return
+    path = Path(uri.removeprefix("sqlite:///"))
+    if path.exists():
+        return
+    from importlib.metadata import version
+
+    from mlflow.tracking import MlflowClient
+
+    cache = Path(os.environ.get(TEMPLATE_ENV) or Path.home() / ".cache" / "pdors")
+    cache.mkdir(parents=True, exist_ok=True)
+    template = cache / f"mlflow-{version('mlflow')}-empty.db"
+    with atomic.lock_file(cache / "mlflow-template.lock") as fd:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if not template.exists():
+            made = template.with_name(f".{template.name}.{os.getpid()}")
+            made.unlink(missing_ok=True)
+            MlflowClient(f"sqlite:///{made}").search_experiments()  # creates and migrates it
+            os.replace(made, template)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    copy = path.with_name(f".{path.name}.{os.getpid()}")
+    shutil.copyfile(template, copy)
+    try:
+        os.link(copy, path)  # fails if another logger made the store meanwhile: theirs is kept
+    except FileExistsError:
+        pass
+    finally:
+        copy.unlink()
 
 
 def check_reachable(uri: str) -> None:
@@ -441,6 +479,7 @@ def log_sweep(
     from pipeline.results.summary import pairs, reference_policy, with_ratio
 
     check_reachable(tracking_uri())
+    ensure_store(tracking_uri())
     c = client()
     sweep_id, root = manifest.sweep_id, _root(manifest, root)
     runs = with_ratio(runs)
