@@ -1,8 +1,10 @@
 """Fan-out: runs (simulations and offline-OPT instances) in chunks, one Ray task per chunk.
 
-A chunk's size is set as the sweep goes: one run per task until runs have been timed, then as many as take
-about ``CHUNK_SECONDS`` (at most ``MAX_CHUNK``, and never more than the runs left shared by the tasks in
-flight), so that tiny runs do not pay Ray's per-task cost each while progress and the tail stay fine-grained.
+A chunk is sized by the estimated cost of its runs: one run per task until runs have been timed, then runs taken
+in order while their estimated seconds (their cells, T x I x H, times the seconds per cell measured so far) stay
+within ``CHUNK_SECONDS`` and within the work left shared by the tasks in flight (at most ``MAX_CHUNK`` runs; an OPT
+solve always alone), so that tiny runs do not pay Ray's per-task cost each, a grid of mixed sizes gets chunks of
+even duration, and progress and the tail stay fine-grained. Outcomes do not depend on the chunking.
 A run that raises is caught inside its task and comes back as a ``failed`` outcome (deterministic: retrying
 would raise again); the other runs of its chunk are unaffected. A task lost to a dead worker or node is retried
 by Ray (``RETRIES``); a chunk still lost after that is split and its runs are tried again one per task, so that
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import socket
 import sys
@@ -181,12 +184,27 @@ def connect(address: str | None, num_cpus: int | None = None, head: Head | None 
     return Cluster(head.address if head else address or "local", int(resources().get("CPU", 1)), len(alive), how)
 
 
-def chunk_size(seconds_per_run: float | None, left: int, in_flight: int) -> int:
-    """Runs per Ray task: one until runs are timed, then about ``CHUNK_SECONDS`` of them, at most
-    ``MAX_CHUNK`` and at most the runs ``left`` shared by the ``in_flight`` tasks."""
-    if not seconds_per_run:
-        return 1
-    return max(1, min(MAX_CHUNK, left // max(in_flight, 1), int(CHUNK_SECONDS / seconds_per_run)))
+def cost(task: Task) -> float:
+    """A run's estimated work in cells (T x I x H); an OPT solve's is unknown: infinite, so it goes alone."""
+    if task.kind != "sim":
+        return math.inf
+    return float(task.spec["machines"] * task.spec["jobs"] * task.spec["slots"])
+
+
+def take_chunk(pending: deque[Task], seconds_per_cell: float | None, pending_cells: float, slots: int) -> list[Task]:
+    """The next chunk off ``pending``: one run until runs are timed (``seconds_per_cell`` None), else runs while
+    their estimated seconds stay within ``CHUNK_SECONDS`` and the ``pending_cells`` left shared by ``slots``
+    tasks in flight, at most ``MAX_CHUNK`` runs; always at least one, an OPT solve alone."""
+    chunk = [pending.popleft()]
+    if not seconds_per_cell or math.isinf(cost(chunk[0])):
+        return chunk
+    budget = min(CHUNK_SECONDS, seconds_per_cell * pending_cells / max(slots, 1))
+    spent = seconds_per_cell * cost(chunk[0])
+    budget *= 1 + 1e-9  # sums of equal costs land on the budget, not a rounding error above it
+    while pending and len(chunk) < MAX_CHUNK and spent + seconds_per_cell * cost(pending[0]) <= budget:
+        spent += seconds_per_cell * cost(pending[0])
+        chunk.append(pending.popleft())
+    return chunk
 
 
 def fan_out(
@@ -203,15 +221,16 @@ def fan_out(
         limit = max_parallel or 2 * cluster.cpus
         pending, alone = deque(tasks), deque[Task]()  # alone: runs of a lost chunk, one per task
         in_flight: dict[ray.ObjectRef[list[Outcome]], tuple[list[Task], float]] = {}
-        timed = [0.0, 0]  # seconds and count of runs that finished
+        timed = [0.0, 0.0]  # seconds and cells of the simulations that finished
+        left = [sum(c for c in map(cost, tasks) if not math.isinf(c))]  # cells of the simulations not submitted
 
         def submit() -> None:
             while len(in_flight) < limit and (alone or pending):
                 if alone:
                     chunk = [alone.popleft()]
                 else:
-                    size = chunk_size(timed[0] / timed[1] if timed[1] else None, len(pending), limit)
-                    chunk = [pending.popleft() for _ in range(min(size, len(pending)))]
+                    chunk = take_chunk(pending, timed[0] / timed[1] if timed[1] else None, left[0], limit)
+                    left[0] -= sum(c for c in map(cost, chunk) if not math.isinf(c))
                 in_flight[remote.remote(chunk, schedules)] = (chunk, time.time())
 
         submit()
@@ -238,8 +257,10 @@ def fan_out(
                         finished_at=time.time(),
                     )
                 ]
-            timed[0] += sum(o.finished_at - o.started_at for o in outcomes)
-            timed[1] += len(outcomes)
+            for task, outcome in zip(chunk, outcomes, strict=False):
+                if outcome.status == "ok" and not math.isinf(cost(task)):
+                    timed[0] += outcome.finished_at - outcome.started_at
+                    timed[1] += cost(task)
             submit()
             yield list(zip(chunk, outcomes, strict=False))
     finally:
