@@ -13,8 +13,8 @@ printed, the headline is on screen when ``Total utility`` is. Rows:
   with a cold Ray (the sweep's own) and, for the present code, with ``pdors ray up`` running (a head of the
   bench's own, ``PDORS_RAY_HOME`` in a temporary directory, stopped at the end);
 * 8 tiny runs (FIFO, I = T = 5, 4 cluster sizes x 2 seeds) end to end, cold and with the head;
-* PD-ORS at H = I = 250 and 1000 (``--quick``: 100 and 200), T = 80 (:func:`studies.algorithm_speed.growth`) under both codes: CPU seconds and
-  the schedule digests, which must be equal.
+* PD-ORS at H = I = 250 and 1000 (``--quick``: 100 and 200), T = 80 (:func:`studies.algorithm_speed.growth`)
+  under both codes: CPU seconds and the schedule digests, which must be equal.
 
 An empty MLflow store migrated once is made before anything is timed (``PDORS_MLFLOW_TEMPLATE_DIR`` in the
 temporary directory): the present code copies it for each new store, the before code migrates each.
