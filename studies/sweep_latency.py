@@ -219,8 +219,8 @@ def report(r: dict[str, Any]) -> list[str]:
         f"{s(b['tiny_cold']['wall_s'])} (cold) | <= 5 s |",
         f"| 8 tiny runs end to end, cold Ray | {s(n['tiny_cold']['wall_s'])} | {s(b['tiny_cold']['wall_s'])} | - |",
         *grow,
-        f"stages now (s): 10,000 runs: {stages(n['scale'])}; quickstart cold: {stages(n['quickstart_cold'])}; "
-        f"with the head: {stages(n['quickstart_head'])}",
-        f"stages before (s): 10,000 runs: {stages(b['scale'])}; quickstart cold: {stages(b['quickstart_cold'])}",
+        f"stages (s), 10,000 runs, now: {stages(n['scale'])}; before: {stages(b['scale'])}",
+        f"stages (s), quickstart cold, now: {stages(n['quickstart_cold'])}; before: {stages(b['quickstart_cold'])}",
+        f"stages (s), quickstart with the head: {stages(n['quickstart_head'])}",
         "Figures under load (load average above 1.5) are not verdicts on the targets.",
     ]
