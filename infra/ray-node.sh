@@ -46,6 +46,20 @@ if [ "$RAY_AUTH_MODE" = token ] && [ -z "${RAY_AUTH_TOKEN:-}" ]; then
       exit 2
     fi
   fi
+  # a credential: readable by its owner only (Ray writes it 0644 in a 0755 ~/.ray); ours is repaired, another's refused
+  if [ -n "$(find -L "$TOKEN_FILE" -maxdepth 0 -perm /077 2>/dev/null)" ]; then
+    if [ -O "$TOKEN_FILE" ]; then
+      chmod 600 "$TOKEN_FILE"
+      echo "$0: $TOKEN_FILE was readable by other users: made it 0600" >&2
+    else
+      echo "$0: $TOKEN_FILE is readable by other users and not a file of yours to repair: make it 0600" >&2
+      exit 2
+    fi
+  fi
+  TOKEN_DIR="$(dirname "$TOKEN_FILE")"
+  if [ "$TOKEN_DIR" = "$HOME/.ray" ] && [ -O "$TOKEN_DIR" ] && [ -n "$(find "$TOKEN_DIR" -maxdepth 0 -perm /077)" ]; then
+    chmod 700 "$TOKEN_DIR"
+  fi
 fi
 
 ARGS=(--disable-usage-stats)

@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "first seed scanned (default 1)",
     )
     p.add_argument("--solver", choices=SOLVERS, default=d.solver)
-    p.add_argument("--time-limit", type=float, default=d.time_limit, help="seconds per OPT solve (> 0)")
+    p.add_argument("--time-limit", type=float, default=d.time_limit, help="seconds per OPT solve, in (0, 1e6]")
     p.add_argument("--mip-gap", type=float, default=d.mip_gap, help="relative gap target of OPT, in [0, 1)")
     p.add_argument(
         "--tolerance",
@@ -52,6 +52,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--record-file", default=d.record_file, help="the pinned set's record (JSON)")
     p.add_argument("--out", default=d.out, help="output root; each run writes <out>/nightly-<UTC time>-...")
     p.add_argument("--no-mlflow", action="store_true", help="write the files only")
+    p.add_argument(
+        "--policies",
+        default="",
+        help="comma-separated policies judged on the fresh instances, pdors among them, built-in or external "
+        "(default: the built-ins)",
+    )
     p.set_defaults(func=cmd_nightly)
 
 
@@ -78,7 +84,8 @@ def cmd_nightly(args: argparse.Namespace) -> int:
                 "record_file",
                 "out",
             )
-        },
+        }
+        | {"policies": [p.strip() for p in args.policies.split(",") if p.strip()]},
     )
     if args.record:
         try:

@@ -26,7 +26,7 @@ def run_sweep(config_path: str | Path, options: SweepOptions | None = None, prog
     from pipeline.publish.publish_run import publish_run
     from pipeline.sweep import SweepOptions, run, silent
 
-    return publish_run(run(str(config_path), options or SweepOptions(), progress), progress or silent)
+    return run(str(config_path), options or SweepOptions(), progress, lambda r: publish_run(r, progress or silent))
 
 
 def load_runs(root: str | Path) -> pd.DataFrame:

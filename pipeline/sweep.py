@@ -27,17 +27,18 @@ from pdors import atomic
 from pdors.config import JSON, quote, to_dict
 from pdors.errors import ExitStatus, SweepError
 from pipeline.record import sweep_index
-from pipeline.record.locate import locate, sweeps_under
+from pipeline.record.locate import NO_SWEEP_HINT, locate, sweeps_under
 from pipeline.record.manifest import Manifest
 from pipeline.record.provenance import git_commit, packages
 from pipeline.record.storage import Damage, Index, Store, count, manifest_of, resume_command
 from pipeline.spec import sizing
 from pipeline.spec.tasks import Outcome, Plan, Task
 from pipeline.text.credentials import one_line
-from pipeline.text.screen import fit
+from pipeline.text.screen import WIDTH, Lines, fit
 
 if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
     from pipeline.execute.executor import Cluster
+    from pipeline.spec.schema import SweepConfig
 
 FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at least this often
 STAGES = ("ray_start", "runs", "record", "report", "mlflow")  # the seconds printed by ``run`` (``pdors bench``)
@@ -93,6 +94,7 @@ class SweepResult:
     again: str
     ran: int = 0
     failed: int = 0
+    invalid: int = 0
     lost: int = 0
     run_seconds: float = 0.0  # running the tasks, after start-up
     stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
@@ -159,7 +161,7 @@ def _runs_to_do(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task
     ``retry_failed``, again), and the damaged batches under the root (their runs count as not recorded)."""
     index = store.index()
     recorded = index.status()
-    redo = {"lost", "failed"} if retry_failed else {"lost"}
+    redo = {"lost", "failed", "invalid"} if retry_failed else {"lost"}
     return [t for t in plan.tasks if recorded.get(t.run_id, "lost") in redo], index.damaged
 
 
@@ -182,23 +184,31 @@ def stops_recorded(result: SweepResult, say: Say, publish: str | None = None) ->
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say | None = None) -> SweepResult:
+def run(
+    config_path: str,
+    options: SweepOptions = SweepOptions(),
+    progress: Say | None = None,
+    then: Callable[[SweepResult], SweepResult] | None = None,
+) -> SweepResult:
     """``pdors sweep run`` up to its record: plan, run what is not recorded yet, record it. Its result's
     ``status`` is 0, or 4 the disk is full, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); publishing
-    (:func:`~pipeline.publish.publish_run.publish_run`)
-    decides the rest. Everything the user gave is checked before anything
-    is written (a ``SweepError`` or ``ConfigError`` otherwise). ``progress``: where progress lines go (default:
-    nowhere; with it, also a progress bar on standard error)."""
+    (``then``: :func:`~pipeline.publish.publish_run.publish_run`, called under the root's lock, so that it reads
+    the record as this sweep left it) decides the rest. Everything the user gave is checked before anything
+    is written (a ``SweepError`` or ``ConfigError`` otherwise). ``config_path``: a sweep config, or a recorded
+    sweep's directory (``<root>/sweeps/<id>``: its ``config.yaml``, else its manifest's config). ``progress``:
+    where progress lines go (default: nowhere; with it, also a progress bar on standard error)."""
     o, overrides, say = options, list(options.overrides), progress or silent
     address = _ray_address(o)
     from pipeline.spec import grid, schema  # with pdors.run and the config schema: not for status, list or --help
 
-    data = schema.raw(config_path, overrides)
-    plan = grid.expand(schema.parse(data, o.max_tasks))  # every spec validated: nothing is written before this
+    data = _config_data(config_path, overrides)
+    with schema.blame(overrides):  # every spec validated: nothing is written before this
+        plan = grid.expand(schema.parse(data, o.max_tasks))
     root = Path(o.out or plan.config.output)
     _check_output(root)
-    _check_memory(plan, o.max_run_memory, _runs_at_once(o, address))
     store = Store(root, plan.sweep_id)
+    store.check_links()
+    _check_memory(plan, o.max_run_memory, _runs_at_once(o, address))
     todo, damaged = _runs_to_do(store, plan, o.retry_failed)
     again = _resume_hint(config_path, overrides, root, o)
     result = SweepResult(
@@ -223,22 +233,47 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
     cluster = _start_ray(address, o.num_cpus, result, say) if todo and not o.in_process else None
     result.ray = cluster.how if cluster is not None else ""
     try:
+        if cluster is not None and (external := _external_origins(todo)):
+            from pipeline.execute.executor import check_policies
+
+            check_policies(external)  # one line, before anything is written, if a node has other code
         with stops_recorded(result, say), store.lock():
             _write_config(store, data, config_path, overrides, manifest)
             store.set_aside(damaged)
-            _execute(store, todo, cluster, o.max_parallel, plan.config.schedules, result, say)
+            _execute(store, todo, cluster, o.max_parallel, plan.config, result, say)
             tick = time.perf_counter()
             merged = store.compact()
             result.stages["record"] += time.perf_counter() - tick
             if merged:
                 say(f"compacted {merged} batch files into one per table")
             result.recorded = True
+            if then is not None:
+                then(result)
     finally:
         if cluster is not None:
             from pipeline.execute import executor
 
             executor.disconnect()
     return result
+
+
+def _config_data(config_path: str, overrides: list[str]) -> JSON:
+    """The config's data with ``overrides``: from a config file, or from a recorded sweep's directory (its
+    ``config.yaml``, else the config its manifest recorded: a sweep stays resumable without its config files)."""
+    from pipeline.spec import schema
+
+    path = Path(config_path)
+    if not path.is_dir():
+        return schema.raw(path, overrides)
+    if (path / "config.yaml").is_file():
+        return schema.raw(path / "config.yaml", overrides)
+    config: JSON = schema.apply_overrides(manifest_of(Store(path.parent.parent, path.name)).config, overrides)
+    return config
+
+
+def _external_origins(todo: list[Task]) -> JSON:
+    """Each external policy of ``todo`` -> its origin as planned."""
+    return {t.policy: t.spec["origin"] for t in todo if "origin" in t.spec}
 
 
 def _ray_address(o: SweepOptions) -> str | None:
@@ -330,6 +365,9 @@ def _resumed_manifest(store: Store, fresh: Manifest, say: Say) -> Manifest:
     except SweepError as e:  # unreadable: it is rebuilt from the config, which determines it
         say(f"{e}: rebuilding it from the config")
         return fresh
+    if old.run_ids != fresh.run_ids:  # edited or damaged: the config given now determines the runs
+        say(f"{store.meta / 'manifest.json'} lists other runs than its config plans: rebuilding it from the config")
+        return fresh
     recorded, now = old.config, fresh.config
     changed = [k for k in now if k in recorded and now[k] != recorded[k]]
     for key in changed:
@@ -370,12 +408,13 @@ def _execute(
     todo: list[Task],
     cluster: Cluster | None,
     max_parallel: int | None,
-    schedules: bool,
+    config: SweepConfig,
     result: SweepResult,
     say: Say,
 ) -> None:
     """Run ``todo`` on the connected ``cluster`` (None: in this process, one by one) and record each outcome,
-    counted in ``result``; ``schedules``: also each simulation's allocations."""
+    counted in ``result``; ``config``'s ``schedules``: also each simulation's allocations, its ``run_time_limit``:
+    the seconds a simulation may take."""
     if not todo:
         return
     from tqdm import tqdm
@@ -385,13 +424,15 @@ def _execute(
     commit = git_commit()
     if cluster is None:
         say("running in this process, without Ray ...")
-    tally = {"ok": 0, "failed": 0, "lost": 0}
+    tally = {"ok": 0, "failed": 0, "invalid": 0, "lost": 0}
+    tty = sys.stderr.isatty()
     bar = tqdm(
         total=len(todo),
         unit="run",
-        file=sys.stderr,
-        mininterval=0.5 if sys.stderr.isatty() else 10,
-        dynamic_ncols=True,
+        file=sys.stderr if tty else Lines(sys.stderr),
+        mininterval=0.5 if tty else 10,
+        dynamic_ncols=tty,
+        ncols=None if tty else WIDTH,
         disable=say is silent,
     )
     started = flushed = time.perf_counter()
@@ -399,9 +440,9 @@ def _execute(
     pending: list[tuple[Task, Outcome]] = []  # finished, not yet recorded: a kill loses at most FLUSH_SECONDS of runs
     try:
         chunks = (
-            ([(t, execute(t, schedules))] for t in todo)
+            ([(t, execute(t, config.schedules, config.run_time_limit))] for t in todo)
             if cluster is None
-            else fan_out(todo, cluster, max_parallel, schedules)
+            else fan_out(todo, cluster, max_parallel, config.schedules, config.run_time_limit)
         )
         for chunk in chunks:
             pending += chunk
@@ -409,7 +450,7 @@ def _execute(
                 tally[outcome.status] += 1
             bar.set_postfix(
                 ok=tally["ok"],
-                failed=tally["failed"] + tally["lost"],
+                failed=tally["failed"] + tally["invalid"] + tally["lost"],
                 left=len(todo) - sum(tally.values()),
                 refresh=False,
             )
@@ -427,11 +468,12 @@ def _execute(
         writing += time.perf_counter() - tick
     done, seconds = sum(tally.values()), time.perf_counter() - started
     result.ran, result.failed, result.lost, result.run_seconds = done, tally["failed"], tally["lost"], seconds
+    result.invalid = tally["invalid"]
     result.stages["runs"] += seconds - writing
     result.stages["record"] += writing
     say(
         f"ran {done} tasks in {seconds:.1f} s after start-up ({done / seconds:.2f} runs/s); "
-        f"{tally['failed']} failed, {tally['lost']} lost"
+        f"{tally['failed']} failed, {tally['invalid']} invalid, {tally['lost']} lost"
     )
 
 
@@ -449,7 +491,7 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = (), s
         damaged = index.damaged
         say(
             f"{store.sweep_id} ({store.root}): {counts.total} tasks, {counts.ok} ok, {counts.failed} failed, "
-            f"{counts.lost} lost, {counts.remaining} not run; "
+            f"{counts.invalid} invalid, {counts.lost} lost, {counts.remaining} not run; "
             + (f"{len(damaged)} damaged batches" if damaged else "records intact")
             + (f"; {index.unsealed} batches older than digests (trusted: read unchecked)" if index.unsealed else "")
         )
@@ -464,8 +506,8 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = (), s
         if damaged:
             say(f"  repair: `{again}` sets the damaged batches aside and recomputes their runs")
             code = ExitStatus.FAILED
-        if counts.failed:
-            say(f"  rerun the failed runs: `{again} --retry-failed`")
+        if counts.failed or counts.invalid:
+            say(f"  rerun the failed and invalid runs: `{again} --retry-failed`")
         elif (counts.lost or counts.remaining) and not damaged:
             say(f"  continue: `{again}`")
     return code
@@ -481,7 +523,7 @@ def list_sweeps(out: str | None, say: Say = say_out) -> int:
     """``pdors sweep list``: every sweep under the output root (or under ``results/``), oldest first."""
     stores = sweeps_under(out)
     if not stores:
-        raise SweepError(f"no sweeps under {out or 'results/'}")
+        raise SweepError(f"no sweeps under {out or 'results/'}; {NO_SWEEP_HINT}")
     recorded: dict[Path, dict[str, str]] = {}
     for store in stores:
         manifest = manifest_of(store)
@@ -489,7 +531,8 @@ def list_sweeps(out: str | None, say: Say = say_out) -> int:
         states = [have.get(r) for r in manifest.run_ids]
         say(
             f"{manifest.created_at or '?':<25} {store.sweep_id:<32} {len(states):>6} tasks "
-            f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('lost'):>4} lost "
+            f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('invalid'):>4} invalid "
+            f"{states.count('lost'):>4} lost "
             f"{states.count(None):>6} not run  {store.root}"
         )
     return ExitStatus.OK

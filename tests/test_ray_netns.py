@@ -50,6 +50,35 @@ COMPARED = ["status", "schedule_digest", "total_utility"]
 # one of them checks the cluster token (docs/OPERATIONS.md). Nothing else may listen on a wildcard address.
 GRPC_WILDCARD = ("gcs_server", "raylet", "ray::", "pdors")
 REFUSED = {"401", "000"}  # an HTTP endpoint asks for the token; "000": not HTTP at all (gRPC, HTTP/2 only)
+# One method of each service Ray 2.60's gRPC servers offer (an empty request is a valid one): a server answers
+# UNIMPLEMENTED for another's methods, UNAUTHENTICATED for its own without the token, and not so with it.
+GRPC_METHODS = (
+    "/ray.rpc.NodeInfoGcsService/GetAllNodeInfo",
+    "/ray.rpc.NodeManagerService/GetNodeStats",
+    "/ray.rpc.ObjectManagerService/Pull",
+    "/ray.rpc.CoreWorkerService/GetCoreWorkerStats",
+    "/ray.rpc.LogService/ListLogs",
+    "/ray.rpc.events.EventAggregatorService/AddEvents",
+    "/ray.rpc.ReporterService/GetTraceback",
+    "/ray.rpc.RayletDriver/ClusterInfo",
+)
+GRPC_PROBE = """
+import json, os, sys, grpc
+token = (("authorization", "Bearer " + os.environ["RAY_AUTH_TOKEN"]),)
+out = {}
+for endpoint in sys.argv[1:]:
+    channel = grpc.insecure_channel(endpoint)
+    for method in json.loads(os.environ["GRPC_METHODS"]):
+        codes = []
+        for metadata in ((), token):
+            try:
+                channel.unary_unary(method)(b"", timeout=5, metadata=metadata)
+                codes.append("OK")
+            except grpc.RpcError as e:
+                codes.append(e.code().name)
+        out.setdefault(endpoint, {})[method] = codes
+print(json.dumps(out))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +262,31 @@ def exposure(lab: Lab, name: str, prober: str) -> dict[str, str]:
     return found
 
 
+def grpc_answers(lab: Lab, env: dict[str, str], name: str, prober: str, exposed: dict[str, str]) -> dict[str, Any]:
+    """For every listener of node ``name`` outside loopback that is not HTTP: each of ``GRPC_METHODS`` called
+    from node ``prober`` without and with the cluster token -> the two gRPC status codes."""
+    endpoints = [f"{lab.addresses[name]}:{e.rsplit(':', 1)[1]}" for e, code in exposed.items() if code == "000"]
+    answers: dict[str, Any] = in_netns_python(
+        lab.nodes[prober],
+        {**env, "GRPC_METHODS": json.dumps(GRPC_METHODS)},
+        GRPC_PROBE.replace("sys.argv[1:]", repr(endpoints)),
+    )
+    return answers
+
+
+def assert_token_checked(answers: dict[str, Any]) -> None:
+    """No call succeeds without the token, and each listener is a gRPC server that refuses one of its own
+    methods without the token and serves it with the token (so the refusal is the token check's)."""
+    for endpoint, calls in answers.items():
+        if {c for pair in calls.values() for c in pair} == {"UNAVAILABLE"}:
+            continue  # an idle worker that exited since it was listed: nothing answers there any more
+        assert not [m for m, (bare, _) in calls.items() if bare == "OK"], (
+            f"{endpoint} answers without the token: {calls}"
+        )
+        checked = [m for m, (bare, keyed) in calls.items() if bare == "UNAUTHENTICATED" and keyed != "UNAUTHENTICATED"]
+        assert checked, f"{endpoint}: not one of Ray's token-checked gRPC servers: {calls}"
+
+
 def report(name: str, data: dict[str, Any]) -> None:
     print(f"\n{name}: " + json.dumps(data, indent=1, sort_keys=True))
 
@@ -250,7 +304,9 @@ def test_worker_killed_and_new_node_joining_midway(
         procs.append(sweep)
         wait_recorded(out, sweep, TASKS // 4)
         ports = {lab.addresses[n]: lab.listeners(n) for n in lab.nodes}
-        exposed = {**exposure(lab, "head", "w2"), **exposure(lab, "w1", "w2")}
+        seen = {n: exposure(lab, n, "w2") for n in ("head", "w1")}
+        exposed = {**seen["head"], **seen["w1"]}
+        grpc = {k: v for n in seen for k, v in grpc_answers(lab, ray_env, n, "w2", seen[n]).items()}
         killed_at = _recorded(out)
         killed = lab.kill("w1")  # the machine loses power: every process of the node at once
         lab.add_node("w3", 4)
@@ -273,11 +329,15 @@ def test_worker_killed_and_new_node_joining_midway(
                 "runs_by_node": by_node,
                 "listening": ports,
                 "reached_from_w2": exposed,
+                "grpc_from_w2": grpc,
                 **counts,
             },
         )
         assert any(p.startswith("gcs_server") for p in exposed) and exposed, exposed
         assert set(exposed.values()) <= REFUSED, f"answers without the token: {exposed}"
+        assert len(grpc) == list(exposed.values()).count("000"), grpc
+        assert f"{lab.addresses['head']}:{PORT}" in grpc, grpc  # the GCS among them
+        assert_token_checked(grpc)
         assert not [p for n in ports.values() for p in n if p.endswith((":44217", ":44227", ":8265"))], ports
     finally:
         for proc in reversed(procs):

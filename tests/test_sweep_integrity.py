@@ -148,6 +148,9 @@ def _flip(path: Path) -> None:
 
 
 FAULTS = {
+    "runs file deleted": lambda f: f["runs"].unlink(),  # issue 47: read "not run; records intact" before
+    "jobs digest deleted": lambda f: storage.digest_path(f["jobs"]).unlink(),  # issue 47: read intact before
+    "schedules digest altered": lambda f: storage.digest_path(f["schedules"]).write_text("0" * 64 + "\n"),
     "schedules file deleted": lambda f: f["schedules"].unlink(),
     "jobs file flipped": lambda f: _flip(f["jobs"]),
     "schedules file flipped": lambda f: _flip(f["schedules"]),

@@ -6,9 +6,11 @@ within ``CHUNK_SECONDS`` and within the work left shared by the tasks in flight 
 solve always alone), so that tiny runs do not pay Ray's per-task cost each, a grid of mixed sizes gets chunks of
 even duration, and progress and the tail stay fine-grained. Outcomes do not depend on the chunking.
 A run that raises is caught inside its task and comes back as a ``failed`` outcome (deterministic: retrying
-would raise again); the other runs of its chunk are unaffected. A task lost to a dead worker or node is retried
-by Ray (``RETRIES``); a chunk still lost after that is split and its runs are tried again one per task, so that
-only a run that kills its worker comes back as ``lost`` (which ``--resume`` runs again).
+would raise again); the other runs of its chunk are unaffected. A simulation whose schedule the validator rejects
+comes back ``invalid`` (its summary kept, its violations counted in ``error``): never ``ok``, never ranked. A task
+lost to a dead worker or node is retried by Ray (``RETRIES``); a chunk still lost after that is split and its runs
+are tried again one per task, so that only a run that kills its worker comes back as ``lost`` (which ``--resume``
+runs again).
 """
 
 from __future__ import annotations
@@ -17,16 +19,22 @@ import functools
 import logging
 import math
 import os
+import signal
 import socket
+import stat
 import sys
+import threading
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
+from pdors.config import JSON
 from pipeline.execute.local_head import Head, client_env
 from pipeline.spec.tasks import Outcome, Task
 
@@ -35,9 +43,33 @@ CHUNK_SECONDS = 0.5  # run time of one Ray task once runs are timed: Ray's few m
 MAX_CHUNK = 256
 
 
-def execute(task: Task, schedules: bool = False) -> Outcome:
+class RunTimeLimit(Exception):
+    """A run went on past the sweep's ``run_time_limit``: stopped, and recorded as failed (never as a result)."""
+
+
+@contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`RunTimeLimit` in the block once ``seconds`` of wall time have passed (a hanging policy's
+    run); no limit with None, or off the main thread (where Python delivers no signal)."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise RunTimeLimit(f"stopped after {seconds:g} s (the sweep's run_time_limit)")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def execute(task: Task, schedules: bool = False, time_limit: float | None = None) -> Outcome:
     """Run one task in the current process (the body of every Ray task); ``schedules``: keep a simulation's
-    allocations."""
+    allocations; ``time_limit``: seconds a simulation may take before it is stopped and recorded as failed."""
     import pdors
     from pdors.run import run
     from pipeline.spec import opt_task
@@ -45,16 +77,19 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
     started = time.time()
     schedule = None
     try:
+        status, error = "ok", None
         if task.kind == "sim":
-            done = run(dict(task.spec))
+            with _time_limit(time_limit):
+                done = run(dict(task.spec))
             result = done.summary.to_dict()
+            if done.validation.violations:
+                status, error = "invalid", invalid_error(done.summary.violations)
             if schedules:
                 from pdors.schedule_io import rows
 
                 schedule = {k: v.tolist() for k, v in rows(done.simulation.schedule).items()}
         else:
             result = opt_task.solve(dict(task.spec))
-        status, error = "ok", None
     except Exception as e:  # recorded, and the sweep goes on
         result, status = None, "failed"
         error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
@@ -73,6 +108,12 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
     )
 
 
+def invalid_error(violations: list[dict[str, Any]]) -> str:
+    """The one-line ``error`` of an ``invalid`` run: how many violations, and the first."""
+    first = violations[0]
+    return f"{len(violations)} validator violation(s); first: {first['kind']}: {first['detail']}"
+
+
 def _node() -> tuple[str | None, str | None]:
     """The Ray node id and address of this process (None outside Ray)."""
     ray = sys.modules.get("ray")  # a Ray worker has imported it; importing it here would cost ~1 s in-process
@@ -88,9 +129,56 @@ def _ray_node() -> tuple[str, str]:
     return ray.get_runtime_context().get_node_id(), node_ip()
 
 
-def execute_chunk(tasks: list[Task], schedules: bool = False) -> list[Outcome]:
+def execute_chunk(tasks: list[Task], schedules: bool = False, time_limit: float | None = None) -> list[Outcome]:
     """The body of every Ray task: ``tasks`` one after another, each outcome its own."""
-    return [execute(task, schedules) for task in tasks]
+    return [execute(task, schedules, time_limit) for task in tasks]
+
+
+def origins_here(policies: list[str]) -> dict[str, JSON | str]:
+    """Each external policy's origin as this process finds it, or why it cannot find it (one line)."""
+    from pdors.config import to_dict
+    from pdors.errors import InputError
+    from pdors.policies import resolve
+
+    out: dict[str, JSON | str] = {}
+    for name in policies:
+        try:
+            out[name] = to_dict(resolve(name).origin)
+        except InputError as e:
+            out[name] = str(e)
+    return out
+
+
+def check_policies(planned: dict[str, JSON]) -> None:
+    """Every node of the connected cluster finds each external policy (name -> origin the sweep planned) with the
+    same origin: else ``SweepError`` naming the node and the difference, before any run starts (the policy reaches
+    the nodes installed there: docs/WRITE_A_POLICY.md)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from pdors.errors import SweepError
+
+    probe: Any = ray.remote(num_cpus=0)(origins_here)
+    nodes: Callable[[], list[dict[str, Any]]] = ray.nodes  # untyped in Ray: typed here
+    alive = [n for n in nodes() if n.get("Alive")]
+    strategy = NodeAffinitySchedulingStrategy
+    refs = [
+        (
+            n["NodeManagerAddress"],
+            probe.options(scheduling_strategy=strategy(n["NodeID"], soft=False)).remote(list(planned)),
+        )
+        for n in alive
+    ]
+    for address, ref in refs:
+        found: dict[str, JSON | str] = ray.get(ref)
+        for name, origin in planned.items():
+            here = found[name]
+            if here != origin:
+                why = here if isinstance(here, str) else f"version {here['version']} source {here['digest']}"
+                raise SweepError(
+                    f"policy {name}: node {address} has {why}, the sweep planned version {origin['version']} source "
+                    f"{origin['digest']}; install the same {origin['distribution'] or origin['target']} on every node"
+                )
 
 
 @dataclass(frozen=True)
@@ -148,6 +236,54 @@ def _environment(values: dict[str, str], replace: bool = False) -> Iterator[None
                 os.environ[key] = value
 
 
+def token_path() -> Path:
+    """Ray's token file: ``RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``."""
+    return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+
+
+@contextmanager
+def _private_token() -> Iterator[None]:
+    """Ray's token file readable by its owner only, and ``~/.ray`` too (Ray 2.60 writes a new token 0644 in a
+    0755 ``~/.ray``): the directory is made 0700 before Ray runs, what Ray creates meanwhile is created
+    without group or other access (umask 077), and a token or ``~/.ray`` of ours left readable is tightened."""
+    path = token_path()
+    default = path.parent == Path.home() / ".ray"
+    if default:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+        for p, mode in ((path, 0o600), *([(path.parent, 0o700)] if default else [])):
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if st.st_uid == os.getuid() and not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o077:
+                os.chmod(p, mode)
+
+
+# Ray's notice that the local Ray it starts has token authentication on (its default, kept): a 245-column warning
+# whose only advice is to turn that protection off. (logger, message start)
+TOKEN_NOTICE = ("ray._private.authentication.authentication_token_setup", "Token authentication is enabled")
+
+
+@contextmanager
+def _without(notice: tuple[str, str]) -> Iterator[None]:
+    """Records of logger ``notice[0]`` starting with ``notice[1]`` dropped while the block runs."""
+    logger = logging.getLogger(notice[0])
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(notice[1])
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
+
+
 def _forget_token() -> None:
     """Ray reads its auth token once per process: read it again, so that a sweep after one on the persistent head
     (another token) in the same process presents the token of the Ray it starts."""
@@ -158,7 +294,7 @@ def _forget_token() -> None:
 
 def connect(address: str | None, num_cpus: int | None = None, head: Head | None = None) -> Cluster:
     """Connect to the cluster at ``address``, to the persistent local ``head``, or start a local Ray on loopback
-    with ``num_cpus`` CPUs (default: all)."""
+    with ``num_cpus`` CPUs (default: all); the token file stays private (:func:`_private_token`)."""
     if head is not None:  # its token and loopback settings, in force over any the caller has
         with _environment(client_env(head), replace=True):
             import ray
@@ -169,9 +305,10 @@ def connect(address: str | None, num_cpus: int | None = None, head: Head | None 
         import ray
 
         probe(address)
-        ray.init(address=address, logging_level=logging.WARNING)
+        with _private_token():
+            ray.init(address=address, logging_level=logging.WARNING)
     else:  # address="local": never a stale `ray start`
-        with _environment(LOCAL_RAY_ENV):
+        with _environment(LOCAL_RAY_ENV), _without(TOKEN_NOTICE), _private_token():
             import ray
 
             _forget_token()
@@ -208,7 +345,11 @@ def take_chunk(pending: deque[Task], seconds_per_cell: float | None, pending_cel
 
 
 def fan_out(
-    tasks: list[Task], cluster: Cluster, max_parallel: int | None, schedules: bool = False
+    tasks: list[Task],
+    cluster: Cluster,
+    max_parallel: int | None,
+    schedules: bool = False,
+    time_limit: float | None = None,
 ) -> Iterator[list[tuple[Task, Outcome]]]:
     """Yield the (task, outcome) pairs of each chunk as it finishes on the ``connect``-ed cluster, keeping at
     most ``max_parallel`` chunks in flight (default: twice the cluster's CPUs, enough to keep every CPU busy);
@@ -231,7 +372,7 @@ def fan_out(
                 else:
                     chunk = take_chunk(pending, timed[0] / timed[1] if timed[1] else None, left[0], limit)
                     left[0] -= sum(c for c in map(cost, chunk) if not math.isinf(c))
-                in_flight[remote.remote(chunk, schedules)] = (chunk, time.time())
+                in_flight[remote.remote(chunk, schedules, time_limit)] = (chunk, time.time())
 
         submit()
         while in_flight:

@@ -39,7 +39,7 @@ class RecordSettings(Protocol):
 
 FORMAT = "pdors-nightly-record/1"
 # The record committed with the code (a checkout, or an editable install of one), wherever the command runs from.
-DEFAULT_RECORD = str(Path(__file__).resolve().parents[1] / "configs" / "nightly_record.json")
+DEFAULT_RECORD = str(Path(__file__).resolve().parents[2] / "configs" / "nightly_record.json")
 SCAN_FACTOR = 4  # --record tries at most N * SCAN_FACTOR seeds before giving up
 
 

@@ -2,14 +2,19 @@
 record (``pdors sweep run`` after its runs, and ``pdors sweep log``).
 
 What was published is remembered (``published.json`` beside the manifest: a digest of the manifest, every run's
-recorded status, the code and the tracking URI), so a sweep run again with nothing changed publishes nothing.
+recorded status, the code and the tracking URI), so a sweep run again with nothing changed publishes nothing. The
+tracking URI may hold a password: the digest is an HMAC keyed with a random key of the output root (``.mark-key``,
+mode 0600, like ``published.json``), so the mark reveals nothing of what it covers.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +24,7 @@ from typing import TYPE_CHECKING
 import pdors.version
 from pdors import atomic
 from pdors.config import JSON
-from pdors.errors import ExitStatus
+from pdors.errors import ExitStatus, InputError
 from pipeline.publish import tracking_process
 from pipeline.record.locate import locate
 from pipeline.record.manifest import Manifest
@@ -32,11 +37,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PUBLISHED = "published.json"
+MARK_KEY = ".mark-key"  # under the output root: the key of every published mark there
+PRIVATE = 0o600
 
 
 @dataclass(frozen=True, kw_only=True)
 class Published:
-    """What :func:`publish` did: the exit status (0, 1 runs failed, lost, not run or above OPT, 3 MLflow
+    """What :func:`publish` did: the exit status (0, 1 runs failed, invalid, lost, not run or above OPT, 3 MLflow
     failed), the seconds of its stages (``report``, ``mlflow``) and how to open the MLflow comparison (None: not
     logged)."""
 
@@ -84,7 +91,40 @@ def _mark(store: Store, manifest: Manifest, track: bool) -> str:
         "tracking": os.environ.get("MLFLOW_TRACKING_URI"),
         "track": track,
     }
-    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+    return hmac.new(
+        _mark_key(store.root), json.dumps(what, sort_keys=True, default=str).encode(), hashlib.sha256
+    ).hexdigest()
+
+
+def _mark_key(root: Path) -> bytes:
+    """The output root's random mark key, made on first use (readable by its owner only; never a link's
+    target). Publishing runs under the root's lock: one process makes it."""
+    path = root / MARK_KEY
+    flags = os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, os.O_RDONLY | flags)
+    except FileNotFoundError:
+        _write_private(path, secrets.token_hex(32).encode())
+        fd = os.open(path, os.O_RDONLY | flags)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise InputError(f"{path} is a symbolic link; the mark key must be a regular file (remove it)") from None
+        raise
+    try:
+        os.fchmod(fd, PRIVATE)  # a key left readable by an older copy or a hand: made private
+        return os.read(fd, 256)
+    finally:
+        os.close(fd)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write ``path`` atomically, readable by its owner only from its first byte."""
+    with atomic.replacing(path) as tmp:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
 
 
 def _last(store: Store) -> JSON | None:
@@ -101,7 +141,7 @@ def _remember(store: Store, mark: str, status: int) -> None:
     if status == ExitStatus.MLFLOW_FAILED:
         (store.meta / PUBLISHED).unlink(missing_ok=True)
     else:
-        atomic.write(store.meta / PUBLISHED, json.dumps({"mark": mark, "status": status}))
+        _write_private(store.meta / PUBLISHED, json.dumps({"mark": mark, "status": status}).encode())
 
 
 def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Say = silent) -> Published:
@@ -111,6 +151,7 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
     from pipeline.publish.report import comparison, runs_of
     from pipeline.results import headline, summary
 
+    store.check_links()  # everything below writes under sweeps/<id>/: never through a link out of the root
     tick = time.perf_counter()
     counts, runs = runs_of(store, manifest)
     axes, reference = manifest.axes, summary.reference_policy(manifest)
@@ -122,7 +163,11 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
     )
     top = headline.table(runs, axes, reference, found=found)
     atomic.write(store.meta / "summary.csv", agg.to_csv(index=False))
-    atomic.write(store.meta / "summary.md", headline.markdown(top, reference) + "\n## Every grid point\n\n" + table)
+    note = summary.left_out(runs)
+    atomic.write(
+        store.meta / "summary.md",
+        headline.markdown(top, reference) + (f"\n{note}\n" if note else "") + "\n## Every grid point\n\n" + table,
+    )
     status = _screen(store, runs, top, reference, counts, say)  # the results, before anything is drawn or logged
     shown_at = time.time()
     # The default plot is not logged: the report's figures (and its HTML page) hold it.
@@ -188,9 +233,11 @@ def _screen(store: Store, runs: pd.DataFrame, top: pd.DataFrame, reference: str,
             f"{str(failed.error).splitlines()[0]}"
         )
     say(
-        f"runs: {counts.total} total, {counts.ok} ok, {counts.failed} failed, {counts.lost} lost, "
-        f"{counts.remaining} not run"
+        f"runs: {counts.total} total, {counts.ok} ok, {counts.failed} failed, {counts.invalid} invalid, "
+        f"{counts.lost} lost, {counts.remaining} not run"
     )
+    if summary.left_out(runs):
+        say(f"  {summary.left_out(runs)}")
     say(f"Parquet: {shown(store.part('runs'))}; jobs: {shown(store.part('jobs'))}")
     say(f"summary (every grid point): {shown(store.meta / 'summary.md')}")
     above = summary.above_opt(runs)
@@ -202,7 +249,7 @@ def _screen(store: Store, runs: pd.DataFrame, top: pd.DataFrame, reference: str,
     theorem = theorem_check.violations(runs)
     for line in theorem_check.messages(theorem, theorem_check.save_instances(theorem, store.meta / "theorem")):
         say("  " + line)
-    broken = counts.failed or counts.lost or counts.remaining or len(above) or len(theorem)
+    broken = counts.failed or counts.invalid or counts.lost or counts.remaining or len(above) or len(theorem)
     return ExitStatus.FAILED if broken else ExitStatus.OK
 
 

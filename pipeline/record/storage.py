@@ -5,8 +5,14 @@ Layout under the output root::
     runs/<batch>.parquet       one row per run of a batch (params, metrics, status, provenance)
     jobs/<batch>.parquet       one row per job of each run in the runs file of the same name
     schedules/<batch>.parquet  with ``schedules: true``: one row per (job, machine, slot) used
+    runs/_batches              the ledger: one line per sealed batch, its run ids (a batch whose runs file is gone
+                               from it, not merged by a compaction, is damage)
     sweeps/<id>/               manifest.json (the run ids the sweep asked for), config.yaml, summary.{csv,md}, plots/
     .lock                      one writer per output root
+
+Every directory of the record must be a real directory, not a symbolic link (:meth:`Store.check_links`): nothing
+outside the root is ever removed or renamed. Readers never hold a lock: a file that vanishes while read (another
+process compacting) makes the read start again, so a read sees every run or fails, never a part of them.
 
 A run is identified by what determines its result (:mod:`pipeline.spec.grid`), not by the sweep that asked for it:
 every sweep under one root shares the record, so a run is computed once; a sweep's view is the runs its
@@ -31,15 +37,16 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shlex
 import time
 import typing
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -47,7 +54,7 @@ import pyarrow.parquet as pq
 from pdors import atomic
 from pdors.atomic import TMP_PREFIX
 from pdors.config import JSON
-from pdors.errors import LockedError, RecordDamaged, SweepError, shorten
+from pdors.errors import InputError, LockedError, RecordDamaged, SweepError, shorten
 from pipeline.record import seal
 from pipeline.record.manifest import Manifest
 from pipeline.record.manifest import parse as parse_manifest
@@ -57,6 +64,7 @@ from pipeline.spec.columns import (
     JSON_METRICS,
     JSON_SOURCES,
     METRICS,
+    ORIGIN_FIELDS,
     PROVENANCE,
     SCHEDULES_SCHEMA,
     SUMMARY_IDENTITY,
@@ -74,16 +82,23 @@ class Counts:
     ok: int
     failed: int
     lost: int
+    invalid: int = 0  # recorded with validator violations: left out of every statistic and figure
 
     @property
     def remaining(self) -> int:
-        return self.total - self.ok - self.failed - self.lost
+        return self.total - self.ok - self.failed - self.invalid - self.lost
 
 
 TABLES = ("runs", "jobs", "schedules")
+SUMMARISED = ("ok", "invalid")  # the statuses of runs recorded with their summary and per-job rows
 PER_RUN_TABLES = ("jobs", "schedules")  # per-run rows kept in the file named as the runs file
 DAMAGED_PREFIX = ".damaged-"  # a damaged batch set aside: never read, kept for inspection
 BATCH_PREFIX = "p"  # batch names sort after the run ids (hex) of the one-file-per-run layout
+BATCH_NAME = re.compile(r"p[0-9]{20}")
+LEDGER = "_batches"  # in runs/: the sealed batches (a name readers and dataset discovery skip)
+META_DIRS = ("plots", "report", "theorem")  # what publishing writes under sweeps/<id>/
+RETRIES = 50  # reads started again when a file vanished (another process compacting): a bounded number
+T = TypeVar("T")
 
 
 def _columns(cls: Any, prefix: str) -> list[tuple[str, pa.DataType]]:
@@ -153,6 +168,7 @@ def run_row(task: Task, outcome: Outcome, git_commit: str) -> JSON:
         "machines": spec["machines"],
         "jobs": spec["jobs"],
         "slots": spec["slots"],
+        "instance_file": spec.get("instance_file"),
         **flatten(spec["workload"], "workload"),
         "status": outcome.status,
         "error": outcome.error,
@@ -168,6 +184,8 @@ def run_row(task: Task, outcome: Outcome, git_commit: str) -> JSON:
     result = outcome.result or {}
     if task.kind == "sim":
         row.update(flatten(spec["params"], task.policy))
+        origin = spec.get("origin") or builtin_origin(task.policy)
+        row.update({f"policy_{k}": origin[k] for k in ORIGIN_FIELDS})
         row.update(flatten({k: v for k, v in result.items() if k not in SUMMARY_IDENTITY + JSON_SOURCES}))
         row["schedule_digest"] = result.get("schedule_digest")
         if result:
@@ -187,6 +205,16 @@ def run_row(task: Task, outcome: Outcome, git_commit: str) -> JSON:
             }
         )
     return row
+
+
+@functools.cache
+def builtin_origin(policy: str) -> JSON:
+    """A built-in policy's origin (its version: the code's, as every run records)."""
+    from pdors.config import to_dict
+    from pdors.policies import resolve
+
+    origin: JSON = to_dict(resolve(policy).origin)
+    return origin
 
 
 def job_rows(task: Task, outcome: Outcome) -> list[JSON]:
@@ -305,13 +333,82 @@ class Damage:
     batch: str  # the runs file's name, without .parquet
     run_ids: tuple[str, ...]  # the runs it holds (none known if it is unreadable)
     problem: str
+    restore: tuple[tuple[str, str], ...] = ()  # (table, SHA-256): only these digest files lost, rewritten by repair
+
+
+class _Vanished(RecordDamaged):
+    """A record file listed a moment ago is gone: another process compacted (or repaired) the record meanwhile."""
+
+
+def _settled(root: Path, what: Callable[[], T]) -> T:
+    """``what()``, started again while a file it read vanished (a compaction removes batches only once their
+    merged file is in place, so the next listing holds every run)."""
+    for attempt in range(RETRIES):
+        try:
+            return what()
+        except _Vanished:
+            time.sleep(min(0.01 * attempt, 0.2))
+    raise RecordDamaged(f"the record under {root} kept changing while read ({RETRIES} tries); read it again")
+
+
+def _gone(path: Path) -> None:
+    if not path.exists():
+        raise _Vanished(f"{path} vanished while read")
+
+
+def _ledger_path(root: Path) -> Path:
+    return root / "runs" / LEDGER
+
+
+def _ledger(root: Path) -> dict[str, tuple[str, ...]]:
+    """The sealed batches and their run ids: whole lines naming a batch only (a line cut short by a crash, or
+    garbled, protects nothing and is skipped)."""
+    try:
+        text = _ledger_path(root).read_bytes().decode("ascii", errors="replace")
+    except OSError:
+        return {}
+    out = {}
+    for line in text.split("\n")[:-1]:
+        batch, _, ids = line.partition(" ")
+        if BATCH_NAME.fullmatch(batch):
+            out[batch] = tuple(i for i in ids.split(",") if i)
+    return out
+
+
+def _enter(root: Path, batch: str, run_ids: list[str]) -> None:
+    """Add a batch to the ledger once its runs file is in place (one appended line, synced)."""
+    fd = os.open(_ledger_path(root), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, f"{batch} {','.join(run_ids)}\n".encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _rewrite_ledger(root: Path, batches: dict[str, tuple[str, ...]]) -> None:
+    atomic.write(_ledger_path(root), "".join(f"{b} {','.join(ids)}\n" for b, ids in sorted(batches.items())))
+
+
+def _lost_digests(root: Path, batch: str, files: dict[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """The listed partners of an intact batch whose digest file is missing or says another SHA-256 than the
+    runs file lists (the file itself matches the listing)."""
+    lost = []
+    for table, want in sorted((files or {}).items()):
+        kept = digest_path(root / table / f"{batch}.parquet")
+        try:
+            ok = kept.read_bytes().strip() == want.encode()
+        except OSError:
+            ok = False
+        if not ok:
+            lost.append((table, want))
+    return tuple(lost)
 
 
 def _partner_problem(root: Path, batch: str, runs: dict[str, list[Any]], meta: dict[bytes, bytes] | None) -> str | None:
     """Whether the other files of a runs file's batch are those it lists (a sealed batch), each matching its
-    digest, and the jobs file holds as many rows as its ok simulations have jobs (footer only)."""
+    digest, and the jobs file holds as many rows as its summarised simulations have jobs (footer only)."""
     sim_ok = [
-        j for k, s, j in zip(runs["kind"], runs["status"], runs["jobs"], strict=False) if k == "sim" and s == "ok"
+        j for k, s, j in zip(runs["kind"], runs["status"], runs["jobs"], strict=False) if k == "sim" and s in SUMMARISED
     ]
     files = seal.listed(meta)
     if seal.sealed(meta) and files is None:
@@ -346,6 +443,8 @@ class Index:
     damaged: list[Damage]
     node: dict[str, str | None]  # run_id -> address of the Ray node that ran it (None: run without Ray)
     unsealed: int = 0  # intact batches written before digests existed: read unchecked (pipeline.record.seal)
+    covered: frozenset[str] = frozenset()  # batches a compacted runs file lists as merged into it
+    ledger: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # as read, before the listing
 
     def status(self) -> dict[str, str]:
         return {run_id: status for run_id, (_, status) in self.chosen.items()}
@@ -362,27 +461,51 @@ class Index:
 
 def index(root: str | Path) -> Index:
     root = Path(root)
+    return _settled(root, lambda: _index(root))
+
+
+def _index(root: Path) -> Index:
     chosen: dict[str, tuple[str, str]] = {}
     node: dict[str, str | None] = {}
     rows, damaged = {}, []
     unsealed = 0
-    for f in _files(root, "runs"):
+    ledger = _ledger(root)  # before the listing: a batch it names had its runs file in place before
+    covered: set[str] = set()
+    present = _files(root, "runs")
+    for f in present:
         read_ = _read(f, ["run_id", "status", "kind", "jobs", "node_ip"])
         if read_ is None:
-            damaged.append(Damage(f.stem, (), f"runs file {verify(f) or 'unreadable'}"))
+            _gone(f)
+            damaged.append(Damage(f.stem, ledger.get(f.stem, ()), f"runs file {verify(f) or 'unreadable'}"))
             continue
         t, meta = read_
+        covered |= seal.merged(meta)
         why = verify(f, required=seal.sealed(meta))
         ids = t["run_id"]  # a file failing its digest may still tell which runs it held
         problem = f"runs file {why}" if why else _partner_problem(root, f.stem, t, meta)
-        if problem:
-            damaged.append(Damage(f.stem, tuple(ids), problem))
+        lost = () if problem else _lost_digests(root, f.stem, seal.listed(meta))
+        if problem or lost:
+            _gone(f)
+            tables = ", ".join(table for table, _ in lost)
+            damaged.append(Damage(f.stem, tuple(ids), problem or f"{tables} digest file missing or altered", lost))
             continue
         unsealed += not seal.sealed(meta)
         rows[f.stem] = len(ids)
         chosen.update((r, (f.stem, s)) for r, s in zip(ids, t["status"], strict=True))
         node.update(zip(ids, t["node_ip"], strict=True))
-    return Index(chosen=chosen, rows=rows, damaged=damaged, node=node, unsealed=unsealed)
+    names = {f.stem for f in present}
+    for batch, held in ledger.items():
+        if batch not in names and batch not in covered:
+            damaged.append(Damage(batch, held, f"runs file missing (its batch is listed in {_ledger_path(root)})"))
+    return Index(
+        chosen=chosen,
+        rows=rows,
+        damaged=damaged,
+        node=node,
+        unsealed=unsealed,
+        covered=frozenset(covered),
+        ledger=ledger,
+    )
 
 
 MERGE_ROWS = 65_536  # rows per row group of a merged file: few groups, bounded memory
@@ -408,6 +531,8 @@ def _scan(
         path = root / table / f"{batch}.parquet"
         if path.exists():
             (whole if len(ids) == rows[batch] else partial).append((path, ids))
+        else:  # a batch without jobs (or schedules) is one whose runs file is still there
+            _gone(root / "runs" / f"{batch}.parquet")
     try:
         for k in range(0, len(whole), MERGE_BATCHES):  # a scan's state grows with its files: a bounded number each
             paths = [p for p, _ in whole[k : k + MERGE_BATCHES]]
@@ -417,6 +542,8 @@ def _scan(
                 columns=columns, filter=pc.field("run_id").isin(ids)
             )
     except (OSError, pa.ArrowException, ValueError) as e:  # damaged after ``index`` checked it, a page failing its CRC
+        for batch in held:
+            _gone(root / "runs" / f"{batch}.parquet")
         raise RecordDamaged(
             f"a {table} file under {root} cannot be read ({shorten(' '.join(str(e).split()), 300)})"
         ) from None
@@ -431,7 +558,11 @@ def read(
     one of ``run_ids`` is a :class:`RecordDamaged`: a view without some of its runs is never returned; without
     ``run_ids``, damaged batches are left out."""
     root = Path(root)
-    idx = index(root)
+    return _settled(root, lambda: _read_view(root, table, run_ids, columns))
+
+
+def _read_view(root: Path, table: str, run_ids: list[str] | None, columns: list[str] | None) -> pa.Table:
+    idx = _index(root)
     wanted = set(run_ids or ())
     for d in idx.damaged if run_ids is not None else []:
         hit = len(wanted.intersection(d.run_ids)) if d.run_ids else None
@@ -482,6 +613,7 @@ class Store:
         """One writer per output root (sweeps share its record); the OS drops the lock when the process dies,
         even by SIGKILL."""
         self.root.mkdir(parents=True, exist_ok=True)
+        self.check_links()
         with atomic.lock_file(self.root / ".lock") as fd:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -491,6 +623,19 @@ class Store:
                 for tmp in self.part(table).glob(TMP_PREFIX + "*"):
                     tmp.unlink()
             yield
+
+    def check_links(self) -> None:
+        """Refuse a record directory that is a symbolic link: compaction, the lock's clean-up and repair remove
+        and rename files in these directories, and must never do so outside the root."""
+        dirs = [self.root / d for d in (*TABLES, "sweeps")]
+        if self.sweep_id is not None:
+            dirs += [self.meta, *(self.meta / d for d in META_DIRS)]
+        for d in dirs:
+            if d.is_symlink():
+                raise InputError(
+                    f"{d} is a symbolic link; the record's directories must be real directories under the output "
+                    "root (replace it with the directory it points to)"
+                )
 
     def write(self, done: list[tuple[Task, Outcome]], git_commit: str) -> None:
         """Record a batch of finished runs: its jobs (and schedules) file, then its runs file."""
@@ -506,16 +651,24 @@ class Store:
             files["schedules"] = _write_atomic(pa.concat_tables(cells), self.root / "schedules" / name)
         runs = to_table([run_row(t, o, git_commit) for t, o in done], runs_schema())
         _write_atomic(runs, self.root / "runs" / name, files)
+        _enter(self.root, name.removesuffix(".parquet"), [task.run_id for task, _ in done])
 
     def set_aside(self, damaged: list[Damage]) -> None:
-        """Rename damaged batches' files to hidden names: never read again, their runs computed anew."""
+        """Rename damaged batches' files to hidden names: never read again, their runs computed anew (a batch
+        that lost only digest files gets them back: its files match what its runs file lists)."""
         for d in damaged:
-            for table in TABLES:
+            for table, sha in d.restore:
+                atomic.write(digest_path(self.root / table / f"{d.batch}.parquet"), sha + "\n")
+            for table in TABLES if not d.restore else ():
                 path = self.root / table / f"{d.batch}.parquet"
                 if path.exists():
                     os.replace(path, path.with_name(DAMAGED_PREFIX + path.name))
                 if digest_path(path).exists():
                     os.replace(digest_path(path), path.with_name(DAMAGED_PREFIX + digest_path(path).name))
+        ledger = _ledger(self.root)
+        aside = {d.batch for d in damaged if not d.restore}
+        if aside & ledger.keys():
+            _rewrite_ledger(self.root, {b: ids for b, ids in ledger.items() if b not in aside})
 
     def compact(self) -> int:
         """Merge every intact batch into one file per table, holding each recorded run once; returns how many
@@ -528,15 +681,19 @@ class Store:
         if len(merged) > 1 or (merged and idx.rows[merged[0]] > len(held.get(merged[0], []))):
             name = f"{self._name()}.parquet"
             files: dict[str, str] = {}
+            replaced = set(merged) | (idx.covered & idx.ledger.keys())  # the ledger's names it makes go away
             for table in (*PER_RUN_TABLES, "runs"):
                 rows = _scan(self.root, table, held, idx.rows, None)
-                meta = seal.metadata(files if table == "runs" else None)
+                meta = seal.metadata(files, sorted(replaced)) if table == "runs" else seal.metadata()
                 digest = _merge(rows, schema_of(table).with_metadata(meta), self.root / table / name)
                 if digest is not None:
                     files[table] = digest
             for table in ("runs", *PER_RUN_TABLES):
                 for batch in merged:
                     _remove(self.root / table / f"{batch}.parquet")
+            if "runs" in files:
+                still = {b: ids for b, ids in _ledger(self.root).items() if b not in replaced}
+                _rewrite_ledger(self.root, {**still, name.removesuffix(".parquet"): tuple(sorted(idx.chosen))})
         else:
             merged = []
         runs = {p.stem for p in _files(self.root, "runs")}
@@ -592,9 +749,11 @@ def _remove(path: Path) -> None:
 
 
 def resume_command(store: Store, *extra: str) -> str:
-    """The command that continues (and repairs) a sweep from its recorded config."""
+    """The command that continues (and repairs) a sweep from its recorded config (its ``config.yaml``, else its
+    directory: ``sweep run`` then takes the config its manifest recorded)."""
     config = store.meta / "config.yaml"
-    return shlex.join(["pdors", "sweep", "run", str(config), "--out", str(store.root), "--resume", *extra])
+    given = config if config.is_file() else store.meta
+    return shlex.join(["pdors", "sweep", "run", str(given), "--out", str(store.root), "--resume", *extra])
 
 
 def manifest_of(store: Store) -> Manifest:
@@ -615,7 +774,13 @@ def manifest_of(store: Store) -> Manifest:
 def count(manifest: Manifest, recorded: dict[str, str]) -> Counts:
     """A sweep's run counts by status, from ``recorded`` (run_id -> status)."""
     states = [recorded.get(run_id) for run_id in manifest.run_ids]
-    return Counts(total=manifest.tasks, ok=states.count("ok"), failed=states.count("failed"), lost=states.count("lost"))
+    return Counts(
+        total=manifest.tasks,
+        ok=states.count("ok"),
+        failed=states.count("failed"),
+        lost=states.count("lost"),
+        invalid=states.count("invalid"),
+    )
 
 
 def recorded_runs(store: Store, manifest: Manifest) -> tuple[Counts, pd.DataFrame]:
