@@ -47,7 +47,7 @@ def test_ctrl_c_while_publishing_keeps_the_record_and_says_how_to_publish(tmp_pa
     status = subprocess.run(
         [BIN / "pdors", "sweep", "status", "--out", out], env=env, cwd=tmp_path, text=True, capture_output=True
     )
-    assert status.returncode == 0 and "8 ok, 0 failed, 0 lost, 0 not run" in " ".join(status.stdout.split())
+    assert status.returncode == 0 and "8 ok, 0 failed, 0 invalid, 0 lost, 0 not run" in " ".join(status.stdout.split())
     argv = publish.group(1).split()
     assert argv[:3] == ["pdors", "sweep", "log"]
     later = subprocess.run([BIN / "pdors", *argv[1:]], env=env, cwd=tmp_path, text=True, capture_output=True)
