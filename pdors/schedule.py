@@ -106,7 +106,7 @@ def _horizon(arrays: tuple[np.ndarray, ...]) -> int:
 def _zeros_by_page(shape: tuple[int, ...], dtype: type[np.generic]) -> np.ndarray:
     """Zeros in anonymous memory that the kernel backs page by page as it is written. ``np.zeros`` asks for huge
     pages (2 MiB) on an array this large, so the few cells of a sparse schedule, spread over all slots, would make
-    the whole [T, I, H] array resident (docs/PERFORMANCE.md, "PD-ORS at 1000 x 1000")."""
+    the whole [T, I, H] array resident (docs/appendix/ALGORITHM_SPEED.md, "Memory at 1000 x 1000")."""
     size = int(np.prod(shape)) * np.dtype(dtype).itemsize
     if size < NUMPY_HUGE_PAGE_BYTES:  # np.zeros asks for no huge page, and costs no mmap call per array
         return np.zeros(shape, dtype=dtype)

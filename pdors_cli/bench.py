@@ -19,7 +19,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     unknown = [s for s in sections if s not in SECTIONS + EXTRA_SECTIONS]
     if unknown:
         raise ConfigError("--only", f"unknown section {unknown[0]!r} (known: {', '.join(SECTIONS + EXTRA_SECTIONS)})")
-    results = run_bench(sections, QUICK if args.quick else FULL, args.seed)
+    results = run_bench(sections, QUICK if args.quick else FULL, args.seed, args.before)
     print(report(results))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -37,5 +37,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"comma-separated sections (default: {','.join(SECTIONS)}; also {','.join(EXTRA_SECTIONS)}, about 15 min)",
     )
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--before", default="main", help="sweep-latency: the git revision to measure beside (default main)")
     p.add_argument("--json", help="write every figure here")
     p.set_defaults(func=cmd_bench)

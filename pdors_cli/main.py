@@ -99,6 +99,12 @@ SUBCOMMANDS = (
         "Serve the local MLflow store on 127.0.0.1 so that the URLs sweeps print open.",
         "pdors ui",
     ),
+    Command(
+        "ray",
+        "ray_head",
+        "Start, stop or check a persistent local Ray head (loopback, token) that local sweeps use without flags.",
+        "pdors ray up",
+    ),
 )
 
 

@@ -100,6 +100,9 @@ class SweepResult:
     stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     recorded: bool = False
     comparison: str | None = None
+    runs_ended: float = 0.0  # when the last run came back (time.time())
+    headline_shown: float = 0.0  # when the headline table was printed (time.time()), once published
+    ray: str = ""  # how Ray was reached (executor.Cluster.how): "started", "head" or "cluster"; "": not used
 
     @property
     def runs_per_s(self) -> float | None:
@@ -163,9 +166,10 @@ def _runs_to_do(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task
 
 
 @contextmanager
-def stops_recorded(result: SweepResult, say: Say) -> Iterator[None]:
+def stops_recorded(result: SweepResult, say: Say, publish: str | None = None) -> Iterator[None]:
     """Ctrl-C, SIGTERM (handled as Ctrl-C) or a full disk inside: ``result.status`` says so and what finished
-    stays recorded; any other error propagates."""
+    stays recorded; any other error propagates. ``publish``: the block publishes a complete record, and this
+    command publishes it later."""
     previous = signal.getsignal(signal.SIGTERM)
 
     def terminate(signum: int, frame: FrameType | None) -> None:
@@ -175,7 +179,7 @@ def stops_recorded(result: SweepResult, say: Say) -> Iterator[None]:
     try:
         yield
     except (KeyboardInterrupt, OSError) as e:
-        result.status = _stopped(e, result.again, result.root, say)
+        result.status = _stopped(e, result.again, result.root, say, publish)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -227,6 +231,7 @@ def run(
         )
     manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()), say)
     cluster = _start_ray(address, o.num_cpus, result, say) if todo and not o.in_process else None
+    result.ray = cluster.how if cluster is not None else ""
     try:
         if cluster is not None and (external := _external_origins(todo)):
             from pipeline.execute.executor import check_policies
@@ -304,29 +309,39 @@ def _plan_line(plan: Plan, todo: list[Task], damaged: list[Damage]) -> str:
 
 
 def _start_ray(address: str | None, num_cpus: int | None, result: SweepResult, say: Say) -> Cluster:
-    """Connect to the cluster at ``address`` or start a local Ray; an unreachable cluster fails here, before any
-    write."""
-    from pipeline.execute import executor
+    """Connect to the cluster at ``address``, else to the persistent local head (``pdors ray up``) unless
+    ``num_cpus`` asks for a Ray of the sweep's own, else start a local Ray; an unreachable cluster fails here,
+    before any write."""
+    from pipeline.execute import executor, local_head
 
-    say(f"starting Ray ({'cluster at ' + address if address else 'local'}) ...")
+    head = local_head.find() if address is None and num_cpus is None else None
+    where = f"cluster at {address}" if address else f"local head at {head.address}" if head else "local"
+    say(f"{'connecting to' if address or head else 'starting'} Ray ({where}) ...")
     started = time.perf_counter()
-    cluster = executor.connect(address, num_cpus)
+    cluster = executor.connect(address, num_cpus, head)
     result.stages["ray_start"] += time.perf_counter() - started
     say(
-        f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); started in "
+        f"Ray: {cluster.address}, {cluster.nodes} node(s), {cluster.cpus} CPU(s); "
+        f"{'started' if cluster.how == 'started' else 'connected'} in "
         f"{time.perf_counter() - started:.1f} s"
     )
     return cluster
 
 
-def _stopped(e: KeyboardInterrupt | OSError, again: str, root: Path, say: Say) -> int:
-    """The exit status of a sweep stopped by Ctrl-C, SIGTERM or a full disk (what finished is recorded);
-    any other error is raised again."""
-    if isinstance(e, KeyboardInterrupt):
+def _stopped(e: KeyboardInterrupt | OSError, again: str, root: Path, say: Say, publish: str | None = None) -> int:
+    """The exit status of a sweep stopped by Ctrl-C, SIGTERM or a full disk (what finished is recorded;
+    ``publish``: while publishing, with this command to publish later); any other error is raised again."""
+    if isinstance(e, KeyboardInterrupt) and publish:
+        say(
+            f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'} while publishing: every run is "
+            f"recorded and kept; publish later with `{publish}`"
+        )
+    elif isinstance(e, KeyboardInterrupt):
         say(
             f"\n{'terminated' if isinstance(e, Terminated) else 'interrupted'}: finished runs are recorded; "
             f"continue with `{again}`"
         )
+    if isinstance(e, KeyboardInterrupt):
         return ExitStatus.TERMINATED if isinstance(e, Terminated) else ExitStatus.INTERRUPTED
     if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # no space, quota, file size limit
         raise e
@@ -440,6 +455,7 @@ def _execute(
                 refresh=False,
             )
             bar.update(len(chunk))
+            result.runs_ended = time.time()
             if time.perf_counter() - flushed >= FLUSH_SECONDS:
                 tick = time.perf_counter()
                 store.write(pending, commit)

@@ -46,11 +46,13 @@ def tiny_runs(seeds: int) -> dict[str, Any]:
     return {"runs": len(specs), "cpu_ms_per_run": (time.process_time() - cpu) / len(specs) * 1e3}
 
 
-def growth(sizes: tuple[int, ...], slots: int, seed: int) -> dict[str, Any]:
+def growth(sizes: tuple[int, ...], slots: int, seed: int, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """PD-ORS at H = I = each of ``sizes``, each alone in a fresh process (``env``: its environment, e.g. another
+    code first on PYTHONPATH)."""
     rows = []
     for n in sizes:
         spec = json.dumps(dict(policy="pdors", machines=n, jobs=n, slots=slots, seed=seed))
-        done = subprocess.run([sys.executable, "-c", GROWTH_RUN, spec], capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-c", GROWTH_RUN, spec], capture_output=True, text=True, env=env)
         if done.returncode:
             raise RuntimeError(f"PD-ORS run at {n} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
         rows.append({"size": n, "slots": slots, **json.loads(done.stdout.splitlines()[-1])})

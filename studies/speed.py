@@ -37,7 +37,9 @@ Sections (``--only`` picks some, in this order):
   ``configs/fig*.yaml`` and ``configs/thesis*.yaml`` at full size) on 2 Ray workers: each config's tasks of
   its first seed run here one by one (``pipeline.execute.executor.execute``), scaled by the config's task count;
 * ``algorithm`` (only with ``--only``): tiny runs, PD-ORS's growth to H = I = 1000 and a long horizon, each beside
-  its before figure (:mod:`studies.algorithm_speed`).
+  its before figure (:mod:`studies.algorithm_speed`);
+* ``sweep-latency`` (only with ``--only``): issue 49's targets, each beside the figure of the code at ``--before``
+  measured in the same run (:mod:`studies.sweep_latency`).
 
 Timings depend on what else runs on the machine: every run also reports its CPU time, the load average is
 recorded, and ratios are taken within one bench run. ``--quick`` shrinks every size (about 2 minutes).
@@ -62,13 +64,13 @@ from pdors.config import JSON
 from pdors.markdown import number, table
 from pdors.run_summary import RunSummary
 
-from . import algorithm_speed
+from . import algorithm_speed, sweep_latency
 
 if TYPE_CHECKING:
     from pipeline.spec.tasks import Task
 
 SECTIONS = ("latency", "policies", "reference", "opt", "ray", "memory")
-EXTRA_SECTIONS = ("scale", "scale-pipeline", "sweep-overhead", "reproduction", "algorithm")
+EXTRA_SECTIONS = ("scale", "scale-pipeline", "sweep-overhead", "reproduction", "algorithm", "sweep-latency")
 REPRODUCTION = ("fig*.yaml", "thesis*.yaml")
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 QUICKSTART = CONFIGS / "quickstart.yaml"
@@ -730,6 +732,8 @@ def report(results: JSON) -> str:
         ]
     if r := results.get("algorithm"):
         out += algorithm_speed.report(r, BEFORE["algorithm"])
+    if r := results.get("sweep-latency"):
+        out += sweep_latency.report(r)
     if rows := results.get("memory"):
         out += ["\n## Peak memory of one task (fresh process)", _table(rows, ["task", "peak_rss_mib"])]
     if rows := results.get("reproduction"):
@@ -756,7 +760,7 @@ def report(results: JSON) -> str:
     return "\n".join(out)
 
 
-def run_bench(sections: list[str], sizes: Sizes, seed: int) -> JSON:
+def run_bench(sections: list[str], sizes: Sizes, seed: int, before: str = "main") -> JSON:
     from tqdm import tqdm
 
     results: JSON = {"machine": machine(), "sizes": asdict(sizes), "seed": seed}
@@ -772,6 +776,9 @@ def run_bench(sections: list[str], sizes: Sizes, seed: int) -> JSON:
         "sweep-overhead": lambda: bench_sweep_overhead(sizes),
         "reproduction": bench_reproduction,
         "algorithm": lambda: algorithm_speed.bench_algorithm(sizes.growth, sizes.long_slots, sizes.tiny_seeds, seed),
+        "sweep-latency": lambda: sweep_latency.bench_sweep_latency(
+            sizes.pipeline_seeds, sizes.pipeline_ratio_seeds, sizes.growth, before, seed
+        ),
     }
     for name in tqdm(sections, desc="pdors bench", unit="section", file=sys.stderr):
         results[name] = steps[name]()

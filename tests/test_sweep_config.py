@@ -254,11 +254,40 @@ def test_overrides_are_taken_after_options_too(tmp_path, capsys):
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
 
 
-def test_chunks_hold_about_half_a_second_of_runs_and_share_the_tail():
-    from pipeline.execute.executor import CHUNK_SECONDS, MAX_CHUNK, chunk_size
+def test_chunks_hold_about_half_a_second_of_estimated_work_and_share_the_tail():
+    from collections import deque
 
-    assert chunk_size(None, 10_000, 4) == 1  # nothing timed yet
-    assert chunk_size(0.01, 10_000, 4) == round(CHUNK_SECONDS / 0.01)
-    assert chunk_size(1e-5, 10**6, 4) == MAX_CHUNK
-    assert chunk_size(0.01, 40, 4) == 10 and chunk_size(0.01, 3, 4) == 1  # the runs left, shared
-    assert chunk_size(2.0, 10_000, 4) == 1  # slow runs: one per task
+    from pipeline.execute.executor import CHUNK_SECONDS, MAX_CHUNK, cost, take_chunk
+    from pipeline.spec.tasks import Task
+
+    def tasks(*cells: int, kind: str = "sim") -> deque[Task]:
+        return deque(
+            Task(
+                run_id=f"r{k}",
+                kind=kind,  # type: ignore[arg-type]
+                policy="fifo",
+                point_id="p",
+                instance_id=f"i{k}",
+                seed=k,
+                spec={"machines": c, "jobs": 1, "slots": 1, "seed": k, "workload": {}},
+                axes={},
+            )
+            for k, c in enumerate(cells)
+        )
+
+    def sizes(pending: deque[Task], rate: float | None, slots: int = 4) -> list[int]:
+        out, left = [], sum(map(cost, pending))
+        while pending:
+            chunk = take_chunk(pending, rate, left, slots)
+            left -= sum(map(cost, chunk))
+            out.append(len(chunk))
+        return out
+
+    assert sizes(tasks(*[1] * 5), None) == [1] * 5  # nothing timed yet: one run per task
+    assert sizes(tasks(*[1] * 10_000), 0.01)[0] == round(CHUNK_SECONDS / 0.01)
+    assert sizes(tasks(*[1] * 10**4), 1e-6)[0] == MAX_CHUNK
+    assert sizes(tasks(*[1] * 40), 0.01)[0] == 10 and sizes(tasks(1, 1, 1), 0.01) == [1, 1, 1]  # the work left, shared
+    assert sizes(tasks(*[1] * 10), 2.0) == [1] * 10  # slow runs: one per task
+    # mixed sizes: chunks of even estimated duration (0.5 s at 0.01 s per cell), not of even count
+    assert sizes(tasks(*[5] * 100, *[25] * 100), 0.01, slots=1)[:12] == [10] * 10 + [2, 2]
+    assert sizes(tasks(1, 1, kind="opt"), 0.01) == [1, 1]  # an OPT solve goes alone

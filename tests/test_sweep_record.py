@@ -244,6 +244,21 @@ def test_a_crash_anywhere_in_compaction_neither_loses_nor_duplicates_a_run(tmp_p
     assert len(ops) == 7  # the last crash point was the last operation
 
 
+def test_paired_ratio_per_seed_is_against_the_first_reading_and_skips_a_zero_reference():
+    from pipeline.publish.tracking import paired_ratios
+
+    found = pd.DataFrame(
+        {
+            "point_id": ["a", "a", "a", "a", "b"],
+            "seed": [1, 2, 1, 2, 1],
+            "value": [3.0, 4.0, 5.0, 6.0, 7.0],
+            "reference": [2.0, 0.0, 1.0, 1.0, 4.0],
+            "versus": ["g=0.5", "g=0.5", "g=1", "g=1", "g=0.5"],
+        }
+    )
+    assert paired_ratios(found).to_dict() == {("a", 1): 1.5, ("b", 1): 1.75}
+
+
 def test_aggregate_tracking_and_plot(tmp_path, monkeypatch, mlflow_store):
     from pipeline.publish import plots, tracking
 
@@ -303,6 +318,8 @@ def test_aggregate_tracking_and_plot(tmp_path, monkeypatch, mlflow_store):
     history = client.get_metric_history(child.info.run_id, "total_utility.seed")
     assert sorted(m.step for m in history) == [1, 2]  # one value per seed, step = seed
     assert child.data.params["seeds"] == "1,2"
+    # per-seed steps for the headline metrics only (every per-seed value stays in seeds.csv and Parquet)
+    assert {k for k in child.data.metrics if k.endswith(".seed")} <= {"total_utility.seed", "paired.ratio.seed"}
     mean = sum(m.value for m in history) / 2
     # the bare name is the mean over seeds, rounded for display (the per-seed history keeps every digit)
     assert child.data.metrics["total_utility"] == pytest.approx(tracking.shown(mean))
@@ -385,3 +402,23 @@ def test_a_logging_process_that_dies_is_a_logging_failure(tmp_path):
         tracking_process.finish(handle, [], "report", tmp_path)
     tracking_process.stop(handle)
     assert not handle.process.is_alive()
+
+
+def test_a_new_local_mlflow_store_is_a_copy_of_one_migrated_once(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.publish.tracking import TEMPLATE_ENV, ensure_store
+
+    monkeypatch.setenv(TEMPLATE_ENV, str(tmp_path / "cache"))
+    ensure_store(f"sqlite:///{tmp_path / 'a' / 'mlflow.db'}")
+    (template,) = (tmp_path / "cache").glob("mlflow-*-empty.db")
+    made = template.stat().st_mtime_ns
+    ensure_store(f"sqlite:///{tmp_path / 'b.db'}")
+    assert template.stat().st_mtime_ns == made  # migrated once, copied since
+    assert (tmp_path / "b.db").read_bytes() == template.read_bytes()
+    assert not list(tmp_path.glob(".b.db.*")), "the temporary copy was left behind"
+    client = MlflowClient(f"sqlite:///{tmp_path / 'b.db'}")
+    client.create_experiment("x")
+    before = (tmp_path / "b.db").read_bytes()
+    ensure_store(f"sqlite:///{tmp_path / 'b.db'}")  # an existing store is left alone
+    assert (tmp_path / "b.db").read_bytes() == before and client.get_experiment_by_name("x") is not None

@@ -1,8 +1,10 @@
 """Fan-out: runs (simulations and offline-OPT instances) in chunks, one Ray task per chunk.
 
-A chunk's size is set as the sweep goes: one run per task until runs have been timed, then as many as take
-about ``CHUNK_SECONDS`` (at most ``MAX_CHUNK``, and never more than the runs left shared by the tasks in
-flight), so that tiny runs do not pay Ray's per-task cost each while progress and the tail stay fine-grained.
+A chunk is sized by the estimated cost of its runs: one run per task until runs have been timed, then runs taken
+in order while their estimated seconds (their cells, T x I x H, times the seconds per cell measured so far) stay
+within ``CHUNK_SECONDS`` and within the work left shared by the tasks in flight (at most ``MAX_CHUNK`` runs; an OPT
+solve always alone), so that tiny runs do not pay Ray's per-task cost each, a grid of mixed sizes gets chunks of
+even duration, and progress and the tail stay fine-grained. Outcomes do not depend on the chunking.
 A run that raises is caught inside its task and comes back as a ``failed`` outcome (deterministic: retrying
 would raise again); the other runs of its chunk are unaffected. A simulation whose schedule the validator rejects
 comes back ``invalid`` (its summary kept, its violations counted in ``error``): never ``ok``, never ranked. A task
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import signal
 import socket
@@ -32,6 +35,7 @@ from types import FrameType
 from typing import Any
 
 from pdors.config import JSON
+from pipeline.execute.local_head import Head, client_env
 from pipeline.spec.tasks import Outcome, Task
 
 RETRIES = 3
@@ -182,6 +186,7 @@ class Cluster:
     address: str  # "local" or the address connected to
     cpus: int
     nodes: int
+    how: str = "started"  # "started": a Ray of this sweep's own; "head": the persistent local head; "cluster"
 
 
 def probe(address: str, timeout: float = 5.0) -> None:
@@ -214,17 +219,21 @@ LOCAL_RAY_INIT: dict[str, Any] = {
 
 
 @contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    """``values`` in this process's environment (where not set already) while the block runs, then taken out
-    again: ``import ray`` and the processes ``ray.init`` starts read them, and a caller's later subprocesses must
-    not inherit them (a ``ray start`` given RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 refuses to join a cluster)."""
-    added = {key: value for key, value in values.items() if key not in os.environ}
-    os.environ.update(added)
+def _environment(values: dict[str, str], replace: bool = False) -> Iterator[None]:
+    """``values`` in this process's environment (where not set already, or over them with ``replace``) while the
+    block runs, then as before again: ``import ray`` and the processes ``ray.init`` starts read them, and a
+    caller's later subprocesses must not inherit them (a ``ray start`` given RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
+    refuses to join a cluster)."""
+    before = {key: os.environ.get(key) for key in values if replace or key not in os.environ}
+    os.environ.update({key: values[key] for key in before})
     try:
         yield
     finally:
-        for key in added:
-            os.environ.pop(key, None)
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def token_path() -> Path:
@@ -275,10 +284,24 @@ def _without(notice: tuple[str, str]) -> Iterator[None]:
         logger.removeFilter(keep)
 
 
-def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
-    """Connect to the cluster at ``address``, or start a local Ray on loopback with ``num_cpus`` CPUs
-    (default: all); the token file stays private (:func:`_private_token`)."""
-    if address:
+def _forget_token() -> None:
+    """Ray reads its auth token once per process: read it again, so that a sweep after one on the persistent head
+    (another token) in the same process presents the token of the Ray it starts."""
+    from ray import _raylet
+
+    getattr(_raylet, "AuthenticationTokenLoader").instance().reset_cache()  # noqa: B009 (absent from Ray's stubs)
+
+
+def connect(address: str | None, num_cpus: int | None = None, head: Head | None = None) -> Cluster:
+    """Connect to the cluster at ``address``, to the persistent local ``head``, or start a local Ray on loopback
+    with ``num_cpus`` CPUs (default: all); the token file stays private (:func:`_private_token`)."""
+    if head is not None:  # its token and loopback settings, in force over any the caller has
+        with _environment(client_env(head), replace=True):
+            import ray
+
+            _forget_token()
+            ray.init(address=head.address, _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
+    elif address:
         import ray
 
         probe(address)
@@ -288,20 +311,37 @@ def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
         with _environment(LOCAL_RAY_ENV), _without(TOKEN_NOTICE), _private_token():
             import ray
 
+            _forget_token()
             ray.init(num_cpus=num_cpus, logging_level=logging.WARNING, **LOCAL_RAY_INIT)
     # untyped in Ray: typed here
     nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
     resources: Callable[[], dict[str, float]] = ray.cluster_resources
     alive = [n for n in nodes() if n.get("Alive")]
-    return Cluster(address or "local", int(resources().get("CPU", 1)), len(alive))
+    how = "head" if head is not None else "cluster" if address else "started"
+    return Cluster(head.address if head else address or "local", int(resources().get("CPU", 1)), len(alive), how)
 
 
-def chunk_size(seconds_per_run: float | None, left: int, in_flight: int) -> int:
-    """Runs per Ray task: one until runs are timed, then about ``CHUNK_SECONDS`` of them, at most
-    ``MAX_CHUNK`` and at most the runs ``left`` shared by the ``in_flight`` tasks."""
-    if not seconds_per_run:
-        return 1
-    return max(1, min(MAX_CHUNK, left // max(in_flight, 1), int(CHUNK_SECONDS / seconds_per_run)))
+def cost(task: Task) -> float:
+    """A run's estimated work in cells (T x I x H); an OPT solve's is unknown: infinite, so it goes alone."""
+    if task.kind != "sim":
+        return math.inf
+    return float(task.spec["machines"] * task.spec["jobs"] * task.spec["slots"])
+
+
+def take_chunk(pending: deque[Task], seconds_per_cell: float | None, pending_cells: float, slots: int) -> list[Task]:
+    """The next chunk off ``pending``: one run until runs are timed (``seconds_per_cell`` None), else runs while
+    their estimated seconds stay within ``CHUNK_SECONDS`` and the ``pending_cells`` left shared by ``slots``
+    tasks in flight, at most ``MAX_CHUNK`` runs; always at least one, an OPT solve alone."""
+    chunk = [pending.popleft()]
+    if not seconds_per_cell or math.isinf(cost(chunk[0])):
+        return chunk
+    budget = min(CHUNK_SECONDS, seconds_per_cell * pending_cells / max(slots, 1))
+    spent = seconds_per_cell * cost(chunk[0])
+    budget *= 1 + 1e-9  # sums of equal costs land on the budget, not a rounding error above it
+    while pending and len(chunk) < MAX_CHUNK and spent + seconds_per_cell * cost(pending[0]) <= budget:
+        spent += seconds_per_cell * cost(pending[0])
+        chunk.append(pending.popleft())
+    return chunk
 
 
 def fan_out(
@@ -322,15 +362,16 @@ def fan_out(
         limit = max_parallel or 2 * cluster.cpus
         pending, alone = deque(tasks), deque[Task]()  # alone: runs of a lost chunk, one per task
         in_flight: dict[ray.ObjectRef[list[Outcome]], tuple[list[Task], float]] = {}
-        timed = [0.0, 0]  # seconds and count of runs that finished
+        timed = [0.0, 0.0]  # seconds and cells of the simulations that finished
+        left = [sum(c for c in map(cost, tasks) if not math.isinf(c))]  # cells of the simulations not submitted
 
         def submit() -> None:
             while len(in_flight) < limit and (alone or pending):
                 if alone:
                     chunk = [alone.popleft()]
                 else:
-                    size = chunk_size(timed[0] / timed[1] if timed[1] else None, len(pending), limit)
-                    chunk = [pending.popleft() for _ in range(min(size, len(pending)))]
+                    chunk = take_chunk(pending, timed[0] / timed[1] if timed[1] else None, left[0], limit)
+                    left[0] -= sum(c for c in map(cost, chunk) if not math.isinf(c))
                 in_flight[remote.remote(chunk, schedules, time_limit)] = (chunk, time.time())
 
         submit()
@@ -357,8 +398,10 @@ def fan_out(
                         finished_at=time.time(),
                     )
                 ]
-            timed[0] += sum(o.finished_at - o.started_at for o in outcomes)
-            timed[1] += len(outcomes)
+            for task, outcome in zip(chunk, outcomes, strict=False):
+                if outcome.status == "ok" and not math.isinf(cost(task)):
+                    timed[0] += outcome.finished_at - outcome.started_at
+                    timed[1] += cost(task)
             submit()
             yield list(zip(chunk, outcomes, strict=False))
     finally:

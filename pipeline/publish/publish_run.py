@@ -50,6 +50,7 @@ class Published:
     status: int
     stages: dict[str, float] = field(default_factory=dict)
     comparison: str | None = None
+    headline_shown: float = 0.0  # when the headline table was printed (time.time())
 
 
 def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
@@ -58,7 +59,7 @@ def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
     if not result.recorded:
         return result
     store = Store(result.root, result.sweep_id)
-    with stops_recorded(result, say):
+    with stops_recorded(result, say, f"pdors sweep log {result.sweep_id} --out {shown(result.root)}"):
         manifest = manifest_of(store)
         track = bool(manifest.mlflow)
         mark = _mark(store, manifest, track)
@@ -71,6 +72,7 @@ def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
             done = publish(store, manifest, track, say)
             result.status, result.comparison = done.status, done.comparison
             result.stages.update(done.stages)
+            result.headline_shown = done.headline_shown
             _remember(store, mark, done.status)
     say("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.stages.items()))
     if result.comparison:
@@ -166,15 +168,24 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
         store.meta / "summary.md",
         headline.markdown(top, reference) + (f"\n{note}\n" if note else "") + "\n## Every grid point\n\n" + table,
     )
+    status = _screen(store, runs, top, reference, counts, say)  # the results, before anything is drawn or logged
+    shown_at = time.time()
     # The default plot is not logged: the report's figures (and its HTML page) hold it.
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
     tracked = manifest.mlflow if track is None else track
     handle = tracking_process.start(manifest, runs, agg, artifacts, store.root) if tracked else None
     try:
-        figures, status = _report(store, manifest, runs, found, top, reference, counts, say)
+        say("drawing the report's figures ...")
+        drawing = time.perf_counter()
+        figures, plot = _figures(store, manifest, runs, found)
+        say(
+            f"figures: {len(figures)} files in {time.perf_counter() - drawing:.1f} s; report: {shown(figures[-1])}; "
+            f"plot: {plot.name}"
+        )
         stages = {"report": time.perf_counter() - tick}
         if handle is None:
-            return Published(status=status, stages=stages)
+            return Published(status=status, stages=stages, headline_shown=shown_at)
+        say(f"logging to MLflow: {len(agg)} child runs and the report ...")
         tick = time.perf_counter()  # what the logging took beyond the report, beside which it ran
         try:
             logged = tracking_process.finish(handle, figures, "report", store.root)
@@ -183,7 +194,7 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
                 f"MLflow logging failed ({e}); results are safe "
                 f"in Parquet: re-log with `pdors sweep log {store.sweep_id} --out {store.root}`"
             )
-            return Published(status=status or ExitStatus.MLFLOW_FAILED, stages=stages)
+            return Published(status=status or ExitStatus.MLFLOW_FAILED, stages=stages, headline_shown=shown_at)
     finally:
         if handle is not None:
             tracking_process.stop(handle)
@@ -192,28 +203,29 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
         f"MLflow: experiment {manifest.experiment!r}, parent run {logged.parent} with {len(agg)} child runs; "
         f"store {logged.store}"
     )
-    return Published(status=status, stages=stages, comparison=comparison_lines(logged.url, logged.served))
+    return Published(
+        status=status,
+        stages=stages,
+        comparison=comparison_lines(logged.url, logged.served),
+        headline_shown=shown_at,
+    )
 
 
-def _report(
-    store: Store,
-    manifest: Manifest,
-    runs: pd.DataFrame,
-    found: pd.DataFrame,
-    top: pd.DataFrame,
-    reference: str,
-    counts: Counts,
-    say: Say,
-) -> tuple[list[Path], int]:
-    """The report's figures and the default plot drawn, the results screen said; the figures and the exit
-    status."""
+def _figures(store: Store, manifest: Manifest, runs: pd.DataFrame, found: pd.DataFrame) -> tuple[list[Path], Path]:
+    """The report's figures and the default plot drawn: their paths."""
     from pipeline.publish import plots
     from pipeline.publish.report import draw_all, figures_of
-    from pipeline.results import headline, summary, theorem_check
 
     figures = draw_all(runs, manifest, store.meta / "report", found)
     default_plot = store.meta / "plots" / "total_utility.png"
-    plot = plots.utility_vs_axis(runs, manifest.axes, default_plot, figures_of(manifest), figures)
+    return figures, plots.utility_vs_axis(runs, manifest.axes, default_plot, figures_of(manifest), figures)
+
+
+def _screen(store: Store, runs: pd.DataFrame, top: pd.DataFrame, reference: str, counts: Counts, say: Say) -> int:
+    """The results screen said (headline table, failures, counts, where the record is, runs above OPT, theorem
+    violations); the exit status."""
+    from pipeline.results import headline, summary, theorem_check
+
     say("\n" + headline.text(top, reference))
     for failed in runs[runs["status"] != "ok"].head(5).itertuples():
         say(
@@ -228,7 +240,6 @@ def _report(
         say(f"  {summary.left_out(runs)}")
     say(f"Parquet: {shown(store.part('runs'))}; jobs: {shown(store.part('jobs'))}")
     say(f"summary (every grid point): {shown(store.meta / 'summary.md')}")
-    say(f"report: {shown(figures[-1])}; plot: {plot.name}")
     above = summary.above_opt(runs)
     for bad in above.head(10).itertuples():
         say(
@@ -239,7 +250,7 @@ def _report(
     for line in theorem_check.messages(theorem, theorem_check.save_instances(theorem, store.meta / "theorem")):
         say("  " + line)
     broken = counts.failed or counts.invalid or counts.lost or counts.remaining or len(above) or len(theorem)
-    return figures, ExitStatus.FAILED if broken else ExitStatus.OK
+    return ExitStatus.FAILED if broken else ExitStatus.OK
 
 
 def log(target: str | None, out: str | None, overrides: Sequence[str] = (), say: Say = say_out) -> int:

@@ -30,6 +30,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -52,11 +53,12 @@ if TYPE_CHECKING:  # mlflow is imported where it is used: its import costs secon
 SWEEP_TAG, POINT_TAG, PARENT_TAG = "pdors.sweep_id", "pdors.point_id", "mlflow.parentRunId"
 KEY_TAG, CONTENT_TAG = "pdors.parent_key", "pdors.content"
 # The children's metric layout: 2 = bare names are means over seeds, per-seed values under ``<metric>.seed``. A
-# child logged with another layout (1: per-seed values as steps of the bare name) is deleted and logged anew.
-LAYOUT_TAG, LAYOUT = "pdors.layout", "2"
+# child logged with another layout (1: per-seed values as steps of the bare name; 2: every per-seed metric as
+# steps) is deleted and logged anew. 3: steps for ``STEP_METRICS`` only.
+LAYOUT_TAG, LAYOUT = "pdors.layout", "3"
 # MLflow 3's UI opens an experiment of this kind ("Machine learning") on its runs, not on GenAI traces.
 EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
-# Metrics logged per seed (step = seed) on each child, and per policy on the parent (headline).
+# Each child's per-seed table (seeds.csv); every per-seed value is also in the Parquet record.
 SEED_METRICS = (
     "total_utility",
     "completed",
@@ -70,7 +72,11 @@ SEED_METRICS = (
     "wall_s",
     "decision_latency_ms.p50",
 )
-HEADLINE_METRICS = ("total_utility", "completed", "ratio")
+HEADLINE_METRICS = ("total_utility", "completed", "ratio")  # per policy on the parent
+# Logged per seed (step = seed) on each child, as ``<metric>.seed``: the headline metrics only (MLflow's cost grows
+# with the metrics logged). ``paired.ratio``: the run's utility over its reference run's, on the same instance.
+PAIRED_RATIO = "paired.ratio"
+STEP_METRICS = ("total_utility", PAIRED_RATIO)
 PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000  # MLflow's limits per log_batch call
 SEED_SUFFIX = ".seed"  # per-seed values: a name of their own, so the bare name is the mean over seeds
 PAIRED_PREFIX = "paired."
@@ -123,6 +129,43 @@ def client() -> MlflowClient:
 
     os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
     return MlflowClient()
+
+
+TEMPLATE_ENV = "PDORS_MLFLOW_TEMPLATE_DIR"  # where the empty, migrated store is kept (default ~/.cache/pdors)
+
+
+def ensure_store(uri: str) -> None:
+    """A local SQLite store that does not exist yet is made as a copy of an empty store migrated once per MLflow
+    version (MLflow's migrations cost about 3 s of CPU per new store, the copy nothing); any other URI, or a store
+    that exists, is left to MLflow. The copy appears whole (hard link of a finished file) or not at all."""
+    if not uri.startswith("sqlite:///") or "?" in uri:
+        return
+    path = Path(uri.removeprefix("sqlite:///"))
+    if path.exists():
+        return
+    from importlib.metadata import version
+
+    from mlflow.tracking import MlflowClient
+
+    cache = Path(os.environ.get(TEMPLATE_ENV) or Path.home() / ".cache" / "pdors")
+    cache.mkdir(parents=True, exist_ok=True)
+    template = cache / f"mlflow-{version('mlflow')}-empty.db"
+    with atomic.lock_file(cache / "mlflow-template.lock") as fd:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if not template.exists():
+            made = template.with_name(f".{template.name}.{os.getpid()}")
+            made.unlink(missing_ok=True)
+            MlflowClient(f"sqlite:///{made}").search_experiments()  # creates and migrates it
+            os.replace(made, template)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    copy = path.with_name(f".{path.name}.{os.getpid()}")
+    shutil.copyfile(template, copy)
+    try:
+        os.link(copy, path)  # fails if another logger made the store meanwhile: theirs is kept
+    except FileExistsError:
+        pass
+    finally:
+        copy.unlink()
 
 
 def check_reachable(uri: str) -> None:
@@ -329,15 +372,27 @@ def seed_table(point_runs: pd.DataFrame) -> pd.DataFrame:
     return point_runs[cols].sort_values("seed").reset_index(drop=True)
 
 
-def _child_content(row: pd.Series, point_runs: pd.DataFrame) -> tuple[list[Param], list[Metric]]:
-    """A child's params and metrics, all determined by the record (timestamps are the runs' finish times)."""
+def paired_ratios(pairs: pd.DataFrame) -> pd.Series:
+    """(point_id, seed) -> a run's utility over its reference run's (:func:`pipeline.results.summary.pairs`),
+    against the grid's first reading of the reference, as the child's ``paired.*`` columns
+    (:func:`pipeline.results.summary.with_paired`)."""
+    first = pairs["versus"].iloc[0] if len(pairs) else ""
+    kept = pairs[(pairs["versus"] == first) & (pairs["reference"] > 0)]
+    return (kept["value"] / kept["reference"]).set_axis(pd.MultiIndex.from_frame(kept[["point_id", "seed"]]))
+
+
+def _child_content(row: pd.Series, point_runs: pd.DataFrame, ratios: pd.Series) -> tuple[list[Param], list[Metric]]:
+    """A child's params and metrics, all determined by the record (timestamps are the runs' finish times);
+    ``ratios``: :func:`paired_ratios`."""
     seeds = ",".join(str(s) for s in sorted(point_runs["seed"]))
     logged = params({**point_params(point_runs["spec"].iloc[0], row["policy"]), "seeds": seeds})
     values = metrics(child_metric_values(row), _last_finish_ms(point_runs))
-    seed_metrics = [m for m in SEED_METRICS if m in point_runs]
-    ok = point_runs.loc[point_runs["status"] == "ok", ["seed", "finished_at", *seed_metrics]]
+    ok = point_runs.loc[point_runs["status"] == "ok", ["point_id", "seed", "finished_at", "total_utility"]]
     for run in ok.to_dict("records"):
-        per_seed = {m + SEED_SUFFIX: run[m] for m in seed_metrics}
+        per_seed = {
+            "total_utility" + SEED_SUFFIX: run["total_utility"],
+            PAIRED_RATIO + SEED_SUFFIX: ratios.get((run["point_id"], run["seed"])),
+        }
         values += metrics(per_seed, _ms(run["finished_at"]), run["seed"])
     return logged, values
 
@@ -369,8 +424,9 @@ def _log_child(
     point_runs: pd.DataFrame,
     existing: Run | None,
     reference: str,
+    ratios: pd.Series,
 ) -> str:
-    logged, values = _child_content(row, point_runs)
+    logged, values = _child_content(row, point_runs, ratios)
     if existing is not None and existing.data.tags.get(LAYOUT_TAG) != LAYOUT:
         c.delete_run(existing.info.run_id)  # its old per-seed steps would keep a stale value under a bare name
         existing = None
@@ -430,9 +486,10 @@ def log_sweep(
     :func:`pipeline.publish.report.comparison`."""
     from mlflow.entities import RunTag
 
-    from pipeline.results.summary import reference_policy, with_ratio
+    from pipeline.results.summary import pairs, reference_policy, with_ratio
 
     check_reachable(tracking_uri())
+    ensure_store(tracking_uri())
     c = client()
     sweep_id, root = manifest.sweep_id, _root(manifest, root)
     runs = with_ratio(runs)
@@ -490,6 +547,7 @@ def log_sweep(
             ):
                 children[point] = r
         by_point = dict(tuple(runs.groupby("point_id", sort=False)))
+        ratios = paired_ratios(pairs(runs, manifest.axes, reference_policy(manifest)))
         for _, row in agg.iterrows():
             label = " ".join([row["policy"], *(short_setting(a, row[a]) for a in manifest.axes if row[a] != "-")])
             _log_child(
@@ -502,6 +560,7 @@ def log_sweep(
                 by_point[row["point_id"]],
                 children.get(row["point_id"]),
                 reference_policy(manifest),
+                ratios,
             )
         c.set_terminated(parent)
         key = publish_view(c, exp_id, parent, manifest.axes)
