@@ -25,8 +25,8 @@ SUBCOMMANDS = (
     (
         "nightly",
         "nightly",
-        "regression check: PD-ORS on a pinned set against its record, and hard violations on fresh instances "
-        "against OPT",
+        "regression check: PD-ORS against its records (small and paper scale) and fresh paper-scale instances, "
+        "and hard violations against OPT",
     ),
     (
         "bench",

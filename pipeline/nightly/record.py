@@ -40,6 +40,8 @@ class RecordSettings(Protocol):
 FORMAT = "pdors-nightly-record/1"
 # The record committed with the code (a checkout, or an editable install of one), wherever the command runs from.
 DEFAULT_RECORD = str(Path(__file__).resolve().parents[1] / "configs" / "nightly_record.json")
+# the paper-scale record (pipeline.nightly.paper_record) and the fresh check's distribution (pipeline.nightly.power)
+PAPER_SECTIONS = ("paper_record", "power")
 SCAN_FACTOR = 4  # --record tries at most N * SCAN_FACTOR seeds before giving up
 
 
@@ -138,8 +140,9 @@ def save(rec: JSON, path: str | Path) -> None:
     Path(path).write_text("{\n" + ",\n".join(head) + f',\n "instances": [\n  {rows}\n ]\n}}\n')
 
 
-def load(path: str | Path, profile: str) -> JSON:
-    """The record at ``path``, checked to be one and to be made for ``profile``."""
+def load(path: str | Path, profile: str, paper: bool = True) -> JSON:
+    """The record at ``path``, checked to be one and to be made for ``profile`` (and, with ``paper``, to hold the
+    paper-scale sections)."""
     try:
         rec = json.loads(Path(path).read_text())
     except FileNotFoundError:
@@ -148,6 +151,12 @@ def load(path: str | Path, profile: str) -> JSON:
         raise RecordError(f"--record-file: {path} is not JSON ({e})") from None
     if not isinstance(rec, dict) or rec.get("format") != FORMAT or not isinstance(rec.get("instances"), list):
         raise RecordError(f"--record-file: {path} is not a {FORMAT} document")
+    missing = [k for k in PAPER_SECTIONS if not isinstance(rec.get(k), dict)]
+    if paper and missing:
+        raise RecordError(
+            f"--record-file: {path} has no {' or '.join(missing)} section (the paper-scale record); write it with "
+            "`pdors nightly --record paper`"
+        )
     if rec.get("profile") != profile:
         raise RecordError(
             f"--profile: the record {path} pins profile {rec.get('profile')!r}, not {profile!r}; "
