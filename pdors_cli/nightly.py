@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--calibration",
         type=int,
         default=d.calibration,
-        help="with --record paper: seeds per setting of the fresh check's recorded distribution",
+        help="with --record paper: seeds per setting of the fresh check's recorded distribution (default 16)",
     )
     p.add_argument(
         "--seed",

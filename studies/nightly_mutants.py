@@ -5,12 +5,13 @@
 Each mutant is applied from outside the product, in this process (``unittest.mock.patch.object`` on PD-ORS's
 class or on the names its module imported), never by a hook in ``pdors/``. With it applied, the nightly's
 regression checks run as the nightly runs them (``pipeline.nightly.run.regressions``): the pinned small set
-(``configs/nightly_record.json``'s H = 4 instances, every policy), the paper-scale record (PD-ORS's utility and
-schedule digest on the pinned paper, Fig. 9 and Fig. 6 instances, both readings) and one night's fresh
-paper-scale power check (``pipeline.nightly.power``, seeds from the date of ``--seed``'s night). The regression's
-size is measured, not assumed: PD-ORS's mean utility over the paper-scale record's rows, mutant against healthy.
-The unmutated nightly's fresh power check runs over ``--nights`` further nights (different dates): its
-false-alarm rate. The dual bounds of the fresh instances do not depend on PD-ORS and are computed once.
+(``configs/nightly_record.json``'s H = 4 instances; PD-ORS alone, the one policy a mutant changes), the
+paper-scale record (PD-ORS's utility and schedule digest on the pinned H = 100, 30 and 10 instances, both
+readings) and the fresh power check (``pipeline.nightly.power``) on the night ``FIRST_NIGHT``'s paper-size seeds.
+A mutant's size is measured, not assumed: the change of PD-ORS's mean utility over the paper-scale record's rows.
+The unmutated fresh power check then runs on ``--nights`` later nights (different dates, so different seeds): the
+false-alarm rate (the pinned checks are deterministic: green once, green every night). The fresh instances' dual
+bounds do not depend on PD-ORS and are computed once.
 Writes ``mutants.json`` and ``mutants.md`` under ``--out``.
 """
 
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from pipeline.nightly.run import Settings
 
 FIRST_NIGHT = date(2026, 11, 1)  # the mutants' night; the false-alarm nights follow it
+# the small pinned set re-runs PD-ORS alone: a mutant changes no other policy, whose checks there stay as they are
+PDORS_ONLY = ("pdors",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -251,12 +254,12 @@ def mutation_table(
             f"--only: unknown mutant(s) {', '.join(unknown)} (known: {', '.join(m.name for m in MUTANTS)})"
         )
     settings = settings or Settings()
-    healthy = regressions(settings, first, bounds)
+    healthy = regressions(settings, first, bounds, policies=PDORS_ONLY)
     base = _row_mean(healthy.paper_record)
     rows = []
     for m in [m for m in MUTANTS if only is None or m.name in only]:
         with m.apply():
-            g = regressions(settings, first, bounds)
+            g = regressions(settings, first, bounds, policies=PDORS_ONLY)
         size = 1 - _row_mean(g.paper_record) / base if base > 0 else 0.0
         rows.append(
             {

@@ -224,7 +224,7 @@ def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_alt
     fresh3 = ["nightly", "--record-file", str(record), "--fresh", "1", *no_paper, "--seed", "3", "--out", out_dir]
     assert main(fresh3) == 1  # fresh seed 3 (OPT in about 20 s)
     out = capsys.readouterr().out
-    assert "**FAIL**: 1 instance(s)" in out and "below its record" in out
+    assert "**FAIL**" in out and "pinned seed 6: pdors utility" in out and "paper record fig06 seed 1" in out
     bad = json.loads(max((tmp_path / "out").glob("*/report.json")).read_text())
     weak = bad["pinned"][0]["utilities"]["pdors"]
     # seed 6: -8.3 % (235.4 against 256.8 under the default discard rule, which already turns jobs away)

@@ -39,7 +39,7 @@ class RecordSettings(Protocol):
 
 FORMAT = "pdors-nightly-record/1"
 # The record committed with the code (a checkout, or an editable install of one), wherever the command runs from.
-DEFAULT_RECORD = str(Path(__file__).resolve().parents[1] / "configs" / "nightly_record.json")
+DEFAULT_RECORD = str(Path(__file__).resolve().parents[2] / "configs" / "nightly_record.json")
 # the paper-scale record (pipeline.nightly.paper_record) and the fresh check's distribution (pipeline.nightly.power)
 PAPER_SECTIONS = ("paper_record", "power")
 SCAN_FACTOR = 4  # --record tries at most N * SCAN_FACTOR seeds before giving up
@@ -181,9 +181,9 @@ class Pinned:
         return dict(self.__dict__)
 
 
-def check(rec: JSON, tolerance: float) -> list[Pinned]:
-    """Re-run every policy on every pinned instance. Fails an instance when a schedule has a validator
-    violation, a policy earns more than OPT allows, or PD-ORS earns less than its record by more than
+def check(rec: JSON, tolerance: float, policies: tuple[str, ...] | None = None) -> list[Pinned]:
+    """Re-run every policy (or ``policies``) on every pinned instance. Fails an instance when a schedule has a
+    validator violation, a policy earns more than OPT allows, or PD-ORS earns less than its record by more than
     ``tolerance`` (relative)."""
     from offline_opt.compare import judge, run_policies
     from pdors.instance_io import from_dict
@@ -192,7 +192,7 @@ def check(rec: JSON, tolerance: float) -> list[Pinned]:
     out = []
     for row in rec["instances"]:
         o = row["opt"]
-        runs = run_policies(from_dict(row["instance"]), row["seed"], rec["workload"])
+        runs = run_policies(from_dict(row["instance"]), row["seed"], rec["workload"], policies=policies)
         p = Pinned(seed=row["seed"], opt=o["objective"], recorded=row["utilities"])
         for name, r in runs.items():
             u = p.utilities[name] = r.validation.total_utility

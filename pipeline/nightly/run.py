@@ -67,7 +67,7 @@ class Settings:
     fig09: int = 2  # fresh instances of Fig. 9's setting (H = 30, I = 100, T = 80), likewise
     pinned: int = 10  # with --record: how many instances to pin
     paper_pinned: int = paper_record.SEEDS  # with --record paper: seeds per setting of the paper-scale record
-    calibration: int = power.CALIBRATION  # with --record paper: seeds per setting of the fresh check's distribution
+    calibration: int | None = None  # with --record paper: seeds per setting of the fresh check (power.CALIBRATION)
     seed: int | None = None  # first fresh seed (default: from the date); with --record the first seed scanned
     solver: str = "highs"
     time_limit: float = 60.0
@@ -94,7 +94,7 @@ class Settings:
             out.append(f"pinned: must be >= 1, got {self.pinned}")
         if self.paper_pinned < 1:
             out.append(f"paper_pinned: must be >= 1, got {self.paper_pinned}")
-        if self.calibration < 1:
+        if self.calibration is not None and self.calibration < 1:
             out.append(f"calibration: must be >= 1, got {self.calibration}")
         if self.solver not in SOLVERS:
             out.append(f"solver: must be one of {', '.join(SOLVERS)}, got {self.solver!r}")
@@ -167,17 +167,21 @@ class Regressions:
 
 
 def regressions(
-    settings: Settings, today: date, bounds: dict[tuple[str, int], float], pinned: bool = True
+    settings: Settings,
+    today: date,
+    bounds: dict[tuple[str, int], float],
+    pinned: bool = True,
+    policies: tuple[str, ...] | None = None,
 ) -> Regressions:
-    """The regression checks of tonight (``pinned``: also the two pinned records). ``bounds``: the fresh instances'
-    dual bounds by (setting, seed), computed where missing."""
+    """The regression checks of tonight (``pinned``: also the two pinned records; ``policies``: the policies re-run
+    on the small pinned set, default all). ``bounds``: the fresh instances' dual bounds by (setting, seed),
+    computed where missing."""
     rec = nightly_record.load(settings.record_file, settings.profile)
     out = Regressions()
     if pinned:
-        out.pinned = nightly_record.check(rec, settings.tolerance)
+        out.pinned = nightly_record.check(rec, settings.tolerance, policies)
         out.paper_record = paper_record.check(rec["paper_record"])
-    seeds = {"paper": settings.paper_seeds(today), "fig09": settings.fig09_seeds(today)}
-    out.power = power.night(rec["power"], seeds, bounds)
+    out.power = power.night(rec["power"], {"paper": settings.paper_seeds(today)}, bounds)
     return out
 
 
