@@ -148,6 +148,15 @@ def test_a_record_for_another_profile_is_refused(tmp_path, capsys):
     assert "--profile: the record" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
+def test_a_record_without_the_paper_scale_part_is_refused(tmp_path, capsys):
+    path = tmp_path / "rec.json"
+    path.write_text(json.dumps({"format": "pdors-nightly-record/1", "profile": "small", "instances": []}))
+    assert main(["nightly", "--record-file", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "has no paper_record or power section" in err and "--record paper" in err
+    assert not (tmp_path / "out").exists()
+
+
 def frozen_high_prices(bounds, used, capacity):
     """A deliberately weakened PD-ORS price function: utilisation ignored, every price pinned at
     L (U^r / L)^0.8 (80% of eq. (12)'s log range), so PD-ORS turns away jobs it could run."""
@@ -298,8 +307,8 @@ def test_the_fresh_check_is_red_below_the_recorded_mean_by_its_stated_margin():
 
 
 def test_a_mutant_acts_from_outside_and_leaves_pdors_as_it_was():
-    """Reject every 10th job (a planted regression of issue 45's table) on the pinned Fig. 6 instance: PD-ORS
-    earns less while it is applied and exactly its record after."""
+    """Reject every 10th job (a planted regression of issue 45's table) on the pinned Fig. 6 instance: PD-ORS's
+    schedule changes while it is applied and is exactly its record after."""
     from pdors.policies.pdors import PDORS
     from pipeline.nightly import record as nightly_record
     from pipeline.nightly.paper_record import run_pdors
@@ -310,7 +319,9 @@ def test_a_mutant_acts_from_outside_and_leaves_pdors_as_it_was():
     plan = PDORS.plan
     with next(m for m in MUTANTS if m.name == "10th").apply():
         assert PDORS.plan is not plan
-        assert run_pdors("fig06", 1, row["reading"]).utility < row["utility"]
+        # its schedule differs (its utility is higher here: rejecting job 9 leaves room for later ones; the record
+        # reports that as a change to re-record)
+        assert run_pdors("fig06", 1, row["reading"]).digest != row["digest"]
     assert PDORS.plan is plan
     healthy = run_pdors("fig06", 1, row["reading"])
     assert (healthy.utility, healthy.digest) == (row["utility"], row["digest"])

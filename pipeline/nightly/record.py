@@ -151,16 +151,16 @@ def load(path: str | Path, profile: str, paper: bool = True) -> JSON:
         raise RecordError(f"--record-file: {path} is not JSON ({e})") from None
     if not isinstance(rec, dict) or rec.get("format") != FORMAT or not isinstance(rec.get("instances"), list):
         raise RecordError(f"--record-file: {path} is not a {FORMAT} document")
+    if rec.get("profile") != profile:
+        raise RecordError(
+            f"--profile: the record {path} pins profile {rec.get('profile')!r}, not {profile!r}; "
+            f"re-record with `pdors nightly --record --profile {profile}`"
+        )
     missing = [k for k in PAPER_SECTIONS if not isinstance(rec.get(k), dict)]
     if paper and missing:
         raise RecordError(
             f"--record-file: {path} has no {' or '.join(missing)} section (the paper-scale record); write it with "
             "`pdors nightly --record paper`"
-        )
-    if rec.get("profile") != profile:
-        raise RecordError(
-            f"--profile: the record {path} pins profile {rec.get('profile')!r}, not {profile!r}; "
-            f"re-record with `pdors nightly --record --profile {profile}`"
         )
     return rec
 
