@@ -243,45 +243,38 @@ def _row_mean(verdicts: list[Any]) -> float:
 def mutation_table(
     first: date, bounds: dict[tuple[str, int], float], only: list[str] | None = None, settings: Settings | None = None
 ) -> JSON:
-    """Every mutant (or those named in ``only``) on the night ``first`` under ``settings`` (default: the nightly's):
-    its size, red or green, the parts red and the first reason; with the unmutated night's reasons and detectable
-    drops."""
+    """The unmutated nightly and every mutant (or those named in ``only``; ``none`` is the unmutated one) on the
+    night ``first`` under ``settings`` (default: the nightly's): size, red or green, the parts red, the first reason.
+    Each row is also printed to stderr as one JSON line as it is done."""
+    from pipeline.nightly import record as nightly_record
     from pipeline.nightly.run import Settings, regressions
 
-    unknown = sorted(set(only or []) - {m.name for m in MUTANTS})
+    names = ["none", *(m.name for m in MUTANTS)]
+    unknown = sorted(set(only or []) - set(names))
     if unknown:
-        raise InputError(
-            f"--only: unknown mutant(s) {', '.join(unknown)} (known: {', '.join(m.name for m in MUTANTS)})"
-        )
+        raise InputError(f"--only: unknown mutant(s) {', '.join(unknown)} (known: {', '.join(names)})")
     settings = settings or Settings()
-    healthy = regressions(settings, first, bounds, policies=PDORS_ONLY)
-    base = _row_mean(healthy.paper_record)
-    rows = []
-    for m in [m for m in MUTANTS if only is None or m.name in only]:
+    rows = nightly_record.load(settings.record_file, settings.profile)["paper_record"]["rows"]
+    base = float(np.mean([r["utility"] for r in rows]))  # the healthy PD-ORS reproduces its record exactly
+    unmutated = Mutant(name="none", kind="-", scale="-", what="none (unmutated)", apply=_none)
+    out = []
+    for m in [m for m in [unmutated, *MUTANTS] if only is None or m.name in only]:
         with m.apply():
             g = regressions(settings, first, bounds, policies=PDORS_ONLY)
-        size = 1 - _row_mean(g.paper_record) / base if base > 0 else 0.0
-        rows.append(
-            {
-                "mutant": m.name,
-                "kind": m.kind,
-                "scale": m.scale,
-                "what": m.what,
-                "size": size,
-                "red": bool(g.reasons),
-                "parts": g.parts_red(),
-                "reason": g.reasons[0] if g.reasons else "",
-            }
-        )
-        print(
-            f"{m.name}: {'red' if g.reasons else 'GREEN'} ({-size:+.2%}) {g.parts_red()}", file=sys.stderr, flush=True
-        )
-    return {
-        "night": first.isoformat(),
-        "mutants": rows,
-        "healthy": healthy.reasons,
-        "detectable": {v.cell: v.detectable for v in healthy.power},
-    }
+        row = {
+            "mutant": m.name,
+            "kind": m.kind,
+            "scale": m.scale,
+            "what": m.what,
+            "size": 1 - _row_mean(g.paper_record) / base if base > 0 else 0.0,
+            "red": bool(g.reasons),
+            "parts": g.parts_red(),
+            "reason": g.reasons[0] if g.reasons else "",
+            "detectable": {v.cell: v.detectable for v in g.power},
+        }
+        print(json.dumps(row), file=sys.stderr, flush=True)
+        out.append(row)
+    return {"night": first.isoformat(), "mutants": out}
 
 
 def false_alarms(first: date, count: int, bounds: dict[tuple[str, int], float]) -> list[JSON]:
@@ -306,7 +299,7 @@ def run(out: str | Path, first: date = FIRST_NIGHT, false_alarm_nights: int = 20
 
 
 def write(out: str | Path, table_: JSON, alarms: list[JSON]) -> str:
-    md = markdown(table_["mutants"], alarms, table_["detectable"], table_["healthy"])
+    md = markdown(table_["mutants"], alarms)
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
     (d / "mutants.json").write_text(json.dumps({**table_, "nights": alarms}, indent=1))
@@ -314,13 +307,17 @@ def write(out: str | Path, table_: JSON, alarms: list[JSON]) -> str:
     return md
 
 
-def markdown(
-    rows: list[dict[str, Any]], alarms: list[dict[str, Any]], detectable: dict[str, float], healthy: list[str]
-) -> str:
-    red = sum(r["red"] for r in rows)
+def markdown(rows: list[JSON], alarms: list[JSON]) -> str:
+    mutants = [r for r in rows if r["mutant"] != "none"]
+    healthy = [r for r in rows if r["mutant"] == "none"]
+    detectable = rows[0]["detectable"] if rows else {}
     lines = [
-        f"Mutants turned red: {red} of {len(rows)}. Unmutated nightly on the mutants' night: "
-        f"{'red: ' + '; '.join(healthy) if healthy else 'green'}.",
+        f"Mutants turned red: {sum(r['red'] for r in mutants)} of {len(mutants)}."
+        + (
+            f" Unmutated nightly: {'red: ' + healthy[0]['reason'] if healthy[0]['red'] else 'green'}."
+            if healthy
+            else ""
+        ),
         "",
         table(
             ["mutant", "kind", "acts at", "utility change (paper record mean)", "nightly", "parts red", "reason"],
@@ -329,10 +326,10 @@ def markdown(
                     r["what"],
                     r["kind"],
                     r["scale"],
-                    f"{r['size']:+.1%}",
+                    f"{-r['size']:+.1%}",
                     "red" if r["red"] else "green",
                     ", ".join(r["parts"]) or "-",
-                    r["reason"],
+                    r["reason"] or "-",
                 ]
                 for r in rows
             ],
