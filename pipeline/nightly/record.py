@@ -214,6 +214,9 @@ def check(rec: JSON, tolerance: float, policies: tuple[str, ...] | None = None) 
             p.problems += [f"pdors: {why}"] if why else []
         pd_before, pd_now = p.recorded.get("pdors"), p.utilities.get("pdors")
         if pd_before is not None and pd_now is not None and pd_now < pd_before - tolerance * max(1.0, abs(pd_before)):
-            p.problems.append(f"pdors utility {pd_now:.6f} below its record {pd_before:.6f} (tolerance {tolerance:g})")
+            p.problems.append(
+                f"pdors utility {pd_now:.6f} below its record {pd_before:.6f} "
+                f"({(pd_before - pd_now) / max(abs(pd_before), 1e-12):.2%} below; tolerance {tolerance:g})"
+            )
         out.append(p)
     return out

@@ -153,9 +153,9 @@ class Regressions:
 
     @property
     def reasons(self) -> list[str]:
-        out = [f"pinned seed {p.seed}: {why}" for p in self.pinned for why in p.problems]
-        out += [f"paper record {v.reason}" for v in self.paper_record if v.red]
-        return out + [f"fresh power {v.reason}" for v in self.power if v.red]
+        out = [f"paper record {v.reason}" for v in self.paper_record if v.red]
+        out += [f"fresh power {v.reason}" for v in self.power if v.red]
+        return out + [f"pinned seed {p.seed}: {why}" for p in self.pinned for why in p.problems]
 
     def parts_red(self) -> list[str]:
         parts = {
