@@ -6,6 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup solvers browser postgres run lint test test-fast bench reproduce clean
 
+# The example external policy package (docs/WRITE_A_POLICY.md): installed for the tests, which run its sweep.
+EXAMPLE := examples/pdors-greedy
+EXAMPLE_STAMP := $(VENV)/.example-installed
+
 setup: $(STAMP) solvers browser postgres
 
 $(STAMP): pyproject.toml
@@ -13,6 +17,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[test]"
 	touch $(STAMP)
+
+$(EXAMPLE_STAMP): $(STAMP) $(shell find $(EXAMPLE) -name '*.py' -o -name pyproject.toml)
+	$(BIN)/python -m pip install -q --no-deps ./$(EXAMPLE)
+	touch $@
 
 # GLPK (glpsol) and CBC come from Debian packages; installed only where missing.
 solvers:
@@ -44,16 +52,17 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	cd $(EXAMPLE) && MYPYPATH=$(CURDIR) $(CURDIR)/$(BIN)/mypy  # --strict, against pdors.api (its pyproject.toml)
 
 # Tests run in TEST_WORKERS processes (pytest-xdist; each integration test's services live in a network namespace
 # of their own, or are found by their own session); TEST_WORKERS=0 runs them in this one.
 TEST_WORKERS ?= 2
 
-test: setup
+test: setup $(EXAMPLE_STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Everything but the integration tier (tests marked `slow`, pyproject.toml [tool.pytest.ini_options] markers).
-test-fast: setup
+test-fast: setup $(EXAMPLE_STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 
 # Speed figures of docs/PERFORMANCE.md in one run (medians and ratios); `pdors bench --quick` for a short one.

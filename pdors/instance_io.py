@@ -8,6 +8,7 @@ so a hostile file is refused in one line, not by a ``MemoryError``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import fields
@@ -190,6 +191,11 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def save(instance: Instance, path: str | Path) -> None:
     Path(path).write_text(json.dumps(to_dict(instance)))
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 (16 hex digits) of an instance file's bytes: part of the run ids of a sweep over instance files."""
+    return hashlib.sha256(bounded.read(Path(path), MAX_BYTES)).hexdigest()[:16]
 
 
 def load(path: str | Path) -> Instance:

@@ -11,9 +11,11 @@ from typing import Any
 import numpy as np
 
 from .config import JSON, build, to_dict
+from .errors import InputError
 from .load import fluid_completable, offered_load
 from .model import Instance
-from .policies import POLICIES, THESIS_POLICIES, make_policy, policy_config
+from .policies import THESIS_POLICIES, make_policy, policy_config, resolve
+from .policies.external import PolicyOrigin
 from .premise import of_run as premise_of_run
 from .quantiles import median, percentile
 from .run_summary import JobOutcome, Latency, RunSummary
@@ -35,12 +37,24 @@ class RunSpec:
     seed: int = 1
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     params: dict[str, Any] = field(default_factory=dict)
+    # An external policy's origin as a sweep planned it (pipeline.spec.grid): the run refuses to go on with other
+    # code; None runs whatever the name finds here.
+    origin: PolicyOrigin | None = None
+    # An instance file (pdors.instance_io JSON) instead of a generated instance; ``instance_digest``: its content's
+    # SHA-256 as a sweep planned it (a changed file refuses to run). The seed then drives the policy alone.
+    instance_file: str = ""
+    instance_digest: str = ""
 
     def check(self) -> list[str]:
         out = []
-        if self.policy not in POLICIES:
-            out.append(f"policy: unknown policy {self.policy!r} (known: {', '.join(POLICIES)})")
-        elif self.workload.profile == "thesis" and self.policy not in THESIS_POLICIES:
+        try:
+            found = resolve(self.policy)
+        except InputError as e:  # "policy: <why>" or "policy <target>: <why>", as one "policy: ..." line
+            return [f"policy: {str(e).removeprefix('policy').lstrip(': ')}"]
+        if self.origin is not None and self.origin != found.origin:
+            here, asked = _origin_words(found.origin), _origin_words(self.origin)
+            out.append(f"origin: {self.policy} here is {here}, the run asks for {asked}")
+        if self.workload.profile == "thesis" and self.policy not in THESIS_POLICIES:
             out.append(
                 f"policy: {self.policy} does not keep the thesis's PS rules (3.4)-(3.5); with "
                 f"workload.profile thesis use {' or '.join(THESIS_POLICIES)}"
@@ -55,6 +69,20 @@ class RunSpec:
         return out
 
 
+def spec_data(spec: RunSpec) -> JSON:
+    """``spec`` as plain data; without ``origin`` and the instance file where unset (the runs of built-in policies
+    on generated instances keep their ids)."""
+    out: JSON = to_dict(spec)
+    for key, unset in (("origin", None), ("instance_file", ""), ("instance_digest", "")):
+        if out[key] == unset:
+            del out[key]
+    return out
+
+
+def _origin_words(origin: PolicyOrigin) -> str:
+    return f"{origin.distribution or origin.target} {origin.version} (source {origin.digest or 'built in'})"
+
+
 @dataclass(kw_only=True)
 class RunResult:
     spec: RunSpec
@@ -65,6 +93,15 @@ class RunResult:
 
 
 def make_instance(spec: RunSpec) -> Instance:
+    if spec.instance_file:
+        from .instance_io import file_digest, load
+
+        if spec.instance_digest and (now := file_digest(spec.instance_file)) != spec.instance_digest:
+            raise InputError(
+                f"instance_file: {spec.instance_file} has changed since the sweep was planned (SHA-256 {now}, "
+                f"planned {spec.instance_digest})"
+            )
+        return load(spec.instance_file)
     return generate(spec.workload, spec.machines, spec.jobs, spec.slots, spec.seed)
 
 
@@ -114,7 +151,7 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         policy_stats=sim.stats,
         wall_s=sim.wall_seconds,
         code_version=CODE_VERSION,
-        spec=to_dict(spec),
+        spec=spec_data(spec),
         jobs=_outcomes(instance, check, admitted, complete),
         premise=premise_of_run(instance, sim.schedule, policy_config(spec.policy, spec.params), sim.stats),
     )

@@ -19,7 +19,7 @@ import numpy as np
 
 from .config import JSON
 from .model import Instance
-from .policies.base import PlanningPolicy, Policy, SlotAllocation, SlotPolicy, SlotView
+from .policies.base import JobPlan, PlanningPolicy, Policy, SlotAllocation, SlotPolicy, SlotView
 from .portable_math import dot
 from .schedule import Schedule
 
@@ -103,6 +103,7 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
                 plan = policy.plan(int(i), view(t))
                 latencies.append(time.perf_counter() - tick)
                 cpu.append(time.thread_time() - cpu_tick)
+                _check_output(policy, plan, JobPlan, (T, instance.num_machines), f"plan for job {i} in slot {t}")
                 if plan is not None:  # job i's cells are all zero until now: only its busy slots are written
                     sched.admitted[i] = True
                     busy = np.flatnonzero(plan.workers.any(axis=1) | plan.servers.any(axis=1))
@@ -116,6 +117,9 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
             alloc: SlotAllocation = policy.allocate(view(t))
             latencies.append(time.perf_counter() - tick)
             cpu.append(time.thread_time() - cpu_tick)
+            _check_output(
+                policy, alloc, SlotAllocation, (instance.num_jobs, instance.num_machines), f"allocation for slot {t}"
+            )
             active = (jobs.arrival <= t) & (completed < 0)
             # Only the jobs given something are written: slot t of the schedule is still all zero.
             rows = np.flatnonzero(active & (alloc.workers.any(axis=1) | alloc.servers.any(axis=1)))
@@ -139,6 +143,28 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
         decision_cpu_seconds=np.array(cpu),
         slots_simulated=slots_run,
     )
+
+
+class PolicyOutputError(ValueError):
+    """A policy returned something the simulator cannot execute: not its decision type, or arrays of the wrong
+    shape or kind (the run fails with this reason; what it can execute, the validator judges)."""
+
+
+def _check_output(policy: Policy, out: object, kind: type, shape: tuple[int, int], what: str) -> None:
+    """``out`` is a ``kind`` (a planner may also return None) with integer ``workers`` and ``servers`` of
+    ``shape``: NumPy would otherwise broadcast a wrong shape or truncate fractions without a word."""
+    if out is None and kind is JobPlan:
+        return
+    name = type(policy).__name__
+    if not isinstance(out, kind):
+        raise PolicyOutputError(f"{name} returned {type(out).__name__} as its {what}, not a {kind.__name__}")
+    for field_name in ("workers", "servers"):
+        a = getattr(out, field_name)
+        if not isinstance(a, np.ndarray) or a.shape != shape or not np.issubdtype(a.dtype, np.integer):
+            got = f"{a.dtype} array of shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
+            raise PolicyOutputError(
+                f"{name}'s {what}: {field_name} must be an integer array of shape {shape}, got {got}"
+            )
 
 
 def _nothing_left(

@@ -36,6 +36,7 @@ SUBCOMMANDS = (
     ),
     ("show", "show", "draw one run's schedule: machines over slots (Gantt-style)"),
     ("study", "study", "the measurement studies behind the docs (OPT formulation, ratio vs load)"),
+    ("policies", "policies", "list the policies found, built-in and external, with their origin and version"),
     ("ui", "ui", "serve the local MLflow store's UI on 127.0.0.1 (the port the sweeps' URLs name)"),
 )
 

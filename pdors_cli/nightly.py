@@ -79,6 +79,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--record-file", default=d.record_file, help="the pinned set's record (JSON)")
     p.add_argument("--out", default=d.out, help="output root; each run writes <out>/nightly-<UTC time>-...")
     p.add_argument("--no-mlflow", action="store_true", help="write the files only")
+    p.add_argument(
+        "--policies",
+        default="",
+        help="comma-separated policies judged on the fresh instances, pdors among them, built-in or external "
+        "(default: the built-ins)",
+    )
     p.set_defaults(func=cmd_nightly)
 
 
@@ -121,7 +127,8 @@ def cmd_nightly(args: argparse.Namespace) -> int:
                 "record_file",
                 "out",
             )
-        },
+        }
+        | {"policies": [p.strip() for p in args.policies.split(",") if p.strip()]},
     )
     if args.mutants:
         from studies.nightly_mutants import run as run_mutants

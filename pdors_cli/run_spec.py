@@ -7,7 +7,7 @@ from typing import Any
 
 from pdors.config import JSON
 from pdors.errors import ConfigError, InputError
-from pdors.policies import POLICIES
+from pdors.policies import known, resolve
 from pipeline.spec.sizing import GENERATED_RESOURCES, MACHINE_SHARE, memory_problem
 
 
@@ -55,16 +55,20 @@ def run_spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
 def policy_list(text: str) -> list[str]:
     """The policy names of a ``--policies`` value (comma-separated); ``ConfigError`` on an unknown name or none."""
     policies = [p.strip() for p in text.split(",") if p.strip()]
-    unknown = [p for p in policies if p not in POLICIES]
-    if unknown or not policies:
-        raise ConfigError(
-            "--policies", f"unknown policy {unknown[0] if unknown else '(none)'} (known: {', '.join(POLICIES)})"
-        )
+    if not policies:
+        raise ConfigError("--policies", f"name at least one policy (known: {', '.join(known())})")
+    for name in policies:
+        try:
+            resolve(name)
+        except InputError as e:
+            raise ConfigError("--policies", str(e).removeprefix("policy").lstrip(": ")) from None
     return policies
 
 
 def add_run_args(p: argparse.ArgumentParser, policy_default: str = "pdors") -> None:
-    p.add_argument("--policy", default=policy_default, choices=POLICIES)
+    p.add_argument(
+        "--policy", default=policy_default, help="a built-in policy, an installed one's name or package.module:Class"
+    )
     p.add_argument("--machines", type=int, default=30, help="H, machines")
     p.add_argument("--jobs", type=int, default=50, help="I, jobs")
     p.add_argument("--slots", type=int, default=20, help="T, slots in the horizon")

@@ -38,6 +38,7 @@ from pipeline.text.screen import fit
 
 if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
     from pipeline.execute.executor import Cluster
+    from pipeline.spec.schema import SweepConfig
 
 FLUSH_SECONDS = 2.0  # finished runs are recorded (one batch file per table) at least this often
 STAGES = ("ray_start", "runs", "record", "report", "mlflow")  # the seconds printed by ``run`` (``pdors bench``)
@@ -218,10 +219,14 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
     manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()), say)
     cluster = _start_ray(address, o.num_cpus, result, say) if todo and not o.in_process else None
     try:
+        if cluster is not None and (external := _external_origins(todo)):
+            from pipeline.execute.executor import check_policies
+
+            check_policies(external)  # one line, before anything is written, if a node has other code
         with stops_recorded(result, say), store.lock():
             _write_config(store, data, config_path, overrides, manifest)
             store.set_aside(damaged)
-            _execute(store, todo, cluster, o.max_parallel, plan.config.schedules, result, say)
+            _execute(store, todo, cluster, o.max_parallel, plan.config, result, say)
             tick = time.perf_counter()
             merged = store.compact()
             result.stages["record"] += time.perf_counter() - tick
@@ -234,6 +239,11 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
 
             executor.disconnect()
     return result
+
+
+def _external_origins(todo: list[Task]) -> JSON:
+    """Each external policy of ``todo`` -> its origin as planned."""
+    return {t.policy: t.spec["origin"] for t in todo if "origin" in t.spec}
 
 
 def _ray_address(o: SweepOptions) -> str | None:
@@ -355,12 +365,13 @@ def _execute(
     todo: list[Task],
     cluster: Cluster | None,
     max_parallel: int | None,
-    schedules: bool,
+    config: SweepConfig,
     result: SweepResult,
     say: Say,
 ) -> None:
     """Run ``todo`` on the connected ``cluster`` (None: in this process, one by one) and record each outcome,
-    counted in ``result``; ``schedules``: also each simulation's allocations."""
+    counted in ``result``; ``config``'s ``schedules``: also each simulation's allocations, its ``run_time_limit``:
+    the seconds a simulation may take."""
     if not todo:
         return
     from tqdm import tqdm
@@ -384,9 +395,9 @@ def _execute(
     pending: list[tuple[Task, Outcome]] = []  # finished, not yet recorded: a kill loses at most FLUSH_SECONDS of runs
     try:
         chunks = (
-            ([(t, execute(t, schedules))] for t in todo)
+            ([(t, execute(t, config.schedules, config.run_time_limit))] for t in todo)
             if cluster is None
-            else fan_out(todo, cluster, max_parallel, schedules)
+            else fan_out(todo, cluster, max_parallel, config.schedules, config.run_time_limit)
         )
         for chunk in chunks:
             pending += chunk

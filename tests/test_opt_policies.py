@@ -27,7 +27,7 @@ def test_only_the_named_policies_are_rated(tmp_path: Path, capsys: pytest.Captur
 def test_an_unknown_policy_is_refused_before_anything_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "c.json"
     assert main([*SMALL, "--method", "bound", "--policies", "fifo,nope", "--json", str(out)]) == 2
-    assert "--policies: unknown policy nope" in capsys.readouterr().err and not out.exists()
+    assert "--policies: unknown policy 'nope'" in capsys.readouterr().err and not out.exists()
 
 
 def test_without_policies_every_one_is_rated_up_to_the_milps_size_and_fifo_alone_above(

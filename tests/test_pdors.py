@@ -10,8 +10,10 @@ from tiny import tiny_instance
 
 from pdors.policies.pdors import PDORS, Config, RoundingConfig
 from pdors.primal_dual.gain import competitive_bound, gain_eq29, gain_eq30
+from pdors.primal_dual.job import JobShape
 from pdors.primal_dual.prices import PriceBounds, price_bounds, prices
-from pdors.primal_dual.slot_cost import JobShape, _round, slot_costs
+from pdors.primal_dual.rounding import round_external
+from pdors.primal_dual.slot_cost import slot_costs
 from pdors.simulator import simulate
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
@@ -116,7 +118,7 @@ def test_rounding_never_returns_an_infeasible_integer_solution(seed, gain, machi
     price = rng.uniform(0.1, 5, (machines, 2))
     w_bar, s_bar = rng.uniform(0, 5, machines), rng.uniform(0, 3, machines)
     demand = float(rng.uniform(1, 10))
-    attempts, _feasible, best = _round(
+    attempts, _feasible, best = round_external(
         shape,
         demand,
         np.arange(machines),
@@ -239,7 +241,7 @@ def test_gain_derived_from_delta_per_solve(theorem, below_one):
 
 
 def test_integer_optimum_of_the_external_case_by_hand() -> None:
-    from pdors.primal_dual.slot_cost import integer_optimum
+    from pdors.primal_dual.external_lp import integer_optimum
 
     # cpu only, 1 per worker and per PS, gamma 1: 2 workers need 2 PSs; machine 0 (price 1) holds 3 tasks, so the
     # fourth goes to machine 1 (price 2): 3 * 1 + 2 = 5. Three workers need 6 tasks, only 6 fit: 3 + 6 = 9.

@@ -10,15 +10,10 @@ import pytest
 from pdors.portable_math import log
 from pdors.premise import _cells_by_job
 from pdors.primal_dual.config import RoundingConfig
+from pdors.primal_dual.job import JobShape, level_grid
+from pdors.primal_dual.machine_classes import ROW_HASH_MULTIPLIER, machine_classes, row_keys
 from pdors.primal_dual.prices import PriceBounds, prices
-from pdors.primal_dual.slot_cost import (
-    ROW_HASH_MULTIPLIER,
-    JobShape,
-    level_grid,
-    machine_classes,
-    row_keys,
-    slot_costs,
-)
+from pdors.primal_dual.slot_cost import slot_costs
 from pdors.schedule import Schedule
 from pdors.simulator import _reserve
 from pdors.workload import WorkloadConfig, generate

@@ -14,15 +14,11 @@ from tiny import tiny_instance
 from pdors.policies import pdors_reference as ref
 from pdors.policies.pdors import PDORS, Config, RoundingConfig
 from pdors.primal_dual.dynamic_program import plan_levels
-from pdors.primal_dual.slot_cost import (
-    ClassMembers,
-    JobShape,
-    _count_bounds_allow,
-    _disaggregate,
-    _round,
-    _roundable,
-    slot_costs,
-)
+from pdors.primal_dual.external_lp import disaggregate
+from pdors.primal_dual.job import JobShape
+from pdors.primal_dual.machine_classes import ClassMembers
+from pdors.primal_dual.rounding import _count_bounds_allow, _roundable, round_external
+from pdors.primal_dual.slot_cost import slot_costs
 from pdors.simulator import simulate
 from pdors.validator import validate
 from pdors.workload import WorkloadConfig, generate
@@ -68,7 +64,7 @@ def test_roundable_matches_exhaustive_enumeration(seed):
 
 
 def _compare_rounding(shape, demand, machines, w, s, price, free, rounding, seed):
-    fast = _round(shape, demand, machines, w, s, price, free, rounding, np.random.default_rng(seed))
+    fast = round_external(shape, demand, machines, w, s, price, free, rounding, np.random.default_rng(seed))
     slow = ref.round_solution(shape, demand, machines, w, s, price, free, rounding, np.random.default_rng(seed))
     assert fast[:2] == slow[:2]
     if slow[2] is None:
@@ -152,7 +148,7 @@ def test_vectorised_disaggregation_matches_the_machine_by_machine_loop(seed):
         rng.uniform(0, 20, classes) * (rng.random(classes) < 0.7),
         rng.uniform(0, 5, classes) * (rng.random(classes) < 0.7),
     )
-    fast = _disaggregate(shape, lp_sol, ClassMembers(member_class, classes), free)
+    fast = disaggregate(shape, lp_sol, ClassMembers(member_class, classes), free)
     slow = ref.disaggregate(shape, lp_sol, member_class, counts, free)
     for a, b in zip(fast, slow, strict=False):
         assert a.tolist() == b.tolist()

@@ -20,11 +20,11 @@ Algorithm, step  What                                      Here (fast path)
 1, updates       rho and p on the cells used (12)          the simulator commits the plan; ``SlotPrices.update``
 2, steps 1-3     every completion slot t~, keep best       ``dynamic_program.plan_levels`` (one forward pass)
 3, steps 1-5     Theta(t~, V) = min_v theta + Theta (21)   ``dynamic_program.plan_levels`` (workload levels Q_i)
-4, step 1        D, G_delta, S                             ``slot_cost.slot_costs``; ``slot_cost.rounding_gain``
+4, step 1        D, G_delta, S                             ``slot_cost.slot_costs``; ``rounding.rounding_gain``
 4, steps 2-7     internal case: cheapest single machine    ``slot_cost.slot_costs`` (vectorised over machines)
-4, step 8        LP relaxation of (23)-(26) + ratio row    ``slot_cost.LinearProgram``, ``SlotCosts.refine``
-4, step 9        scale by G_delta (29)/(30)                ``SlotCosts.refine`` with ``slot_cost.rounding_gain``
-4, steps 10-11   randomised rounding (27)-(28) until S     ``slot_cost._round``
+4, step 8        LP relaxation of (23)-(26) + ratio row    ``external_lp.LinearProgram``, ``SlotCosts.refine``
+4, step 9        scale by G_delta (29)/(30)                ``SlotCosts.refine`` with ``rounding.rounding_gain``
+4, steps 10-11   randomised rounding (27)-(28) until S     ``rounding.round_external``
 4, final step    cheaper of the two cases                  ``SlotCosts`` (``cost``, ``options``)
 ===============  ========================================  ===========================================================
 """
@@ -41,17 +41,10 @@ from ..model import Instance
 from ..primal_dual.config import PrimalDualConfig, RoundingConfig
 from ..primal_dual.dynamic_program import aligned_levels, plan_levels
 from ..primal_dual.gain import competitive_bound
+from ..primal_dual.job import JobShape, level_grid
+from ..primal_dual.machine_classes import MachineClasses, machine_classes, state_digest
 from ..primal_dual.prices import PriceBounds, SlotPrices, instance_price_bounds, prices
-from ..primal_dual.slot_cost import (
-    ExternalSolve,
-    JobShape,
-    MachineClasses,
-    SlotCosts,
-    level_grid,
-    machine_classes,
-    slot_costs,
-    state_digest,
-)
+from ..primal_dual.slot_cost import ExternalSolve, SlotCosts, slot_costs
 from ..solo import fastest_slots
 from ..thesis import ps_ratio
 from .base import JobPlan, PlanningPolicy, RunShape, SlotView

@@ -14,10 +14,10 @@ Used only by tests (tests/test_reference.py) and ``pdors bench``; slow by design
   on the integer solution, until S feasible roundings or the attempt cap; the cheaper case wins (ties to
   internal).
 
-What it shares with the fast path (``slot_cost.py``, ``dynamic_program.py``) is what defines PD-ORS's
+What it shares with the fast path (``slot_cost.py`` and its parts, ``dynamic_program.py``) is what defines PD-ORS's
 decisions rather than their speed, as docs/MODEL.md states it: the prices (eq. 12, ``prices.py``), the
-machine classes and the disaggregation of the class LP's optimum (``slot_cost._disaggregate``), G_delta
-(``slot_cost.rounding_gain``), the LP cost rescaling, and the rounding's random stream (a generator seeded by
+machine classes and the disaggregation of the class LP's optimum (``external_lp.disaggregate``), G_delta
+(``rounding.rounding_gain``), the LP cost rescaling, and the rounding's random stream (a generator seeded by
 (run seed, job, state digest, level); attempt j uses the j-th block of 2m uniforms: m worker draws, then m
 PS draws). Everything the fast path does to be fast (caching by slot state, warm-started LPs, the vectorised
 internal case and rounding, skipping roundings that cannot succeed, skipping external solves a lower bound
@@ -37,17 +37,11 @@ from ..highs_lp import highs_lp, new_highs
 from ..model import Instance
 from ..portable_math import dot
 from ..primal_dual.config import RoundingConfig
+from ..primal_dual.external_lp import rescaled_costs, rounded_cost, unit_price
+from ..primal_dual.job import FIT_ATOL, JobShape, Option
+from ..primal_dual.machine_classes import state_digest
 from ..primal_dual.prices import prices
-from ..primal_dual.slot_cost import (
-    FIT_ATOL,
-    JobShape,
-    Option,
-    rescaled_costs,
-    rounded_cost,
-    rounding_gain,
-    state_digest,
-    unit_price,
-)
+from ..primal_dual.rounding import rounding_gain
 from ..solo import COVER_RTOL, workers_for
 from .base import JobPlan, SlotView
 from .pdors import PDORS, Config

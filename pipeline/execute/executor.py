@@ -14,16 +14,20 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
+from pdors.config import JSON
 from pipeline.spec.tasks import Outcome, Task
 
 RETRIES = 3
@@ -31,9 +35,33 @@ CHUNK_SECONDS = 0.5  # run time of one Ray task once runs are timed: Ray's few m
 MAX_CHUNK = 256
 
 
-def execute(task: Task, schedules: bool = False) -> Outcome:
+class RunTimeLimit(Exception):
+    """A run went on past the sweep's ``run_time_limit``: stopped, and recorded as failed (never as a result)."""
+
+
+@contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`RunTimeLimit` in the block once ``seconds`` of wall time have passed (a hanging policy's
+    run); no limit with None, or off the main thread (where Python delivers no signal)."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise RunTimeLimit(f"stopped after {seconds:g} s (the sweep's run_time_limit)")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def execute(task: Task, schedules: bool = False, time_limit: float | None = None) -> Outcome:
     """Run one task in the current process (the body of every Ray task); ``schedules``: keep a simulation's
-    allocations."""
+    allocations; ``time_limit``: seconds a simulation may take before it is stopped and recorded as failed."""
     import pdors
     from pdors.run import run
     from pipeline.spec import opt_task
@@ -42,7 +70,8 @@ def execute(task: Task, schedules: bool = False) -> Outcome:
     schedule = None
     try:
         if task.kind == "sim":
-            done = run(dict(task.spec))
+            with _time_limit(time_limit):
+                done = run(dict(task.spec))
             result = done.summary.to_dict()
             if schedules:
                 from pdors.schedule_io import rows
@@ -84,9 +113,56 @@ def _ray_node() -> tuple[str, str]:
     return ray.get_runtime_context().get_node_id(), node_ip()
 
 
-def execute_chunk(tasks: list[Task], schedules: bool = False) -> list[Outcome]:
+def execute_chunk(tasks: list[Task], schedules: bool = False, time_limit: float | None = None) -> list[Outcome]:
     """The body of every Ray task: ``tasks`` one after another, each outcome its own."""
-    return [execute(task, schedules) for task in tasks]
+    return [execute(task, schedules, time_limit) for task in tasks]
+
+
+def origins_here(policies: list[str]) -> dict[str, JSON | str]:
+    """Each external policy's origin as this process finds it, or why it cannot find it (one line)."""
+    from pdors.config import to_dict
+    from pdors.errors import InputError
+    from pdors.policies import resolve
+
+    out: dict[str, JSON | str] = {}
+    for name in policies:
+        try:
+            out[name] = to_dict(resolve(name).origin)
+        except InputError as e:
+            out[name] = str(e)
+    return out
+
+
+def check_policies(planned: dict[str, JSON]) -> None:
+    """Every node of the connected cluster finds each external policy (name -> origin the sweep planned) with the
+    same origin: else ``SweepError`` naming the node and the difference, before any run starts (the policy reaches
+    the nodes installed there: docs/WRITE_A_POLICY.md)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from pdors.errors import SweepError
+
+    probe: Any = ray.remote(num_cpus=0)(origins_here)
+    nodes: Callable[[], list[dict[str, Any]]] = ray.nodes  # untyped in Ray: typed here
+    alive = [n for n in nodes() if n.get("Alive")]
+    strategy = NodeAffinitySchedulingStrategy
+    refs = [
+        (
+            n["NodeManagerAddress"],
+            probe.options(scheduling_strategy=strategy(n["NodeID"], soft=False)).remote(list(planned)),
+        )
+        for n in alive
+    ]
+    for address, ref in refs:
+        found: dict[str, JSON | str] = ray.get(ref)
+        for name, origin in planned.items():
+            here = found[name]
+            if here != origin:
+                why = here if isinstance(here, str) else f"version {here['version']} source {here['digest']}"
+                raise SweepError(
+                    f"policy {name}: node {address} has {why}, the sweep planned version {origin['version']} source "
+                    f"{origin['digest']}; install the same {origin['distribution'] or origin['target']} on every node"
+                )
 
 
 @dataclass(frozen=True)
@@ -168,7 +244,11 @@ def chunk_size(seconds_per_run: float | None, left: int, in_flight: int) -> int:
 
 
 def fan_out(
-    tasks: list[Task], cluster: Cluster, max_parallel: int | None, schedules: bool = False
+    tasks: list[Task],
+    cluster: Cluster,
+    max_parallel: int | None,
+    schedules: bool = False,
+    time_limit: float | None = None,
 ) -> Iterator[list[tuple[Task, Outcome]]]:
     """Yield the (task, outcome) pairs of each chunk as it finishes on the ``connect``-ed cluster, keeping at
     most ``max_parallel`` chunks in flight (default: twice the cluster's CPUs, enough to keep every CPU busy);
@@ -190,7 +270,7 @@ def fan_out(
                 else:
                     size = chunk_size(timed[0] / timed[1] if timed[1] else None, len(pending), limit)
                     chunk = [pending.popleft() for _ in range(min(size, len(pending)))]
-                in_flight[remote.remote(chunk, schedules)] = (chunk, time.time())
+                in_flight[remote.remote(chunk, schedules, time_limit)] = (chunk, time.time())
 
         submit()
         while in_flight:

@@ -75,13 +75,25 @@ class Settings:
     tolerance: float = 1e-6
     record_file: str = nightly_record.DEFAULT_RECORD
     out: str = DEFAULT_OUT
+    # the policies judged against OPT on the fresh instances (built-in or external; PD-ORS among them); empty: the
+    # built-ins
+    policies: tuple[str, ...] = ()
 
     def check(self) -> list[str]:
         from offline_opt.profile import INSTANCE_PROFILES
         from offline_opt.solve import limit_problems
         from offline_opt.solvers import SOLVERS, available
+        from pdors.errors import InputError
+        from pdors.policies import resolve
 
         out = []
+        if self.policies and "pdors" not in self.policies:
+            out.append(f"policies: the nightly guards PD-ORS: name pdors among {', '.join(self.policies)}")
+        for name in self.policies:
+            try:
+                resolve(name)
+            except InputError as e:
+                out.append(f"policies: {str(e).removeprefix('policy').lstrip(': ')}")
         if self.profile not in INSTANCE_PROFILES:
             out.append(f"profile: must be one of {', '.join(INSTANCE_PROFILES)}, got {self.profile!r}")
         if self.fresh < 0:
@@ -324,6 +336,7 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
             settings.mip_gap,
             seed=seed,
             workload=to_dict(profile.workload()),
+            policies=settings.policies or None,
         )
         f = FreshInstance(seed=seed, comparison=c, offences=offences(c), interval=interval(c))
         if f.offences or f.outside_band:

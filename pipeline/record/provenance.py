@@ -13,7 +13,7 @@ PACKAGES = ("pdors", "numpy", "scipy", "highspy", "pyomo", "ray", "mlflow", "pya
 def git_commit() -> str:
     """HEAD of the checkout this code runs from, '-dirty' if tracked files changed; read-only git calls
     (GIT_OPTIONAL_LOCKS=0: status must not rewrite the index under someone else's feet)."""
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]  # pipeline/record/ -> the checkout
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
     try:
         head = subprocess.run(

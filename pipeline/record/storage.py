@@ -57,6 +57,7 @@ from pipeline.spec.columns import (
     JSON_METRICS,
     JSON_SOURCES,
     METRICS,
+    ORIGIN_FIELDS,
     PROVENANCE,
     SCHEDULES_SCHEMA,
     SUMMARY_IDENTITY,
@@ -153,6 +154,7 @@ def run_row(task: Task, outcome: Outcome, git_commit: str) -> JSON:
         "machines": spec["machines"],
         "jobs": spec["jobs"],
         "slots": spec["slots"],
+        "instance_file": spec.get("instance_file"),
         **flatten(spec["workload"], "workload"),
         "status": outcome.status,
         "error": outcome.error,
@@ -168,6 +170,8 @@ def run_row(task: Task, outcome: Outcome, git_commit: str) -> JSON:
     result = outcome.result or {}
     if task.kind == "sim":
         row.update(flatten(spec["params"], task.policy))
+        origin = spec.get("origin") or builtin_origin(task.policy)
+        row.update({f"policy_{k}": origin[k] for k in ORIGIN_FIELDS})
         row.update(flatten({k: v for k, v in result.items() if k not in SUMMARY_IDENTITY + JSON_SOURCES}))
         row["schedule_digest"] = result.get("schedule_digest")
         if result:
@@ -187,6 +191,16 @@ def run_row(task: Task, outcome: Outcome, git_commit: str) -> JSON:
             }
         )
     return row
+
+
+@functools.cache
+def builtin_origin(policy: str) -> JSON:
+    """A built-in policy's origin (its version: the code's, as every run records)."""
+    from pdors.config import to_dict
+    from pdors.policies import resolve
+
+    origin: JSON = to_dict(resolve(policy).origin)
+    return origin
 
 
 def job_rows(task: Task, outcome: Outcome) -> list[JSON]:

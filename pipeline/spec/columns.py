@@ -89,6 +89,7 @@ TIMING_COLUMNS = (
 )
 
 _TS = pa.timestamp("ms", tz="UTC")
+ORIGIN_FIELDS = ("kind", "target", "distribution", "version", "digest")
 IDENTITY: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
     ("kind", pa.string()),
@@ -99,6 +100,7 @@ IDENTITY: list[tuple[str, pa.DataType]] = [
     ("machines", pa.int64()),
     ("jobs", pa.int64()),
     ("slots", pa.int64()),
+    ("instance_file", pa.string()),  # where the instance was read from (null: generated)
 ]
 PROVENANCE: list[tuple[str, pa.DataType]] = [
     ("status", pa.string()),
@@ -112,6 +114,8 @@ PROVENANCE: list[tuple[str, pa.DataType]] = [
     ("finished_at", _TS),
     ("spec", pa.string()),
     ("schedule_digest", pa.string()),  # a simulation's schedule hashed: equal runs on any machine, equal digests
+    # where a simulation's policy came from (pdors.policies.external.PolicyOrigin): builtin | entry-point | import
+    *[(f"policy_{k}", pa.string()) for k in ORIGIN_FIELDS],
 ]
 SCHEDULES_SCHEMA = pa.schema(
     [

@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass
 from typing import Any, cast
 
 from pdors.config import JSON, build, to_dict
-from pdors.errors import ConfigError
-from pdors.policies import policy_config
-from pdors.run import RunSpec
+from pdors.errors import ConfigError, InputError
+from pdors.policies import policy_config, resolve
+from pdors.run import RunSpec, spec_data
 from pdors.version import MODEL_VERSION  # part of every run id
-from pipeline.spec.schema import INSTANCE_FIELDS, SweepConfig, paired
+from pipeline.spec.schema import INSTANCE_FIELDS, INSTANCE_FILE, SweepConfig, paired
 from pipeline.spec.tasks import OPT_POLICY, Plan, Task, TaskSpec
 
 
@@ -102,15 +102,39 @@ def _coords(config: SweepConfig, keys: list[str], to_spec: Callable[[str], str])
 
 
 def _resolved(spec: RunSpec) -> TaskSpec:
-    out = cast(TaskSpec, to_dict(spec))  # RunSpec's fields are TaskSpec's simulation keys
+    """``spec`` with every parameter of its policy, and an external policy's origin (distribution, version,
+    source digest): part of the run id, so that a changed policy's runs are recomputed and no other run is."""
+    out = cast(TaskSpec, spec_data(spec))  # RunSpec's fields are TaskSpec's simulation keys
     out["params"] = to_dict(policy_config(spec.policy, spec.params))
+    found = resolve(spec.policy)
+    if found.external:
+        out["origin"] = to_dict(found.origin)
     return out
 
 
 def _instance_part(spec: TaskSpec) -> TaskSpec:
-    return TaskSpec(
+    out = TaskSpec(
         machines=spec["machines"], jobs=spec["jobs"], slots=spec["slots"], workload=spec["workload"], seed=spec["seed"]
     )
+    if "instance_file" in spec:
+        out["instance_file"], out["instance_digest"] = spec["instance_file"], spec["instance_digest"]
+    return out
+
+
+INSTANCE_KEYS = (*INSTANCE_FIELDS, "instance_digest")  # what a run's instance is made from
+
+
+def _file_fields(path: str) -> JSON:
+    """An instance file's size (the record's machines, jobs, slots) and content digest (part of the run ids)."""
+    from pdors.instance_io import file_digest, load
+
+    instance = load(path)
+    return {
+        "machines": instance.num_machines,
+        "jobs": instance.num_jobs,
+        "slots": instance.slots,
+        "instance_digest": file_digest(path),
+    }
 
 
 def _seeded(spec: TaskSpec, seed: int) -> TaskSpec:
@@ -156,6 +180,11 @@ def _expand(config: SweepConfig) -> Plan:
         instance = copy.deepcopy(config.instance)
         for c in inst_point:
             _set(instance, c.spec_path, c.value)
+        if instance.get(INSTANCE_FILE):
+            try:
+                instance.update(_file_fields(str(instance[INSTANCE_FILE])))
+            except InputError as e:
+                raise _config_error(ConfigError(INSTANCE_FILE, str(e)), "", inst_point) from None
         instance_ids = None
         for policy, base in config.policies.items():
             for pol_point in _coords(config, policy_keys[policy], lambda a: "params." + a.split(".", 1)[1]):
@@ -172,7 +201,7 @@ def _expand(config: SweepConfig) -> Plan:
                 if (why := _trace_problem(spec)) is not None:
                     raise _config_error(ConfigError("jobs", why), policy, point)
                 if instance_ids is None:  # the same for every policy at this instance point
-                    instance_ids = seeded_digests({k: v for k, v in spec.items() if k in INSTANCE_FIELDS}, seeds)
+                    instance_ids = seeded_digests({k: v for k, v in spec.items() if k in INSTANCE_KEYS}, seeds)
                 tasks += _sim_tasks(spec, seeds, {c.axis: c.value for c in point}, instance_ids)
     if config.opt is not None:
         tasks += _opt_tasks(config, inst_axes, tasks)

@@ -17,12 +17,14 @@ from typing import Any, Literal
 
 from pdors import bounded, safe_yaml
 from pdors.config import JSON, build, quote
-from pdors.errors import ConfigError, shorten
-from pdors.policies import POLICIES, policy_module
+from pdors.config import bounded as limited
+from pdors.errors import ConfigError, InputError, shorten
+from pdors.policies import resolve
 from pipeline.spec.columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
 from pipeline.spec.sizing import DEFAULT_MAX_TASKS
 
-INSTANCE_FIELDS = ("machines", "jobs", "slots", "workload")
+INSTANCE_FIELDS = ("machines", "jobs", "slots", "workload", "instance_file")
+INSTANCE_FILE = "instance_file"  # an axis over instance files: a list of files, or a directory of *.json files
 POLICY_AXIS = "policy"  # a figure's x: one bar per policy
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # names end up in paths and hive partition values
 DEFAULT_OUTPUT = "results/sweeps"
@@ -128,6 +130,9 @@ class SweepConfig:
     report: list[FigureConfig] = field(default_factory=list)
     schedules: bool = False  # also record every simulation's allocations (the ``schedules`` table)
     reference: str | None = None  # paired comparisons are against this policy (default: pdors, else the first)
+    # seconds one simulation may take: one that takes longer (a hanging policy) is stopped and recorded as failed,
+    # and the sweep goes on; None: no limit. Wall time decides only whether a run fails, never a recorded value.
+    run_time_limit: float | None = limited(None, 0.001, 1e7, "seconds, more than 0")
 
     def check(self) -> list[str]:
         out = []
@@ -193,10 +198,11 @@ def reference_of(reference: str | None, policies: list[str]) -> str:
 
 
 def _policy_problem(name: str) -> list[str]:
-    if name not in POLICIES:
-        return [f"policies.{name}: unknown policy (known: {', '.join(POLICIES)})"]
+    """Why policy ``name`` cannot be found (a built-in, an installed entry point or ``package.module:Class``)."""
     try:
-        policy_module(name)
+        resolve(name)
+    except InputError as e:
+        return [f"policies.{name}: {str(e).removeprefix('policy').lstrip(': ')}"]
     except ImportError as e:
         return [f"policies.{name}: registered but its module does not import ({e})"]
     return []
@@ -234,7 +240,9 @@ def _axis_problem(axis: str, values: list[Any], policies: dict[str, JSON | None]
     if head in ("policy", "params"):
         return [f"grid.{axis}: list policies under 'policies'; a policy's parameter axis is '<policy>.<param>'"]
     if head not in INSTANCE_FIELDS and head not in policies:
-        known = ", ".join([*INSTANCE_FIELDS[:3], "workload.<field>", *(f"{p}.<param>" for p in policies)])
+        known = ", ".join(
+            [*INSTANCE_FIELDS[:3], "workload.<field>", INSTANCE_FILE, *(f"{p}.<param>" for p in policies)]
+        )
         return [f"grid.{axis}: unknown axis (known: {known})"]
     if head in policies and "." not in axis:
         return [f"grid.{axis}: name one parameter, e.g. {axis}.<param>"]
@@ -378,11 +386,30 @@ def _range(key: str, text: str) -> list[float]:
     return [round(start + k * step, 12) for k in range(_range_len(start, stop, step))]
 
 
+def instance_files(key: str, directory: str) -> list[str]:
+    """The instance files (``*.json``, sorted by name) of ``directory``: the values of an ``instance_file`` axis
+    given as a directory."""
+    path = Path(directory)
+    if not path.is_dir():
+        raise ConfigError(
+            f"grid.{key}", f"must list instance files or name a directory of them, got {quote(directory)}"
+        )
+    files = sorted(str(f) for f in path.glob("*.json") if f.is_file())
+    if not files:
+        raise ConfigError(f"grid.{key}", f"{shorten(directory)} holds no instance files (*.json)")
+    return files
+
+
+def _grid_values(key: str, text: str) -> list[Any]:
+    """A grid key's values given as one string: a directory of instance files, or ``range(...)``."""
+    return instance_files(key, text) if key == INSTANCE_FILE else _range(key, text)
+
+
 def _length(key: str, values: Any) -> int:
     """How many values a grid key (or ``seeds``) will have once expanded, without expanding it; 1 for a value
     of the wrong type (its own error comes from validation)."""
     if isinstance(values, str):
-        return _range_len(*_range_args(key, values))
+        return len(instance_files(key, values)) if key == INSTANCE_FILE else _range_len(*_range_args(key, values))
     return len(values) if isinstance(values, list) and values else 1
 
 
@@ -410,6 +437,6 @@ def parse(data: JSON, max_tasks: int = DEFAULT_MAX_TASKS) -> SweepConfig:
         )
     grid = data.get("grid")
     if isinstance(grid, dict):
-        data = {**data, "grid": {k: _range(str(k), v) if isinstance(v, str) else v for k, v in grid.items()}}
+        data = {**data, "grid": {k: _grid_values(str(k), v) if isinstance(v, str) else v for k, v in grid.items()}}
     config: SweepConfig = build(SweepConfig, data)
     return config

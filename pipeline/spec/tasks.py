@@ -17,9 +17,9 @@ OPT_POLICY = "opt"  # the ``policy`` of offline-optimum rows
 
 class TaskSpec(TypedDict, total=False):
     """A task's resolved spec as plain data, recorded as JSON in its Parquet row (``spec``). Every task has the
-    instance (``machines``, ``jobs``, ``slots``, ``seed``, ``workload``); a simulation also ``policy`` and
-    ``params`` (a :class:`pdors.run.RunSpec` as data: ``pdors.run.run(spec)`` reproduces the run), an OPT task
-    ``opt`` (its :class:`pipeline.spec.schema.OptConfig` settings)."""
+    instance (``machines``, ``jobs``, ``slots``, ``seed``, ``workload``); a simulation also ``policy``, ``params``
+    and, for an external policy, ``origin`` (a :class:`pdors.run.RunSpec` as data: ``pdors.run.run(spec)``
+    reproduces the run), an OPT task ``opt`` (its :class:`pipeline.spec.schema.OptConfig` settings)."""
 
     machines: Required[int]
     jobs: Required[int]
@@ -28,6 +28,9 @@ class TaskSpec(TypedDict, total=False):
     workload: Required[dict[str, Any]]
     policy: str
     params: dict[str, Any]
+    origin: dict[str, str]  # an external policy's (pdors.policies.external.PolicyOrigin)
+    instance_file: str  # the instance read from this file (and its SHA-256), not generated
+    instance_digest: str
     opt: dict[str, Any]
 
 
