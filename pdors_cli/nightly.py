@@ -98,8 +98,9 @@ MODEL_VERSION bump), the fresh mean falls below the recorded mean by more than t
 hard violation occurs."""
 
 EPILOG = """\
-example: pdors nightly --no-mlflow --fresh 2    (green: exit 0; a PD-ORS rejecting every 10th job: exit 1 with
-         'paper record paper seed 1 found_solutions: PD-ORS utility ... is 9.8% below its record ...')"""
+example: pdors nightly --no-mlflow    (exit 0 green; exit 1 red, each reason under the verdict, e.g. 'paper record
+         fig09 seed 1 reject: PD-ORS utility ... is ...% below its record ...'; pdors nightly --mutants: the
+         planted regressions it turns red)"""
 
 
 def cmd_nightly(args: argparse.Namespace) -> int:
