@@ -3,20 +3,32 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+# setuptools' editable build warns "Editable installation ... folders with the same name may take precedence" (152
+# columns, nothing a user can act on): that one warning is silenced, for the install only.
+QUIET_BUILD := PYTHONWARNINGS="ignore:Editable installation"
 
-.PHONY: setup solvers browser postgres run lint test test-fast bench reproduce clean
+.PHONY: setup test-setup solvers browser postgres run lint test test-fast bench reproduce clean
 
 # The example external policy package (docs/WRITE_A_POLICY.md): installed for the tests, which run its sweep.
 EXAMPLE := examples/pdors-greedy
 EXAMPLE_STAMP := $(VENV)/.example-installed
 
-setup: $(STAMP) solvers browser postgres
+# What `make run` needs: the runtime dependencies and the solvers.
+setup: $(STAMP) solvers
+
+# What `make test` needs on top: the test extras (pytest, ruff, mypy, Playwright, ...), Chromium and PostgreSQL.
+test-setup: setup $(TEST_STAMP) browser postgres
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(QUIET_BUILD) $(BIN)/python -m pip install -q -e .
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(QUIET_BUILD) $(BIN)/python -m pip install -q -e ".[test]"
+	touch $(TEST_STAMP)
 
 $(EXAMPLE_STAMP): $(STAMP) $(shell find $(EXAMPLE) -name '*.py' -o -name pyproject.toml)
 	$(BIN)/python -m pip install -q --no-deps ./$(EXAMPLE)
@@ -48,7 +60,7 @@ run: setup
 	$(BIN)/pdors sweep run configs/quickstart.yaml --out results/quickstart
 
 # The quality gate: lint, format and types (pyproject.toml [tool.ruff], [tool.mypy]); zero findings.
-lint: setup
+lint: setup $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -58,11 +70,11 @@ lint: setup
 # of their own, or are found by their own session); TEST_WORKERS=0 runs them in this one.
 TEST_WORKERS ?= 2
 
-test: setup $(EXAMPLE_STAMP)
+test: test-setup $(EXAMPLE_STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Everything but the integration tier (tests marked `slow`, pyproject.toml [tool.pytest.ini_options] markers).
-test-fast: setup $(EXAMPLE_STAMP)
+test-fast: test-setup $(EXAMPLE_STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 
 # Speed figures of docs/PERFORMANCE.md in one run (medians and ratios); `pdors bench --quick` for a short one.

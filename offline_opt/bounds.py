@@ -51,6 +51,52 @@ def _fit_count(
     return np.asarray(np.cumprod(fits, axis=2).sum(axis=2), dtype=np.int64)
 
 
+# The exact packing of an external allocation is a max-plus convolution over the PSs' count: above this many PSs
+# the count stays the pooled one, so the work stays a few hundred array operations per machine class
+PACKED_SERVERS_MAX = 64
+
+
+def _max_plus(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """[J, S] (x * y)[s] = max over k <= s of x[s - k] + y[k]."""
+    out = np.full_like(x, -np.inf)
+    for k in range(x.shape[1]):
+        out[:, k:] = np.maximum(out[:, k:], x[:, : x.shape[1] - k] + y[:, k : k + 1])
+    return out
+
+
+def _packed_count(
+    limit: np.ndarray, gamma: np.ndarray, alpha: np.ndarray, beta: np.ndarray, cl: MachineClasses
+) -> np.ndarray:
+    """[I] most workers W <= limit_i of an allocation whose W workers and ceil(W / gamma_i) PSs each sit whole on one
+    machine (alone on the cluster): max over S of min(gamma S, limit, most workers beside S PSs spread over the
+    machines). The pooled bound (capacities summed) lets a worker or PS straddle two machines; this does not. Jobs
+    that would need more than ``PACKED_SERVERS_MAX`` PSs keep ``limit``."""
+    S = -(-limit // gamma)
+    todo = S <= PACKED_SERVERS_MAX
+    out = limit.astype(np.int64).copy()
+    if not todo.any():
+        return out
+    a, b, f, g = alpha[todo], beta[todo], limit[todo].astype(float), gamma[todo].astype(float)
+    s = np.arange(int(S[todo].max()) + 1, dtype=float)
+    unit = np.where(s == 0, 0.0, -np.inf)[None, :].repeat(len(f), 0)  # max-plus identity: nothing placed
+    best = unit  # most workers with exactly s PSs placed on the classes so far
+    for c, n in zip(cl.capacity, cl.count, strict=True):
+        room = c[None, None, :] - s[None, :, None] * b[:, None, :] + 1e-9  # [J, S, R] left beside s PSs
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per = np.where(a[:, None, :] > 0, np.floor(room / a[:, None, :]), np.inf).min(axis=2)
+        per = np.where((room >= 0).all(axis=2), np.minimum(per, f[:, None]), -np.inf)  # one machine of class c
+        carriers = min(int(n), len(s) - 1)  # at most that many machines hold a PS; the others hold ``alone`` workers
+        power, e, alone = unit, carriers, per[:, :1]
+        while e:  # per convolved ``carriers`` times, by squaring
+            if e & 1:
+                power = _max_plus(power, per)
+            per, e = _max_plus(per, per), e >> 1
+        best = _max_plus(best, power) + (int(n) - carriers) * alone
+    need = np.minimum(g[:, None] * s[None, :], f[:, None])  # workers S PSs can serve (eq. 2), at most the limit
+    out[todo] = np.maximum(np.floor(np.minimum(best, need).max(axis=1)), 0).astype(np.int64)
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class CountLimits:
     """Vectorised per-job count bounds (eqs. 2, 4, 5), per machine class: ``w_internal[i, c]`` most workers job i
@@ -74,7 +120,7 @@ def count_limits(instance: Instance) -> CountLimits:
     s_mac = _fit_count(-(-F // jobs.gamma), beta, cl.capacity)
     if instance.num_machines >= 2:
         whole = _fit_count(F, alpha, instance.cluster.capacity.sum(axis=0)[None, :], g, beta)[:, 0]
-        w_ext = np.minimum(w_mac @ cl.count, whole)
+        w_ext = _packed_count(np.minimum(w_mac @ cl.count, whole), jobs.gamma, alpha, beta, cl)
     else:
         w_ext = np.zeros(len(F), dtype=np.int64)
     return CountLimits(classes=cl, w_internal=w_int, w_machine=w_mac, s_machine=s_mac, w_external=w_ext)

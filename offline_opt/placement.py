@@ -58,15 +58,24 @@ class Placer:
         return out
 
     def spread(self, i: int, t: int, W: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """W workers and their PSs over two or more machines (PSs first, each on the machines with the least room that
-        is not none: best fit, which keeps the large gaps for later allocations)."""
-        jobs = self.inst.jobs
+        """W workers and their PSs over two or more machines: PSs first, then workers, each kind on the machines with
+        the least room that is not none (best fit, which keeps the large gaps for later allocations); where that
+        fails, workers first (PSs crowded on one machine can leave its workers' resources idle)."""
         S = int(self.servers(i, np.array([W]), False)[0])
         if S < 0:
             return None
+        for servers_first in (True, False):
+            got = self._pack(i, t, W, S, servers_first)
+            if got is not None:
+                return got
+        return None
+
+    def _pack(self, i: int, t: int, W: int, S: int, servers_first: bool) -> tuple[np.ndarray, np.ndarray] | None:
+        jobs = self.inst.jobs
         rr = self.res[t].copy()
-        out = []
-        for count, d in ((S, jobs.ps_demand[i]), (W, jobs.worker_demand[i])):
+        kinds = [("s", S, jobs.ps_demand[i]), ("w", W, jobs.worker_demand[i])]
+        placed: dict[str, np.ndarray] = {}
+        for kind, count, d in kinds if servers_first else kinds[::-1]:
             need = d > 0
             room = np.floor(np.min(np.where(need, rr / np.where(need, d, 1.0), np.inf), axis=1))
             room = np.minimum(room, count).astype(np.int64)
@@ -78,8 +87,8 @@ class Placer:
             if n.sum() < count:
                 return None
             rr -= n[:, None] * d
-            out.append(n)
-        s, w = out
+            placed[kind] = n
+        w, s = placed["w"], placed["s"]
         if ((w + s) > 0).sum() < 2:
             return None
         return w, s

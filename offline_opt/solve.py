@@ -43,13 +43,19 @@ from .strengthening import Strengthening
 AGREE_TOL = 1e-6  # relative: |validated - MILP objective| <= AGREE_TOL * max(1, |objective|)
 DEFAULT_GAP = 1e-6
 GRACE = (30.0, 0.1)  # the wall-clock guard's slack over the solver's time limit: 30 s + 10%
+# The guard waits GRACE[0] + (1 + GRACE[1]) x time_limit (+ the model's build time) in one poll(2), whose timeout is
+# a C int of milliseconds: 2^31 - 1 ms, 24.8 days (beyond it, OverflowError). 1e6 s (11.6 days) leaves room for
+# the grace and the build.
+MAX_TIME_LIMIT = 1e6
 
 
 def limit_problems(time_limit: float, mip_gap: float) -> list[str]:
     """``"field: reason"`` for a time limit or gap target no solve can honour (empty: both fine)."""
     out = []
-    if not time_limit > 0:
-        out.append(f"time_limit: must be > 0 seconds, got {time_limit}")
+    if not 0 < time_limit <= MAX_TIME_LIMIT:
+        out.append(
+            f"time_limit: must lie in (0, {MAX_TIME_LIMIT:,.0f}] seconds (the guard's wait limit), got {time_limit}"
+        )
     if not 0 <= mip_gap < 1:
         out.append(f"mip_gap: must lie in [0, 1), got {mip_gap}")
     return out

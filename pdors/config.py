@@ -9,6 +9,7 @@ for value constraints; messages there are ``"field: reason"`` relative to the da
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
 import functools
 import math
@@ -32,6 +33,18 @@ def _join(path: str, name: str | int) -> str:
     if isinstance(name, int):
         return f"{path}[{name}]"
     return f"{path}.{name}" if path else name
+
+
+def unknown(path: str, name: str, known: list[str], what: str = "key") -> str:
+    """The reason an unknown ``name`` under ``path`` gives: the nearest known name if one is near (a typo), then
+    the known names."""
+    return f"unknown {what}{suggestion(path, name, known)} (known: {', '.join(known)})"
+
+
+def suggestion(path: str, name: str, known: list[str]) -> str:
+    """``"; did you mean <path>.<nearest>?"`` when a known name is near ``name`` (a typo), else ``""``."""
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f"; did you mean {_join(path, near[0])}?" if near else ""
 
 
 def _bounded_repr() -> reprlib.Repr:
@@ -96,6 +109,8 @@ def _union(tp: Any, value: Any, path: str) -> Any:
     if value is None and type(None) in args:
         return None
     options = [a for a in args if a is not type(None)]
+    if isinstance(value, dict):  # a mapping can only be meant as the mapping or dataclass option: its error alone
+        options = [a for a in options if dataclasses.is_dataclass(a) or get_origin(a) is dict] or options
     if len(options) == 1:  # ``X | None``: X's own error, at the field inside X that is wrong
         return _convert(options[0], value, path)
     errors = []
@@ -164,9 +179,10 @@ def _str(tp: Any, value: Any, path: str) -> str:
 
 def _int_enum(tp: type[enum.IntEnum], value: Any, path: str) -> enum.IntEnum:
     """A named integer: given by its number (as configs and the record store it)."""
-    if isinstance(value, bool) or value not in {m.value for m in tp}:
+    known = {m.value for m in tp}
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value not in known:  # a list: unhashable
         raise ConfigError(path, f"must be one of {', '.join(str(m.value) for m in tp)}, got {quote(value)}")
-    return tp(value)
+    return tp(int(value))
 
 
 # How each annotation is converted: by its generic origin (``list[int]`` -> list), else by the type itself.
@@ -216,9 +232,9 @@ def build(cls: type[T], data: Any, path: str = "") -> T:
     if not isinstance(data, dict):
         raise ConfigError(path, f"must be a mapping, got {type(data).__name__} {quote(data)}")
     hints, known = _fields(typing.cast(type, cls))
-    unknown = sorted(set(map(str, data)) - set(known))
-    if unknown:
-        raise ConfigError(_join(path, shorten(unknown[0], 60)), f"unknown key (known: {', '.join(sorted(known))})")
+    strangers = sorted(set(map(str, data)) - set(known))
+    if strangers:
+        raise ConfigError(_join(path, shorten(strangers[0], 60)), unknown(path, strangers[0], sorted(known)))
     kwargs = {}
     for name, f in known.items():
         if name in data:

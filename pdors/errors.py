@@ -14,7 +14,7 @@ class ExitStatus(enum.IntEnum):
     """The exit status of every ``pdors`` command (docs/PIPELINE.md, "Errors and exit status")."""
 
     OK = 0
-    FAILED = 1  # some runs failed, were lost or not run; a check failed; a record file is damaged
+    FAILED = 1  # some runs failed, were invalid, lost or not run; a check failed; a record file is damaged
     BAD_INPUT = 2  # a value, path or file the user gave is wrong, or the output root is locked; nothing written
     MLFLOW_FAILED = 3  # the results are written, attaching them to MLflow failed
     DISK_FULL = 4  # the disk filled up; the runs recorded so far are kept

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -189,6 +190,15 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _int(text: str) -> int:
+    """A JSON integer; one longer than Python converts (4,300 digits by default) is refused in one line, since no
+    field can be named yet (a shorter one too large for its field is refused naming the field)."""
+    digits, limit = len(text.lstrip("-")), sys.get_int_max_str_digits()
+    if limit and digits > limit:
+        raise InstanceError("file", f"an integer of {digits:,} digits (Python reads at most {limit:,})")
+    return int(text)
+
+
 def save(instance: Instance, path: str | Path) -> None:
     Path(path).write_text(json.dumps(to_dict(instance)))
 
@@ -211,7 +221,7 @@ def load(path: str | Path) -> Instance:
         except UnicodeDecodeError as e:
             raise InstanceError("file", f"not UTF-8 text (byte {e.start})") from None
         try:
-            data = json.loads(text, object_pairs_hook=_unique)
+            data = json.loads(text, object_pairs_hook=_unique, parse_int=_int)
         except json.JSONDecodeError as e:
             raise InstanceError("file", f"not JSON ({e})") from None
         except RecursionError:

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import portable_math
+from .compact import compact_repr
 from .config import JSON
 
 RESOURCES: tuple[str, ...] = ("gpu", "cpu", "mem", "storage")
@@ -62,6 +63,9 @@ class Jobs:
     utility_form: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     _INT_FIELDS = ("arrival", "epochs", "samples", "gamma", "batch", "sensitivity", "utility_form")
+
+    def __repr__(self) -> str:
+        return compact_repr(self)
 
     def __post_init__(self) -> None:
         if np.size(self.utility_form) == 0:
@@ -133,6 +137,9 @@ class Cluster:
     capacity: np.ndarray
     resources: tuple[str, ...] = RESOURCES
 
+    def __repr__(self) -> str:
+        return compact_repr(self)
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "capacity", _frozen(self.capacity, np.float64))
         object.__setattr__(self, "resources", tuple(self.resources))
@@ -159,6 +166,9 @@ class Instance:
     ps_at_most_workers: bool = True
     # values derived from this (read-only) instance, by the function that computes them: see :meth:`derived`
     _derived: dict[Callable[[Instance], Any], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        return compact_repr(self)
 
     def __post_init__(self) -> None:
         if self.ps_bandwidth is not None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .compact import compact_repr
 from .config import JSON, build, to_dict
 from .errors import InputError
 from .load import fluid_completable, offered_load
@@ -90,6 +91,10 @@ class RunResult:
     simulation: SimulationResult
     validation: Validation
     summary: RunSummary
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return compact_repr(self, policy=s.policy, seed=s.seed, total_utility=s.total_utility, ok=self.validation.ok)
 
 
 def make_instance(spec: RunSpec) -> Instance:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .compact import compact_repr
 from .config import JSON, to_dict
 from .premise import Premise
 
@@ -66,6 +67,9 @@ class RunSummary:
     jobs: list[JobOutcome] = field(default_factory=list)
     # Definition 1 replayed on the run and Theorems 5-6's bound (pdors.premise; all None for non-PD-ORS policies)
     premise: Premise = field(default_factory=Premise)
+
+    def __repr__(self) -> str:
+        return compact_repr(self)
 
     def to_dict(self) -> JSON:
         """Plain JSON-friendly data (``pdors simulate --json``, the sweep's task results): what

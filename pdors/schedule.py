@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .compact import compact_repr
 from .config import JSON
 from .model import Instance
 
@@ -36,6 +37,9 @@ class Schedule:
     claimed_completion: np.ndarray
     claimed_restart: np.ndarray
     restart_loss: float = 0.0
+
+    def __repr__(self) -> str:
+        return compact_repr(self)
 
     @classmethod
     def empty(cls, instance: Instance, restart_loss: float = 0.0) -> Schedule:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .compact import compact_repr
 from .config import JSON
 from .model import Instance
 from .policies.base import JobPlan, PlanningPolicy, Policy, SlotAllocation, SlotPolicy, SlotView
@@ -34,6 +35,9 @@ class SimulationResult:
     # inflated by other processes sharing the cores
     decision_cpu_seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))
     slots_simulated: int = 0  # slots run before nothing could arrive or run any more (at most T)
+
+    def __repr__(self) -> str:
+        return compact_repr(self)
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:

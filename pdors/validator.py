@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .compact import compact_repr
 from .config import JSON
 from .model import Instance
 from .portable_math import dot
@@ -55,6 +56,9 @@ class Validation:
     usage: np.ndarray  # [T, H, R] resources in use
     checked: int  # slots checked: every per-slot value from this slot on is zero (the schedule's idle tail)
     total_utility: float = field(init=False)
+
+    def __repr__(self) -> str:
+        return compact_repr(self, ok=self.ok)
 
     def __post_init__(self) -> None:
         self.total_utility = float(self.utility.sum())

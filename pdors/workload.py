@@ -62,6 +62,9 @@ PAPER_ONLY = ("epochs", "samples", "grad_mb", "tau", "gamma", "batch", "bw_exter
 
 
 PAPER_SCALE = 0.1  # the calibrated default of the paper's profile (docs/MODEL.md, "Calibration")
+# A job's workload V_i = E_i x round(K_i x scale) is an int64 that the validator and policies sum in float64: it
+# must stay exact there (2^53), far below int64's 9.2e18, past which it wrapped negative (issue 47).
+MAX_WORKLOAD = 2**53
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +112,15 @@ class WorkloadConfig:
             return self.workload_scale
         return PAPER_SCALE if self.profile == "paper" else 1.0
 
+    def largest_workload(self) -> tuple[int, int, float]:
+        """(E, K, E x round(K x scale)): the largest job workload this config can draw, from its largest E and K."""
+        e, k = (
+            (thesis.EPOCHS[1], thesis.MINIBATCHES_PER_CHUNK[1] * thesis.CHUNKS[1])
+            if self.profile == "thesis"
+            else (self.epochs[1], self.samples[1])
+        )
+        return e, k, float(e) * max(1.0, round(k * self.scale()))
+
     def utility_form(self) -> str:
         """``utility``, else the profile's default."""
         return self.utility or ("sigmoid" if self.profile == "paper" else "reciprocal")
@@ -146,6 +158,14 @@ class WorkloadConfig:
             out.append(f"workload_scale: must be > 0, got {self.workload_scale}")
         if any(m < 0 for m in self.mix) or abs(sum(self.mix) - 1.0) > 1e-6:
             out.append(f"mix: three non-negative shares summing to 1, got {list(self.mix)}")
+        if not out:
+            e, k, v = self.largest_workload()
+            if v > MAX_WORKLOAD:
+                name = "workload_scale" if self.workload_scale is not None else "samples"
+                out.append(
+                    f"{name}: the largest job workload E x K x workload_scale = {e:,} x {k:,} x {self.scale():g} = "
+                    f"{v:.3g} is over 2^53 ({MAX_WORKLOAD:.3g}), where workloads stop being exact"
+                )
         out += [f"worker_demand.{p}" for p in self.worker_demand.check()]
         out += [f"ps_demand.{p}" for p in self.ps_demand.check()]
         if self.arrivals == "trace":

@@ -5,53 +5,116 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import textwrap
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from pdors.errors import ExitStatus, PdorsError
 
-# (subcommand, its module in pdors_cli, its line in `pdors --help`). Only the module of the command invoked is
-# imported and adds its options (``register(subparsers)``; handlers are ``func(args) -> int``), so `pdors X --help`
-# costs X's imports alone: `sweep` and `simulate` import no Pyomo, Ray or MLflow.
+DESCRIPTION = """Run PD-ORS, the online scheduler of Yu et al. (IEEE TNSE 2022), and its rivals on simulated
+clusters, compare them with the offline optimum, and sweep them over grids of settings.
+
+example:
+  pdors sweep run configs/quickstart.yaml   # the quickstart sweep: a results table, figures, an MLflow link
+  pdors sweep status                        # how the latest sweep under results/ is doing
+  pdors COMMAND --help                      # what COMMAND does, with an example"""
+
+
+class Command(NamedTuple):
+    name: str
+    module: str  # its module in pdors_cli
+    summary: str  # one or two sentences: its line in `pdors --help`, the opening of `pdors NAME --help`
+    example: str
+
+
+# Only the module of the command invoked is imported and adds its options (``register(subparsers)``; handlers are
+# ``func(args) -> int``), so `pdors X --help` costs X's imports alone: `sweep` and `simulate` import no Pyomo, Ray
+# or MLflow. A command's own ``description`` wins over its summary here.
 SUBCOMMANDS = (
-    ("simulate", "simulate", "simulate one policy on one instance and validate the schedule"),
-    (
+    Command(
+        "simulate",
+        "simulate",
+        "Simulate one policy on one instance and check the schedule with the validator.",
+        "pdors simulate --policy pdors --machines 30 --jobs 50 --slots 20 --seed 1",
+    ),
+    Command(
         "compare",
         "compare",
-        "run several policies over seeds on the same instances; print a Markdown table of total utility",
+        "Run several policies over seeds on the same instances and print a table of their total utility.",
+        "pdors compare --policies pdors,fifo,drf --seeds 1-3",
     ),
-    ("sweep", "sweep", "parameter sweeps: YAML grid -> Ray -> Parquet -> MLflow"),
-    ("report", "sweep", "a sweep's figures (PNG) and tables (CSV, Markdown), attached to its MLflow parent run"),
-    ("opt", "opt", "offline optimum (MILP) of one instance and each policy's ratio OPT/ALG"),
-    (
+    Command(
+        "sweep",
+        "sweep",
+        "Run a sweep config (policies x grid x seeds) on Ray, record every run in Parquet and log it to MLflow; "
+        "status, log, report and list look at recorded sweeps.",
+        "pdors sweep run configs/quickstart.yaml seeds.count=2",
+    ),
+    Command(
+        "report",
+        "sweep",
+        "Draw a recorded sweep's figures (PNG) and write its tables (CSV, Markdown) and an HTML page.",
+        "pdors report results/quickstart",
+    ),
+    Command(
+        "opt",
+        "opt",
+        "Solve one instance's offline optimum (MILP) and print each policy's ratio OPT/ALG.",
+        "pdors opt --machines 4 --jobs 10 --slots 10 --seed 1",
+    ),
+    Command(
         "nightly",
         "nightly",
-        "regression check: PD-ORS against its records (small and paper scale) and fresh paper-scale instances, "
-        "and hard violations against OPT",
+        "Check PD-ORS for regressions: against its records (small and paper scale) and on fresh paper-scale "
+        "instances, and hard violations against the offline optimum; exit status 1 when a check fails.",
+        "pdors nightly",
     ),
-    (
+    Command(
         "bench",
         "bench",
-        "measure decision latency, run times per policy, OPT solve times, Ray sweep throughput and peak memory; "
-        "print tables",
+        "Measure decision latency, run times per policy, OPT solve times, sweep throughput and peak memory.",
+        "pdors bench --quick",
     ),
-    ("show", "show", "draw one run's schedule: machines over slots (Gantt-style)"),
-    ("study", "study", "the measurement studies behind the docs (OPT formulation, ratio vs load)"),
-    ("policies", "policies", "list the policies found, built-in and external, with their origin and version"),
-    ("ui", "ui", "serve the local MLflow store's UI on 127.0.0.1 (the port the sweeps' URLs name)"),
+    Command(
+        "show",
+        "show",
+        "Draw one run's schedule: machines over slots (Gantt-style).",
+        "pdors simulate --policy pdors --schedule s.parquet && pdors show s.parquet",
+    ),
+    Command(
+        "study",
+        "study",
+        "Run the measurement studies behind the docs (OPT formulation, ratio vs load).",
+        "pdors study premise --out study-out",
+    ),
+    Command(
+        "policies",
+        "policies",
+        "List the policies found, built-in and external (installed packages), with their origin and version.",
+        "pdors policies",
+    ),
+    Command(
+        "ui",
+        "ui",
+        "Serve the local MLflow store on 127.0.0.1 so that the URLs sweeps print open.",
+        "pdors ui",
+    ),
 )
 
 
 def parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser of ``argv``: every subcommand listed, the options of the one ``argv`` invokes."""
-    ap = argparse.ArgumentParser(prog="pdors", description=__doc__)
-    sub = ap.add_subparsers(dest="command", required=True)
+    raw = argparse.RawDescriptionHelpFormatter
+    ap = argparse.ArgumentParser(prog="pdors", description=DESCRIPTION, formatter_class=raw)
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
     invoked = next((a for a in argv if not a.startswith("-")), None)
-    for name, module, _ in SUBCOMMANDS:
-        if name == invoked:
-            importlib.import_module(f"{__package__}.{module}").register(sub)
-    for name, _, help_ in SUBCOMMANDS:
-        if name not in sub.choices:
-            sub.add_parser(name, help=help_)
+    for c in SUBCOMMANDS:
+        if c.name == invoked:
+            importlib.import_module(f"{__package__}.{c.module}").register(sub)
+    for c in SUBCOMMANDS:
+        p = sub.choices.get(c.name) or sub.add_parser(c.name, help=c.summary)  # listed when none is invoked
+        p.description = p.description or f"{textwrap.fill(c.summary, 100)}\n\nexample:\n  {c.example}"
+        p.formatter_class = raw
     return ap
 
 
@@ -69,6 +132,11 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if not argv:  # plain `pdors`: the help, not a usage error
+        parser().print_help()
+        return ExitStatus.OK
     args = parse(argv)
     try:
         status: int = args.func(args)

@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "first seed scanned (default 1)",
     )
     p.add_argument("--solver", choices=SOLVERS, default=d.solver)
-    p.add_argument("--time-limit", type=float, default=d.time_limit, help="seconds per OPT solve (> 0)")
+    p.add_argument("--time-limit", type=float, default=d.time_limit, help="seconds per OPT solve, in (0, 1e6]")
     p.add_argument("--mip-gap", type=float, default=d.mip_gap, help="relative gap target of OPT, in [0, 1)")
     p.add_argument(
         "--tolerance",

@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--time-limit",
         type=float,
         default=300.0,
-        help="seconds for the MILP solver (> 0); its process is killed 30 s + 10%% later",
+        help="seconds for the MILP solver, in (0, 1e6]; its process is killed 30 s + 10%% later",
     )
     p.add_argument(
         "--mip-gap",

@@ -91,7 +91,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     q.add_argument("--sweep", help="sweep id (default: the only sweep under RESULTS)")
     q.add_argument("--out", required=True, help="directory for ratio_vs_load.{csv,md,png,pdf}")
     q.set_defaults(func=cmd_ratio_vs_load)
-    m = studies.add_parser("premise", help="Definition 1's share and PD-ORS's certified ratio against job size")
+    m = studies.add_parser(
+        "premise", help="Definition 1's share and PD-ORS's certified ratio as jobs shrink at a fixed offered load"
+    )
     m.add_argument("--out", required=True, help="directory for premise_size.{csv,md,png,pdf}")
     m.add_argument("--seeds", type=int, default=2, help="seeds 1..N per grid point (1-20)")
     m.set_defaults(func=cmd_premise)

@@ -113,7 +113,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     r.add_argument("--ray-address", help="Ray cluster to use (default: $RAY_ADDRESS, else a local Ray)")
     r.add_argument("--out", help="output root (default: the config's 'output')")
     r.add_argument("--resume", action="store_true", help="continue a sweep that already ran")
-    r.add_argument("--retry-failed", action="store_true", help="run again the runs recorded as failed")
+    r.add_argument("--retry-failed", action="store_true", help="run again the runs recorded as failed or invalid")
     r.add_argument("--dry-run", action="store_true", help="print the plan and a time estimate; write nothing")
     r.add_argument("--max-parallel", type=_positive, help="tasks in flight at once (default: 2 x cluster CPUs)")
     r.add_argument("--num-cpus", type=_positive, help="CPUs of the local Ray (default: all; not with a cluster)")

@@ -20,7 +20,16 @@ def cmd_ui(args: argparse.Namespace) -> int:
     mlflow = Path(sys.executable).parent / "mlflow"
     print(f"MLflow UI of {tracking.shown_uri()}: http://127.0.0.1:{port}/#/experiments?{tracking.UI_MODE}", flush=True)
     command = [str(mlflow), "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(port)]
-    os.execv(command[0], command)  # the server is this process: Ctrl-C stops it
+    # One worker, no job runner: MLflow's default of 4 workers (each importing MLflow) and a job-runner process
+    # took 16-45 s to serve on 2 shared cores, and one person's browser needs neither.
+    command += ["--workers", "1"]
+    # (and the deprecation warning Starlette gives about an import of MLflow's, which a user cannot act on)
+    env = {
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+        "PYTHONWARNINGS": "ignore:starlette.middleware.wsgi is deprecated",
+        **os.environ,
+    }
+    os.execve(command[0], command, env)  # the server is this process: Ctrl-C stops it
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -27,14 +27,14 @@ from pdors import atomic
 from pdors.config import JSON, quote, to_dict
 from pdors.errors import ExitStatus, SweepError
 from pipeline.record import sweep_index
-from pipeline.record.locate import locate, sweeps_under
+from pipeline.record.locate import NO_SWEEP_HINT, locate, sweeps_under
 from pipeline.record.manifest import Manifest
 from pipeline.record.provenance import git_commit, packages
 from pipeline.record.storage import Damage, Index, Store, count, manifest_of, resume_command
 from pipeline.spec import sizing
 from pipeline.spec.tasks import Outcome, Plan, Task
 from pipeline.text.credentials import one_line
-from pipeline.text.screen import fit
+from pipeline.text.screen import WIDTH, Lines, fit
 
 if TYPE_CHECKING:  # executor imports Ray: only where a sweep runs on it
     from pipeline.execute.executor import Cluster
@@ -94,6 +94,7 @@ class SweepResult:
     again: str
     ran: int = 0
     failed: int = 0
+    invalid: int = 0
     lost: int = 0
     run_seconds: float = 0.0  # running the tasks, after start-up
     stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
@@ -157,7 +158,7 @@ def _runs_to_do(store: Store, plan: Plan, retry_failed: bool) -> tuple[list[Task
     ``retry_failed``, again), and the damaged batches under the root (their runs count as not recorded)."""
     index = store.index()
     recorded = index.status()
-    redo = {"lost", "failed"} if retry_failed else {"lost"}
+    redo = {"lost", "failed", "invalid"} if retry_failed else {"lost"}
     return [t for t in plan.tasks if recorded.get(t.run_id, "lost") in redo], index.damaged
 
 
@@ -191,7 +192,8 @@ def run(config_path: str, options: SweepOptions = SweepOptions(), progress: Say 
     from pipeline.spec import grid, schema  # with pdors.run and the config schema: not for status, list or --help
 
     data = schema.raw(config_path, overrides)
-    plan = grid.expand(schema.parse(data, o.max_tasks))  # every spec validated: nothing is written before this
+    with schema.blame(overrides):  # every spec validated: nothing is written before this
+        plan = grid.expand(schema.parse(data, o.max_tasks))
     root = Path(o.out or plan.config.output)
     _check_output(root)
     _check_memory(plan, o.max_run_memory, _runs_at_once(o, address))
@@ -381,13 +383,15 @@ def _execute(
     commit = git_commit()
     if cluster is None:
         say("running in this process, without Ray ...")
-    tally = {"ok": 0, "failed": 0, "lost": 0}
+    tally = {"ok": 0, "failed": 0, "invalid": 0, "lost": 0}
+    tty = sys.stderr.isatty()
     bar = tqdm(
         total=len(todo),
         unit="run",
-        file=sys.stderr,
-        mininterval=0.5 if sys.stderr.isatty() else 10,
-        dynamic_ncols=True,
+        file=sys.stderr if tty else Lines(sys.stderr),
+        mininterval=0.5 if tty else 10,
+        dynamic_ncols=tty,
+        ncols=None if tty else WIDTH,
         disable=say is silent,
     )
     started = flushed = time.perf_counter()
@@ -405,7 +409,7 @@ def _execute(
                 tally[outcome.status] += 1
             bar.set_postfix(
                 ok=tally["ok"],
-                failed=tally["failed"] + tally["lost"],
+                failed=tally["failed"] + tally["invalid"] + tally["lost"],
                 left=len(todo) - sum(tally.values()),
                 refresh=False,
             )
@@ -422,11 +426,12 @@ def _execute(
         writing += time.perf_counter() - tick
     done, seconds = sum(tally.values()), time.perf_counter() - started
     result.ran, result.failed, result.lost, result.run_seconds = done, tally["failed"], tally["lost"], seconds
+    result.invalid = tally["invalid"]
     result.stages["runs"] += seconds - writing
     result.stages["record"] += writing
     say(
         f"ran {done} tasks in {seconds:.1f} s after start-up ({done / seconds:.2f} runs/s); "
-        f"{tally['failed']} failed, {tally['lost']} lost"
+        f"{tally['failed']} failed, {tally['invalid']} invalid, {tally['lost']} lost"
     )
 
 
@@ -444,7 +449,7 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = (), s
         damaged = index.damaged
         say(
             f"{store.sweep_id} ({store.root}): {counts.total} tasks, {counts.ok} ok, {counts.failed} failed, "
-            f"{counts.lost} lost, {counts.remaining} not run; "
+            f"{counts.invalid} invalid, {counts.lost} lost, {counts.remaining} not run; "
             + (f"{len(damaged)} damaged batches" if damaged else "records intact")
             + (f"; {index.unsealed} batches older than digests (trusted: read unchecked)" if index.unsealed else "")
         )
@@ -459,8 +464,8 @@ def status(target: str | None, out: str | None, overrides: Sequence[str] = (), s
         if damaged:
             say(f"  repair: `{again}` sets the damaged batches aside and recomputes their runs")
             code = ExitStatus.FAILED
-        if counts.failed:
-            say(f"  rerun the failed runs: `{again} --retry-failed`")
+        if counts.failed or counts.invalid:
+            say(f"  rerun the failed and invalid runs: `{again} --retry-failed`")
         elif (counts.lost or counts.remaining) and not damaged:
             say(f"  continue: `{again}`")
     return code
@@ -476,7 +481,7 @@ def list_sweeps(out: str | None, say: Say = say_out) -> int:
     """``pdors sweep list``: every sweep under the output root (or under ``results/``), oldest first."""
     stores = sweeps_under(out)
     if not stores:
-        raise SweepError(f"no sweeps under {out or 'results/'}")
+        raise SweepError(f"no sweeps under {out or 'results/'}; {NO_SWEEP_HINT}")
     recorded: dict[Path, dict[str, str]] = {}
     for store in stores:
         manifest = manifest_of(store)
@@ -484,7 +489,8 @@ def list_sweeps(out: str | None, say: Say = say_out) -> int:
         states = [have.get(r) for r in manifest.run_ids]
         say(
             f"{manifest.created_at or '?':<25} {store.sweep_id:<32} {len(states):>6} tasks "
-            f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('lost'):>4} lost "
+            f"{states.count('ok'):>6} ok {states.count('failed'):>4} failed {states.count('invalid'):>4} invalid "
+            f"{states.count('lost'):>4} lost "
             f"{states.count(None):>6} not run  {store.root}"
         )
     return ExitStatus.OK

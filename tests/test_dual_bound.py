@@ -280,3 +280,48 @@ def test_thesis_instances_get_a_valid_bound() -> None:
     b = db.dual_bound(inst)
     runs = run_policies(inst, 1, {"profile": "thesis"}, policies=("pdors", "oasis"))
     assert all(r.validation.ok and r.validation.total_utility <= b.bound for r in runs.values())
+
+
+def test_external_count_packs_whole_workers_and_servers_on_machines() -> None:
+    """``w_external`` is the most workers W whose W workers and ceil(W / gamma) PSs each fit whole on one machine:
+    equal to a brute force over every per-machine split on random small clusters (one or two machine classes)."""
+    import itertools
+
+    from offline_opt.bounds import MachineClasses, _packed_count
+
+    rng = np.random.default_rng(45)
+    for _ in range(40):
+        caps = rng.integers(5, 30, (int(rng.integers(1, 3)), 2)).astype(float)
+        count = rng.integers(1, 3, 1) if len(caps) == 1 else np.ones(2, dtype=np.int64)
+        alpha, beta = rng.integers(0, 8, (3, 2)).astype(float), rng.integers(0, 8, (3, 2)).astype(float)
+        alpha[:, 0] = np.maximum(alpha[:, 0], 1)
+        gamma, limit = rng.integers(1, 4, 3), rng.integers(1, 12, 3)
+        got = _packed_count(
+            limit, gamma, alpha, beta, MachineClasses(caps, count, np.repeat(np.arange(len(caps)), count))
+        )
+        for i in range(3):
+            splits = [
+                [(w, s) for w in range(12) for s in range(12) if np.all(w * alpha[i] + s * beta[i] <= c + 1e-9)]
+                for c in np.repeat(caps, count, axis=0)
+            ]
+            best = max(
+                (
+                    sum(w for w, _ in combo)
+                    for combo in itertools.product(*splits)
+                    if sum(w for w, _ in combo) <= limit[i]
+                    and sum(s for _, s in combo) >= -(-sum(w for w, _ in combo) // gamma[i])
+                ),
+                default=0,
+            )
+            assert got[i] == best, (caps, count, alpha[i], beta[i], gamma[i], limit[i])
+
+
+def test_bound_counts_external_allocations_machine_by_machine() -> None:
+    """Small profile, H = 2, I = 4, T = 8, seed 14 (OPT 102.507, proven by HiGHS): pooling the two machines let job 0
+    run 20 external workers + 7 PSs of 10 storage each (270 = 2 x 135), which only 19 + 7 fit whole (13 items per
+    machine); the bound was 174.56 (1.70 x OPT) with the pooled count, 162.54 with the packed one."""
+    from offline_opt.profile import small_profile
+
+    inst = generate(small_profile(), 2, 4, 8, 14)
+    assert count_limits(inst).w_external[0] == 19
+    assert 102.50 <= db.dual_bound(inst).bound <= 162.55

@@ -18,7 +18,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, error: Exception) -> int:
         raise error
 
     monkeypatch.setattr(cli, "parse", lambda argv: argparse.Namespace(command="x", func=handler))
-    return cli.main([])
+    return cli.main(["x"])  # any argument: no arguments at all print the help
 
 
 @pytest.mark.parametrize(

@@ -172,7 +172,7 @@ def test_broken_policies_end_failed_with_their_reasons_and_the_sweep_goes_on(tmp
            "mlflow.enabled=false"]  # fmt: skip
     done = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "runs: 10 total, 4 ok, 6 failed, 0 lost" in done.stdout
+    assert "runs: 10 total, 2 ok, 6 failed, 2 invalid, 0 lost" in done.stdout
     runs = runs_of(out).set_index(["policy", "seed"])
     assert runs.loc["greedy"]["status"].tolist() == ["ok", "ok"]
     assert (runs.loc["greedy"]["violations"] == 0).all()
@@ -186,8 +186,11 @@ def test_broken_policies_end_failed_with_their_reasons_and_the_sweep_goes_on(tmp
     ]:
         mine = runs.loc[f"pdors_greedy.broken:{name}"]
         assert mine["status"].tolist() == ["failed", "failed"] and all(e.startswith(why) for e in mine["error"])
-    over = runs.loc["pdors_greedy.broken:OverCapacity"]  # judged by the validator (issue 47: status `invalid`)
-    assert (over["violations"] > 0).all() and all('"kind": "capacity"' in d for d in over["violation_detail"])
+    over = runs.loc["pdors_greedy.broken:OverCapacity"]  # judged by the validator: never ok, never ranked
+    assert over["status"].tolist() == ["invalid", "invalid"] and (over["violations"] > 0).all()
+    assert all('"kind": "capacity"' in d for d in over["violation_detail"])
+    assert all(e.split(";")[0].endswith("validator violation(s)") for e in over["error"])
+    assert "2 invalid runs left out" in done.stdout and "OverCapacity" not in done.stdout.split("invalid run")[0]
 
 
 @pytest.mark.slow

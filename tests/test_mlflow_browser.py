@@ -23,7 +23,7 @@ SHOTS = ROOT / "results" / "test-artifacts" / "mlflow-browser"
 PORT = 5000  # the namespace is the test's own: no other server there
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make setup installs it)"),
+    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test's set-up installs it)"),
 ]
 
 # Runs inside the namespace: opens the URLs, waits for the rendered content, screenshots, reports the DOM.
@@ -44,7 +44,7 @@ with sync_playwright() as p:
     out["right_edge"] = {
         h: (lambda b: b and b["x"] + b["width"])(page.locator(f".ag-header-cell[col-id='{h}']").first.bounding_box())
         for h in ("metrics.`total_utility`", "metrics.`paired.ratio_gmean`", "metrics.`paired.wins`",
-                  "metrics.`paired.ties`", "metrics.`paired.losses`")
+                  "metrics.`paired.ties`", "metrics.`paired.losses`", "metrics.`completed_share`")
         if page.locator(f".ag-header-cell[col-id='{h}']").count()
     }
     out["genai_nav"] = [t for t in ("Sessions", "Judges", "Prompts")
@@ -133,11 +133,18 @@ def test_comparison_url_opens_the_children_table_and_the_report_renders(netns: s
     # window.location.hostname; no server option): the headline columns must stay left of it
     visible = seen["assistant_left"] or 1600
     assert seen["genai_nav"] == [], seen
-    assert len(seen["right_edge"]) == 5 and all(edge and edge <= visible for edge in seen["right_edge"].values()), seen
+    assert len(seen["right_edge"]) == 6 and all(edge and edge <= visible for edge in seen["right_edge"].values()), seen
     assert all(len(u.replace(".", "").lstrip("0")) <= 4 for u in seen["utility"]), seen["utility"]
     assert all(float(u) > 0 for u in seen["utility"]), seen["utility"]
     # the params columns come after the headline metrics: off-screen at 1600 px, so not rendered
-    for header in ("total_utility", "paired.ratio_gmean", "paired.wins", "paired.ties", "paired.losses"):
+    for header in (
+        "total_utility",
+        "paired.ratio_gmean",
+        "paired.wins",
+        "paired.ties",
+        "paired.losses",
+        "completed_share",
+    ):
         assert header in seen["headers"], seen["headers"]
     assert seen["matching"] and seen["matching"][0].startswith("4 matching runs"), seen["matching"]
     # the HTML report: the paired figure and the sweep's figure decoded and drawn

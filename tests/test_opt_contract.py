@@ -59,8 +59,16 @@ def test_a_sweep_flags_a_run_above_opt_and_clips_within_the_gap():
     [
         ("--mip-gap", "2", "pdors opt: error: --mip-gap: must lie in [0, 1), got 2.0"),
         ("--mip-gap", "-0.1", "pdors opt: error: --mip-gap: must lie in [0, 1), got -0.1"),
-        ("--time-limit", "-5", "pdors opt: error: --time-limit: must be > 0 seconds, got -5.0"),
-        ("--time-limit", "0", "pdors opt: error: --time-limit: must be > 0 seconds, got 0.0"),
+        (
+            "--time-limit",
+            "-5",
+            "pdors opt: error: --time-limit: must lie in (0, 1,000,000] seconds (the guard's wait limit), got -5.0",
+        ),
+        (
+            "--time-limit",
+            "0",
+            "pdors opt: error: --time-limit: must lie in (0, 1,000,000] seconds (the guard's wait limit), got 0.0",
+        ),
     ],
 )
 def test_opt_refuses_impossible_limits_before_anything_runs(flag, value, message, tmp_path, capsys):
@@ -72,7 +80,10 @@ def test_opt_refuses_impossible_limits_before_anything_runs(flag, value, message
 
 @pytest.mark.parametrize(
     "args, field",
-    [(["--mip-gap", "1"], "mip_gap: must lie in [0, 1)"), (["--time-limit", "-5"], "time_limit: must be > 0")],
+    [
+        (["--mip-gap", "1"], "mip_gap: must lie in [0, 1)"),
+        (["--time-limit", "-5"], "time_limit: must lie in (0, 1,000,000]"),
+    ],
 )
 def test_nightly_refuses_impossible_limits(args, field, tmp_path, capsys):
     assert main(["nightly", "--no-mlflow", "--out", str(tmp_path / "out"), *args]) == 2

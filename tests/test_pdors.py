@@ -1,6 +1,7 @@
 """PD-ORS's parts against values computed by hand, and whole runs against the validator."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -40,6 +41,17 @@ def test_price_bounds_follow_eqs_13_and_14_on_a_one_job_instance():
     assert b.lower_source == "eq14"  # u = 5 is far above the floor
     floored = price_bounds(inst.jobs, inst.cluster.capacity, inst.slots, utility_floor=50.0)
     assert (floored.lower, floored.lower_source) == (pytest.approx(b.lower * 10), "floor")
+
+
+def test_price_bounds_of_machines_without_capacity_are_inf_without_a_warning():
+    """OASiS's PS half of a one-machine cluster has no machine: nothing fits, U^r = L = inf, a flat price (log
+    ratio 0), computed without a divide-by-zero (numpy's RuntimeWarning, once printed by every such run)."""
+    inst = tiny_instance([{"theta2": 0.0}], machines=1, slots=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = price_bounds(inst.jobs, inst.cluster.capacity[:0], inst.slots, utility_floor=1e-6)
+        assert b.lower == math.inf and np.all(b.upper == math.inf) and np.all(b.log_ratio() == 0.0)
+        assert np.all(prices(b, np.zeros((2, 0, 4)), inst.cluster.capacity[:0]).shape == (2, 0, 4))
 
 
 def test_gain_eq29_and_eq30_by_hand():

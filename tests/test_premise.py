@@ -158,20 +158,32 @@ def test_nightly_paper_part_fails_on_a_planted_violation_and_saves_the_instance(
     assert "FAIL: " in nightly_paper.markdown([r])[-1] and "100% of" in nightly_paper.markdown([r])[-1]
 
 
-def test_premise_study_table_and_medians():
-    """studies.premise_size's summary: medians per grid point and the count of theorem violations."""
+def test_premise_study_pools_admissions_per_grid_point():
+    """studies.premise_size's summary: admissions where Definition 1 holds pooled over seeds (not a median of
+    shares), the certified interval's medians, the theorem's bound range and the count of violations; and its grid
+    keeps the offered load: capacity and jobs grow together."""
     import pandas as pd
 
     from studies import premise_size
 
-    row = {"machines": 2, "workload_scale": 0.1, "capacity_factor": 18.0, "admitted": 4, "competitive_bound": 200.0}
+    key = {"part": "scaling", "workload_scale": 0.1, "step": 1, "machines": 2, "jobs": 35, "slots": 80}
     points = pd.DataFrame(
         [
-            {**row, "seed": 1, "premise_share": 0.0, "cell_share_max": 1.0, "cell_share_median": 0.9},
-            {**row, "seed": 2, "premise_share": 1.0, "cell_share_max": 0.5, "cell_share_median": 0.1},
+            {**key, "capacity_factor": 90.0, "seed": 1, "admitted": 4, "premise_held": 0, "cell_share_max": 1.0},
+            {**key, "capacity_factor": 90.0, "seed": 2, "admitted": 3, "premise_held": 3, "cell_share_max": 0.5},
         ]
-    ).assign(upper_ratio=[3.0, 5.0], theorem_violated=[False, True])
-    m = premise_size.medians(points)
-    assert m.loc[0, "premise_share"] == 0.5 and m.loc[0, "upper_ratio"] == 4.0
-    assert m.loc[0, "theorem_violations"] == 1 and m.loc[0, "runs"] == 2
-    assert "| 2 | 0.1 | 18 | 2 | 4 | 0.50 | 0.750 / 0.500 | 4.000 | 200.0 | 1 |" in premise_size.markdown(points)
+    ).assign(
+        premise_share=[0.0, 1.0],
+        offered_load=[0.8, 0.9],
+        ratio_low=[1.0, 1.2],
+        upper_ratio=[1.1, 1.5],
+        competitive_bound=[200.0, 240.0],
+        theorem_violated=[False, True],
+    )
+    s = premise_size.summary(points)
+    assert len(s) == 1 and s.loc[0, "share"] == pytest.approx(3 / 7) and s.loc[0, "ratio_high"] == pytest.approx(1.3)
+    assert s.loc[0, "theorem_violations"] == 1 and s.loc[0, "runs"] == 2 and s.loc[0, "runs_holding"] == 1
+    row = "fixed load | 0.1 | 5x | 2 / 35 / 80 | 2 | 0.85 | 3 / 7 | 0.429 | 1 | 0.750 | [1.100, 1.300] | 1.500 | 200-24"
+    assert row in premise_size.markdown(points)
+    grid = [g for g in premise_size.grid(1) if g["part"] == "scaling" and g["workload_scale"] == 0.1]
+    assert {g["jobs"] / g["capacity_factor"] for g in grid} == {7 / 18} and len(grid) == premise_size.STEPS

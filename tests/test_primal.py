@@ -148,3 +148,12 @@ def test_a_sweeps_ratio_low_takes_the_primal_schedule() -> None:
     assert rated({"utility": 90.0, "source": "rmp", "violations": 0}) == 1.8
     assert rated({"utility": 90.0, "source": "rmp", "violations": 2}) == 1.0
     assert rated({"utility": 90.0, "source": "policy pdors", "violations": 0}) == 1.0
+
+
+def test_spread_places_workers_first_where_servers_first_fails() -> None:
+    """Paper profile, H = 3, I = 6, T = 7, seed 18 (OPT 106.536, proven by HiGHS; the bound is exact): job 0 needs
+    27 external workers (9 per machine, GPU-bound) with 14 PSs; PSs placed first, best fit, crowd one machine and
+    leave room for 23 workers, so the job could not complete beside job 3 and the primal stopped at 65.31."""
+    inst = generate(WorkloadConfig(), 3, 6, 7, 18)
+    p = checked(inst)
+    assert p.utility >= 106.536 * (1 - 1e-6)

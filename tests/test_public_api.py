@@ -45,6 +45,6 @@ def test_load_runs_gives_the_rows_sweep_status_counts(tmp_path, capsys):
     from pipeline.sweep import status
 
     assert status(None, str(root)) == 0
-    assert "12 tasks, 12 ok, 0 failed, 0 lost" in unwrapped(capsys.readouterr().out)
+    assert "12 tasks, 12 ok, 0 failed, 0 invalid, 0 lost" in unwrapped(capsys.readouterr().out)
     jobs = pipeline.load_jobs(root)
     assert set(jobs["run_id"]) == set(runs["run_id"]) and len(jobs) == 12 * TINY["instance"]["jobs"]

@@ -81,6 +81,32 @@ def test_a_sweep_written_anywhere_is_found_by_list_and_status(
     assert (tmp_path / "index" / "sweep-roots.txt").read_text() == f"{elsewhere.resolve()}\n"
 
 
+def test_status_without_a_target_names_the_latest_sweep_here_before_the_machines_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sweep status` alone: the latest sweep under results/ of the working directory, even when a sweep written
+    later elsewhere is in the machine's index; that one only from a directory without sweeps; none: a hint."""
+    monkeypatch.setenv("PDORS_RESULTS", str(tmp_path / "index"))
+    for d in ("here", "empty"):
+        (tmp_path / d).mkdir()
+    monkeypatch.chdir(tmp_path / "empty")
+    assert main(["sweep", "status"]) == 2
+    assert "run one first: `pdors sweep run configs/quickstart.yaml`" in capsys.readouterr().err
+
+    def run(*args: str) -> str:
+        assert main(["sweep", "run", QUICKSTART, *SMALL, *args, "--in-process"]) == 0
+        return capsys.readouterr().out.split("sweep ", 1)[1].split(":", 1)[0]
+
+    monkeypatch.chdir(tmp_path / "here")
+    here = run("seeds.count=1", "--out", "results/q")
+    elsewhere = run("seeds.count=2", "--out", str(tmp_path / "elsewhere"))  # later, and in the index
+    assert main(["sweep", "status"]) == 0
+    assert f"{here} (results/q)" in unwrapped(capsys.readouterr().out)
+    monkeypatch.chdir(tmp_path / "empty")
+    assert main(["sweep", "status"]) == 0
+    assert elsewhere in capsys.readouterr().out
+
+
 def test_a_second_sweep_into_a_root_being_written_is_refused_before_it_writes(
     tmp_path: Path, mlflow_store: str
 ) -> None:

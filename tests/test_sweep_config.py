@@ -34,10 +34,10 @@ BAD = [
     ({"grid": {"pdors.rounding.gain": [-1]}}, "grid.pdors.rounding.gain[0]: must be > 0"),
     ({"grid": {"seed": [1, 2]}}, "grid.seed: seeds are set by the top-level 'seeds'"),
     ({"grid": {"oasis.x": [1]}}, "grid.oasis.x: unknown axis"),
-    ({"opt": {"time_limit": -5}}, "opt.time_limit: must be > 0"),
+    ({"opt": {"time_limit": -5}}, "opt.time_limit: must lie in (0, 1,000,000]"),
     ({"opt": {"mip_gap": 2}}, "opt.mip_gap: must lie in [0, 1)"),
     ({"mlflow": {"experiment": " "}}, "mlflow.experiment: must not be empty"),
-    ({"name": "a/b"}, "name: letters, digits"),
+    ({"name": "a/b"}, "name: at most 100 letters, digits"),
     ({"grid": {"machines": "range(4, 4)"}}, "grid.machines: range(4, 4) is empty"),
     ({"grid": {"machines": "4..8"}}, "grid.machines: must be a list of values or range("),
     ({"grid": {"jobs,slots": [[4, 4], [5]]}}, "grid.jobs,slots[1]: must list 2 values"),
@@ -66,10 +66,13 @@ def test_bad_config_is_one_line_naming_the_field_and_writes_nothing(tmp_path, ca
 
 # (overrides, the one-line error they must give)
 BAD_OVERRIDES = [
-    (["seeds.count=0"], "seeds: must be a list, got dict {'count': 0} or must be >= 1, got 0"),
-    (["seedz.count=3"], "seedz: unknown key"),
+    (["seeds.count=0"], "seeds.count: must be >= 1, got 0 (from the command-line override 'seeds.count=0')"),
+    (["seeds.cout=2"], "seeds.cout: unknown key; did you mean seeds.count? (known: count, start) (from the command"),
+    (["seedz.count=3"], "seedz: unknown key; did you mean seeds?"),
     (["instance.jobs=many"], "instance.jobs: must be an integer"),
+    (["policies.pdors.rounding.gian=1"], "policies.pdors.rounding.gian: unknown key; did you mean policies.pdors"),
     (["policies.pdors.rounding.gain=-1"], "policies.pdors.rounding.gain: must be > 0"),
+    (["grid.machine=[4]"], "grid.machine: unknown axis; did you mean grid.machines?"),
     (["grid.machines=[4,0]"], "grid.machines[1]: must be >= 1"),
     (["seeds.count"], "OVERRIDE: 'seeds.count': expected KEY=VALUE"),
 ]
@@ -82,7 +85,16 @@ def test_bad_override_is_one_line_naming_the_field(tmp_path, capsys, monkeypatch
     assert main(["sweep", "run", str(cfg), *overrides, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"pdors sweep: error: {expected}") and "\n" not in err, err
+    given = overrides[0] if "=" in overrides[0] else None
+    assert given is None or err.endswith(f"(from the command-line override '{given}')"), err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_typo_in_the_file_suggests_the_near_key_and_blames_no_override(tmp_path, capsys):
+    cfg = write_config(tmp_path / "typo.yaml", {**TINY, "seeds": {"cout": 2}})
+    assert main(["sweep", "run", str(cfg), "instance.jobs=3", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "pdors sweep: error: seeds.cout: unknown key; did you mean seeds.count? (known: count, start)", err
 
 
 def test_overrides_ranges_and_paired_axes(tmp_path):

@@ -59,7 +59,7 @@ def test_local_sweep_resume_and_parallelism(netns, env, tmp_path, monkeypatch):
     cfg = config(tmp_path, "local", [4, 6], [1, 2])
     rc, log = pdors(netns, env, tmp_path, "sweep", "run", cfg, "--out", tmp_path / "a", "--max-parallel", "2")
     assert rc == 0, log
-    assert "8 tasks (8 simulations, 0 OPT)" in log and "runs: 8 total, 8 ok, 0 failed, 0 lost" in log
+    assert "8 tasks (8 simulations, 0 OPT)" in log and "runs: 8 total, 8 ok, 0 failed, 0 invalid, 0 lost" in log
     sid = sweep_id(log)
     runs = runs_of(tmp_path / "a")
     assert len(runs) == runs["run_id"].nunique() == 8 and set(runs["status"]) == {"ok"}

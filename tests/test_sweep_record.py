@@ -117,7 +117,7 @@ def test_status_finds_damaged_batches_and_run_repairs_them(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["sweep", "run", str(cfg), "--out", str(out), "--in-process"]) == 0
     assert main(["sweep", "status", str(cfg), "--out", str(out)]) == 0
-    assert "4 ok, 0 failed, 0 lost, 0 not run; records intact" in unwrapped(capsys.readouterr().out)
+    assert "4 ok, 0 failed, 0 invalid, 0 lost, 0 not run; records intact" in unwrapped(capsys.readouterr().out)
     [runs] = (out / "runs").glob("*.parquet")
     jobs = out / "jobs" / runs.name
     jobs.write_bytes(jobs.read_bytes()[:100])  # a truncated jobs file
@@ -125,7 +125,7 @@ def test_status_finds_damaged_batches_and_run_repairs_them(tmp_path, capsys):
     assert main(["sweep", "status", "--out", str(out)]) == 1  # no target: the latest sweep
     text = unwrapped(capsys.readouterr().out)
     assert (
-        "0 ok, 0 failed, 0 lost, 4 not run; 2 damaged batches" in text
+        "0 ok, 0 failed, 0 invalid, 0 lost, 4 not run; 2 damaged batches" in text
         and f"damaged: {runs} (4 runs, 4 of this sweep's): jobs file content does not match its SHA-256" in text
         and f"damaged: {out / 'runs'}/p99999999999999999999.parquet (its runs unknown): runs file unreadable" in text
         and "repair: `pdors sweep run" in text

@@ -174,7 +174,11 @@ class Dorm(SlotPolicy):
         if status == highspy.HighsModelStatus.kSolutionLimit:  # the node limit
             self.stats["node_limit_hits"] += 1
         elif status != highspy.HighsModelStatus.kOptimal:
-            raise RuntimeError(f"Dorm MILP: HiGHS returned {self.highs.modelStatusToString(status)}")
+            # HiGHS gives up (Unknown, Empty) on coefficients beyond its range (an instance with capacities of
+            # 1e-300 or demands of 1e15): no answer, so no change, counted (the key only where it happens, so the
+            # summaries of every other run stay as they were)
+            self.stats["solver_gave_up"] = int(self.stats.get("solver_gave_up", 0)) + 1
+            return prev
         if not has_solution:
             self.stats["no_incumbent"] += 1
             return prev

@@ -214,7 +214,8 @@ class Pollux(SlotPolicy):
             counts = _counts_of(got, active)
             one = np.array([i in got and _hosts(got[i]) == 1 for i in active])
             moved = np.array([not _same(got.get(i), previous.get(i)) for i in active])
-            c.served, c.value = (x.item() for x in fitness(speedups(counts, one, moved), p))
+            served, value = fitness(speedups(counts, one, moved), p)  # 0-d arrays, or NumPy scalars for some p
+            c.served, c.value = int(served), float(value)
             return c
 
         repair = _Repair(alpha, beta, gamma, cap, free.sum(axis=0))

@@ -7,6 +7,12 @@ from dataclasses import dataclass
 
 from ..config import bounded
 
+# The largest Q: the largest any study uses (configs/q_sensitivity.yaml). Algorithm 3's min-plus step is O(Q^2) in
+# time and memory per job and slot, and the run sizing (pipeline/spec/sizing.py) is measured at Q = 100: on a
+# quickstart-size PD-ORS run (10 x 50 x 20) Q = 100 took 2.7 s and 84 MB, 1,000 12 s and 103 MB, 2,000 25 s and
+# 168 MB, 10,000 over 240 s and 1.34 GB (issue 47).
+MAX_LEVELS = 1000
+
 
 @dataclass(frozen=True)
 class PrimalDualConfig:
@@ -18,8 +24,11 @@ class PrimalDualConfig:
 
     def check(self) -> list[str]:
         out = []
-        if not 1 <= self.workload_levels <= 10000:
-            out.append(f"workload_levels: must lie in [1, 10000], got {self.workload_levels}")
+        if not 1 <= self.workload_levels <= MAX_LEVELS:
+            out.append(
+                f"workload_levels: must lie in [1, {MAX_LEVELS:,}] (Algorithm 3 costs O(Q^2) per job and slot, "
+                f"outside the run sizing), got {self.workload_levels}"
+            )
         if self.utility_floor <= 0:
             out.append(f"utility_floor: must be > 0, got {self.utility_floor}")
         return out

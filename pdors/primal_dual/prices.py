@@ -28,7 +28,11 @@ class PriceBounds:
 
     @functools.cached_property
     def _log_ratio(self) -> np.ndarray:
-        out = portable_math.log(self.upper / self.lower)
+        # U^r = L is a constant price, ratio 1: also when both are inf (machines with no capacity at all)
+        ratio: np.ndarray = np.divide(
+            self.upper, self.lower, out=np.ones_like(self.upper), where=self.upper != self.lower
+        )
+        out = portable_math.log(ratio)
         out.flags.writeable = False
         return out
 
@@ -54,7 +58,9 @@ def price_bounds(jobs: Jobs, cluster_capacity: np.ndarray, slots: int, utility_f
     upper = unit.max(axis=0)
     external_work = np.ceil(jobs.workload * jobs.time_per_sample(False))  # ceil(V_i (tau + 2 g gamma / (b_e F)))
     size = external_work * demand.sum(axis=1)
-    inv_mu = np.min(size / (slots * cluster_capacity.sum()))
+    room = slots * cluster_capacity.sum()
+    # no capacity at all (OASiS's PS half of one machine): no job fits, 1/mu and so L and U^r are inf
+    inv_mu = np.min(size / room) if room > 0 else np.inf
     at_horizon = jobs.utility(slots - jobs.arrival)
     lower = float(np.min(inv_mu * np.maximum(at_horizon, utility_floor) / (2.0 * size)))
     source = "floor" if lower > np.min(inv_mu * at_horizon / (2.0 * size)) else "eq14"

@@ -4,9 +4,11 @@ A chunk's size is set as the sweep goes: one run per task until runs have been t
 about ``CHUNK_SECONDS`` (at most ``MAX_CHUNK``, and never more than the runs left shared by the tasks in
 flight), so that tiny runs do not pay Ray's per-task cost each while progress and the tail stay fine-grained.
 A run that raises is caught inside its task and comes back as a ``failed`` outcome (deterministic: retrying
-would raise again); the other runs of its chunk are unaffected. A task lost to a dead worker or node is retried
-by Ray (``RETRIES``); a chunk still lost after that is split and its runs are tried again one per task, so that
-only a run that kills its worker comes back as ``lost`` (which ``--resume`` runs again).
+would raise again); the other runs of its chunk are unaffected. A simulation whose schedule the validator rejects
+comes back ``invalid`` (its summary kept, its violations counted in ``error``): never ``ok``, never ranked. A task
+lost to a dead worker or node is retried by Ray (``RETRIES``); a chunk still lost after that is split and its runs
+are tried again one per task, so that only a run that kills its worker comes back as ``lost`` (which ``--resume``
+runs again).
 """
 
 from __future__ import annotations
@@ -69,17 +71,19 @@ def execute(task: Task, schedules: bool = False, time_limit: float | None = None
     started = time.time()
     schedule = None
     try:
+        status, error = "ok", None
         if task.kind == "sim":
             with _time_limit(time_limit):
                 done = run(dict(task.spec))
             result = done.summary.to_dict()
+            if done.validation.violations:
+                status, error = "invalid", invalid_error(done.summary.violations)
             if schedules:
                 from pdors.schedule_io import rows
 
                 schedule = {k: v.tolist() for k, v in rows(done.simulation.schedule).items()}
         else:
             result = opt_task.solve(dict(task.spec))
-        status, error = "ok", None
     except Exception as e:  # recorded, and the sweep goes on
         result, status = None, "failed"
         error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
@@ -96,6 +100,12 @@ def execute(task: Task, schedules: bool = False, time_limit: float | None = None
         finished_at=time.time(),
         schedule=schedule,
     )
+
+
+def invalid_error(violations: list[dict[str, Any]]) -> str:
+    """The one-line ``error`` of an ``invalid`` run: how many violations, and the first."""
+    first = violations[0]
+    return f"{len(violations)} validator violation(s); first: {first['kind']}: {first['detail']}"
 
 
 def _node() -> tuple[str | None, str | None]:
@@ -215,6 +225,26 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
             os.environ.pop(key, None)
 
 
+# Ray's notice that the local Ray it starts has token authentication on (its default, kept): a 245-column warning
+# whose only advice is to turn that protection off. (logger, message start)
+TOKEN_NOTICE = ("ray._private.authentication.authentication_token_setup", "Token authentication is enabled")
+
+
+@contextmanager
+def _without(notice: tuple[str, str]) -> Iterator[None]:
+    """Records of logger ``notice[0]`` starting with ``notice[1]`` dropped while the block runs."""
+    logger = logging.getLogger(notice[0])
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(notice[1])
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
+
+
 def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
     """Connect to the cluster at ``address``, or start a local Ray on loopback with ``num_cpus`` CPUs
     (default: all)."""
@@ -224,7 +254,7 @@ def connect(address: str | None, num_cpus: int | None = None) -> Cluster:
         probe(address)
         ray.init(address=address, logging_level=logging.WARNING)
     else:  # address="local": never a stale `ray start`
-        with _environment(LOCAL_RAY_ENV):
+        with _environment(LOCAL_RAY_ENV), _without(TOKEN_NOTICE):
             import ray
 
             ray.init(num_cpus=num_cpus, logging_level=logging.WARNING, **LOCAL_RAY_INIT)

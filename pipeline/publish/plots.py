@@ -181,7 +181,7 @@ def figure(table: pd.DataFrame, fig: FigureConfig) -> Figure:
             ax.text(
                 0.5,
                 0.5,
-                "no data: every run failed or has no value for this metric",
+                "no data: every run failed, was invalid or has no value for this metric",
                 ha="center",
                 va="center",
                 transform=ax.transAxes,

@@ -36,7 +36,7 @@ PUBLISHED = "published.json"
 
 @dataclass(frozen=True, kw_only=True)
 class Published:
-    """What :func:`publish` did: the exit status (0, 1 runs failed, lost, not run or above OPT, 3 MLflow
+    """What :func:`publish` did: the exit status (0, 1 runs failed, invalid, lost, not run or above OPT, 3 MLflow
     failed), the seconds of its stages (``report``, ``mlflow``) and how to open the MLflow comparison (None: not
     logged)."""
 
@@ -120,7 +120,11 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
     )
     top = headline.table(runs, axes, reference, found=found)
     atomic.write(store.meta / "summary.csv", agg.to_csv(index=False))
-    atomic.write(store.meta / "summary.md", headline.markdown(top, reference) + "\n## Every grid point\n\n" + table)
+    note = summary.left_out(runs)
+    atomic.write(
+        store.meta / "summary.md",
+        headline.markdown(top, reference) + (f"\n{note}\n" if note else "") + "\n## Every grid point\n\n" + table,
+    )
     # The default plot is not logged: the report's figures (and its HTML page) hold it.
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
     tracked = manifest.mlflow if track is None else track
@@ -176,9 +180,11 @@ def _report(
             f"{str(failed.error).splitlines()[0]}"
         )
     say(
-        f"runs: {counts.total} total, {counts.ok} ok, {counts.failed} failed, {counts.lost} lost, "
-        f"{counts.remaining} not run"
+        f"runs: {counts.total} total, {counts.ok} ok, {counts.failed} failed, {counts.invalid} invalid, "
+        f"{counts.lost} lost, {counts.remaining} not run"
     )
+    if summary.left_out(runs):
+        say(f"  {summary.left_out(runs)}")
     say(f"Parquet: {shown(store.part('runs'))}; jobs: {shown(store.part('jobs'))}")
     say(f"summary (every grid point): {shown(store.meta / 'summary.md')}")
     say(f"report: {shown(figures[-1])}; plot: {plot.name}")
@@ -191,7 +197,7 @@ def _report(
     theorem = theorem_check.violations(runs)
     for line in theorem_check.messages(theorem, theorem_check.save_instances(theorem, store.meta / "theorem")):
         say("  " + line)
-    broken = counts.failed or counts.lost or counts.remaining or len(above) or len(theorem)
+    broken = counts.failed or counts.invalid or counts.lost or counts.remaining or len(above) or len(theorem)
     return figures, ExitStatus.FAILED if broken else ExitStatus.OK
 
 

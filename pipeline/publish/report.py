@@ -62,8 +62,13 @@ def figures_of(manifest: Manifest) -> list[FigureConfig]:
 
 
 def _index(
-    manifest: Manifest, drawn: list[tuple[FigureConfig, pd.DataFrame, Path]], overall: str, pair_png: Path | None
+    manifest: Manifest,
+    drawn: list[tuple[FigureConfig, pd.DataFrame, Path]],
+    overall: str,
+    pair_png: Path | None,
+    note: str,
 ) -> str:
+    """The report's Markdown index; ``note``: :func:`pipeline.results.summary.left_out` ("" when no run was)."""
     reference = summary.reference_policy(manifest)
     lines = [
         f"# Report: sweep {manifest.sweep_id}",
@@ -73,6 +78,7 @@ def _index(
         f"seeds, and the axes a figure averages over) and the {summary.CONFIDENCE:.0%} Student-t confidence "
         "interval on the mean, clipped to the metric's range; one panel per value of every other grid axis.",
         "",
+        *([note, ""] if note else []),
         f"## Paired: every policy against {reference} on the same instances",
         "",
     ]
@@ -171,7 +177,8 @@ def draw_all(runs: pd.DataFrame, manifest: Manifest, out: Path, found: pd.DataFr
         drawn.append((fig, table, png))
         paths += [*plots.formats(png), out / f"{fig.name}.csv", out / f"{fig.name}.md"]
     index = out / f"{manifest.name}.report.md"
-    atomic.write(index, _index(manifest, drawn, summary.paired_markdown(overall, reference), pair_png))
+    overall_md = summary.paired_markdown(overall, reference)
+    atomic.write(index, _index(manifest, drawn, overall_md, pair_png, summary.left_out(runs)))
     page = index.with_suffix(".html")
     atomic.write(page, html_report(index.read_text(), out))
     return [*paths, index, page]
@@ -214,6 +221,8 @@ def report_sweeps(
             raise SweepError(str(e)) from None
         paths = draw_all(runs, manifest, dest, found)
         print(headline.text(top, reference, by), flush=True)
+        if summary.left_out(runs):
+            print(fit(summary.left_out(runs)), flush=True)
         print(
             fit(
                 f"{store.sweep_id}: {counts.ok} of {counts.total} runs ok; {len(paths)} files in {shown(dest)}: "

@@ -244,6 +244,15 @@ def shown(value: Any) -> Any:
     return round(float(value), SHOWN_DIGITS - 1 - math.floor(math.log10(abs(float(value)))))
 
 
+def short_setting(axis: str, value: Any) -> str:
+    """``axis=value`` as a run name shows it: the axis's last part, a list's values joined by ``/`` (``workload.mix``
+    ``[0.1, 0.55, 0.35]`` -> ``mix=0.1/0.55/0.35``), so that grid points differ within the name column's width."""
+    text = str(value)
+    if text.startswith("[") and text.endswith("]"):
+        text = "/".join(v.strip() for v in text[1:-1].split(","))
+    return f"{axis.split('.')[-1]}={text}"
+
+
 def view_state(parent: str, axes: list[str]) -> JSON:
     """The runs table's view of one sweep: its children only (flat: a filter unnests them), ordered by name
     (policy, then grid values), with the policy, grid and seeds params and then :data:`VIEW_METRICS` as the
@@ -255,8 +264,9 @@ def view_state(parent: str, axes: list[str]) -> JSON:
         "orderByAsc": True,
         "selectedColumns": columns,
         "columnOrder": [RUN_NAME_COLUMN, *columns],
-        # narrow enough that the headline metrics stay left of MLflow's Assistant panel at 1600 px
-        "columnWidths": {RUN_NAME_COLUMN: 190, **{c: 100 for c in columns[:6]}},
+        # narrow enough that the headline metrics through completed_share stay left of MLflow's Assistant panel at
+        # 1600 px, the name wide enough for the grid point (short_setting)
+        "columnWidths": {RUN_NAME_COLUMN: 230, **{c: 84 for c in columns[:6]}},
         "compareRunsMode": "TABLE",
     }
 
@@ -442,7 +452,7 @@ def log_sweep(
                 {
                     "runs_total": manifest.tasks,
                     "runs_recorded": len(runs),
-                    **{f"runs_{s}": int(status.get(s, 0)) for s in ("ok", "failed", "lost")},
+                    **{f"runs_{s}": int(status.get(s, 0)) for s in ("ok", "failed", "invalid", "lost")},
                     **headline(runs),
                 },
                 _last_finish_ms(runs),
@@ -481,7 +491,7 @@ def log_sweep(
                 children[point] = r
         by_point = dict(tuple(runs.groupby("point_id", sort=False)))
         for _, row in agg.iterrows():
-            label = " ".join([row["policy"], *(f"{a}={row[a]}" for a in manifest.axes if row[a] != "-")])
+            label = " ".join([row["policy"], *(short_setting(a, row[a]) for a in manifest.axes if row[a] != "-")])
             _log_child(
                 c,
                 exp_id,

@@ -15,11 +15,19 @@ SEARCH_ROOT = Path("results")  # where sweeps are looked for when no --out is gi
 CONFIG_SUFFIXES = (".yaml", ".yml")
 
 
+NO_SWEEP_HINT = "run one first: `pdors sweep run configs/quickstart.yaml` (or `make run`)"
+
+
+def _local() -> list[Path]:
+    """The manifests under ``results/`` of the working directory (every output root below it)."""
+    return sorted(SEARCH_ROOT.glob("**/sweeps/*/manifest.json")) if SEARCH_ROOT.is_dir() else []
+
+
 def _manifests(out: str | None) -> list[Path]:
     """The manifests under ``out``, else under ``results/`` and every output root in the sweep index."""
     if out is not None:
         return sorted((Path(out) / "sweeps").glob("*/manifest.json"))
-    local = sorted(SEARCH_ROOT.glob("**/sweeps/*/manifest.json")) if SEARCH_ROOT.is_dir() else []
+    local = _local()
     indexed = [m for root in sweep_index.roots() for m in sorted((root / "sweeps").glob("*/manifest.json"))]
     seen = {m.resolve() for m in local}
     return local + [m for m in indexed if m.resolve() not in seen]
@@ -39,7 +47,20 @@ def _created(manifest: Path) -> str:
 
 def sweeps_under(out: str | None) -> list[Store]:
     """Every sweep under the output root ``out`` (default: every root under ``results/``), oldest first."""
-    found = _manifests(out)
+    return _oldest_first(_manifests(out))
+
+
+def latest_sweep(out: str | None) -> Store:
+    """The latest sweep under ``out``; without ``out``, the latest under ``results/`` of the working directory, and
+    only when there is none the latest among the other roots this machine's sweeps were written to."""
+    found = _manifests(out) if out is not None else (_local() or _manifests(None))
+    if not found:
+        where = out or f"{SEARCH_ROOT}/ (nor in another root of this machine's sweeps)"
+        raise SweepError(f"no sweeps under {where}; {NO_SWEEP_HINT}")
+    return _oldest_first(found)[-1]
+
+
+def _oldest_first(found: list[Path]) -> list[Store]:
     if len(found) < 2:  # nothing to order: no manifest read twice
         return [_store(m) for m in found]
     created = {m: _created(m) for m in found}
@@ -56,7 +77,8 @@ def _from_config(path: Path, out: str | None, overrides: list[str]) -> Store:
     the others listed."""
     from pipeline.spec import grid, schema
 
-    plan = grid.expand(schema.load(path, overrides))
+    with schema.blame(overrides):
+        plan = grid.expand(schema.load(path, overrides))
     root = Path(out or plan.config.output)
     store = Store(root, plan.sweep_id)
     if (store.meta / "manifest.json").is_file():
@@ -93,14 +115,11 @@ def locate(target: str | None, out: str | None = None, overrides: Sequence[str] 
     """The sweeps ``target`` names: a sweep config with ``overrides`` (the sweep ``pdors sweep run`` with the same
     arguments names, under ``out``, default the config's ``output``; see :func:`_from_config`),
     a sweep directory (``<root>/sweeps/<id>``), an output root (every sweep in it), a sweep id (under ``out``,
-    else under ``results/``), or None: the latest sweep under ``out`` (else under ``results/``)."""
+    else under ``results/``), or None: the latest sweep under ``out`` (:func:`latest_sweep`)."""
     if overrides and not (target is not None and _is_config(Path(target))):
         raise SweepError(f"KEY=VALUE: overrides ({shlex.join(overrides)}) apply only after a sweep config")
     if target is None:
-        stores = sweeps_under(out)
-        if not stores:
-            raise SweepError(f"no sweeps under {out or str(SEARCH_ROOT) + '/'}")
-        return stores[-1:]
+        return [latest_sweep(out)]
     path = Path(target)
     if _is_config(path):
         return [_from_config(path, out, list(overrides))]
@@ -115,7 +134,9 @@ def locate(target: str | None, out: str | None = None, overrides: Sequence[str] 
         raise SweepError(
             f"{path}: neither a sweep config, a sweep directory (with manifest.json) nor an output root (with sweeps/)"
         )
-    found = [m for m in _manifests(out) if m.parent.name == target]
+    named = [m for m in _manifests(out) if m.parent.name == target]
+    local = {m.resolve() for m in _local()} if out is None else set()
+    found = [m for m in named if m.resolve() in local] or named  # results/ here first, as for the latest sweep
     if not found:
         raise SweepError(
             f"{target!r}: no such sweep config, directory, or sweep id under "

@@ -75,13 +75,15 @@ class Counts:
     ok: int
     failed: int
     lost: int
+    invalid: int = 0  # recorded with validator violations: left out of every statistic and figure
 
     @property
     def remaining(self) -> int:
-        return self.total - self.ok - self.failed - self.lost
+        return self.total - self.ok - self.failed - self.invalid - self.lost
 
 
 TABLES = ("runs", "jobs", "schedules")
+SUMMARISED = ("ok", "invalid")  # the statuses of runs recorded with their summary and per-job rows
 PER_RUN_TABLES = ("jobs", "schedules")  # per-run rows kept in the file named as the runs file
 DAMAGED_PREFIX = ".damaged-"  # a damaged batch set aside: never read, kept for inspection
 BATCH_PREFIX = "p"  # batch names sort after the run ids (hex) of the one-file-per-run layout
@@ -323,9 +325,9 @@ class Damage:
 
 def _partner_problem(root: Path, batch: str, runs: dict[str, list[Any]], meta: dict[bytes, bytes] | None) -> str | None:
     """Whether the other files of a runs file's batch are those it lists (a sealed batch), each matching its
-    digest, and the jobs file holds as many rows as its ok simulations have jobs (footer only)."""
+    digest, and the jobs file holds as many rows as its summarised simulations have jobs (footer only)."""
     sim_ok = [
-        j for k, s, j in zip(runs["kind"], runs["status"], runs["jobs"], strict=False) if k == "sim" and s == "ok"
+        j for k, s, j in zip(runs["kind"], runs["status"], runs["jobs"], strict=False) if k == "sim" and s in SUMMARISED
     ]
     files = seal.listed(meta)
     if seal.sealed(meta) and files is None:
@@ -629,7 +631,13 @@ def manifest_of(store: Store) -> Manifest:
 def count(manifest: Manifest, recorded: dict[str, str]) -> Counts:
     """A sweep's run counts by status, from ``recorded`` (run_id -> status)."""
     states = [recorded.get(run_id) for run_id in manifest.run_ids]
-    return Counts(total=manifest.tasks, ok=states.count("ok"), failed=states.count("failed"), lost=states.count("lost"))
+    return Counts(
+        total=manifest.tasks,
+        ok=states.count("ok"),
+        failed=states.count("failed"),
+        lost=states.count("lost"),
+        invalid=states.count("invalid"),
+    )
 
 
 def recorded_runs(store: Store, manifest: Manifest) -> tuple[Counts, pd.DataFrame]:

@@ -120,6 +120,18 @@ def _ceiling(row: pd.Series) -> float:
     return math.nan if top is None else top
 
 
+def left_out(runs: pd.DataFrame) -> str:
+    """The line every table and report carries when runs were recorded ``invalid`` ("" when none): those runs'
+    schedules broke the model, so no statistic, ranking or figure counts them."""
+    n = int((runs["status"] == "invalid").sum())
+    if not n:
+        return ""
+    return (
+        f"{n} invalid runs left out: the validator rejected their schedules (see their `error`), so no table, "
+        "ranking or figure counts them"
+    )
+
+
 def with_ratio(runs: pd.DataFrame) -> pd.DataFrame:
     """Add ``ratio`` = OPT / ALG on the same instance (the competitive ratio of the paper's
     Section V, Fig. 10; NaN unless OPT is proven) and

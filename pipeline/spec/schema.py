@@ -7,26 +7,29 @@ run spec. Both raise :class:`ConfigError` naming the field path, before anything
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pdors import bounded, safe_yaml
-from pdors.config import JSON, build, quote
+from pdors.config import JSON, build, quote, suggestion, unknown
 from pdors.config import bounded as limited
 from pdors.errors import ConfigError, InputError, shorten
-from pdors.policies import resolve
+from pdors.policies import known, resolve
 from pipeline.spec.columns import DERIVED_METRICS, METRICS, POLICY_STATS_PREFIX
 from pipeline.spec.sizing import DEFAULT_MAX_TASKS
 
 INSTANCE_FIELDS = ("machines", "jobs", "slots", "workload", "instance_file")
 INSTANCE_FILE = "instance_file"  # an axis over instance files: a list of files, or a directory of *.json files
 POLICY_AXIS = "policy"  # a figure's x: one bar per policy
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # names end up in paths and hive partition values
+# Names end up in paths and hive partition values: a sweep's directory and files are named <name>-<10 hex> and
+# <name>.report.html, within a file name's 255 bytes (a 5,000-character name raised OSError: File name too long).
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 DEFAULT_OUTPUT = "results/sweeps"
 DEFAULT_REFERENCE = "pdors"
 
@@ -138,7 +141,8 @@ class SweepConfig:
         out = []
         if not NAME_RE.fullmatch(self.name):
             out.append(
-                f"name: letters, digits, '_', '.', '-' only (starting with a letter or digit), got {quote(self.name)}"
+                "name: at most 100 letters, digits, '_', '.', '-' (starting with a letter or digit), "
+                f"got {quote(self.name)}"
             )
         if not self.policies:
             out.append("policies: name at least one policy")
@@ -147,8 +151,8 @@ class SweepConfig:
         if self.reference is not None and self.reference not in self.policies:
             out.append(f"reference: {self.reference!r} is not a policy of this sweep ({', '.join(self.policies)})")
         out += [
-            f"instance.{k}: unknown key (known: {', '.join(INSTANCE_FIELDS)}; seeds come from 'seeds', "
-            f"policies from 'policies')"
+            f"instance.{k}: {unknown('instance', k, list(INSTANCE_FIELDS))}; seeds come from 'seeds', "
+            f"policies from 'policies'"
             for k in sorted(set(self.instance) - set(INSTANCE_FIELDS))
         ]
         for key, values in self.grid.items():
@@ -202,7 +206,11 @@ def _policy_problem(name: str) -> list[str]:
     try:
         resolve(name)
     except InputError as e:
-        return [f"policies.{name}: {str(e).removeprefix('policy').lstrip(': ')}"]
+        reason = str(e).removeprefix("policy").lstrip(": ")
+        if ":" not in name:  # a typo of a known name, maybe: the nearest one suggested
+            hint = suggestion("policies", name, list(known()))
+            reason = reason.replace(f"unknown policy {name!r}", f"unknown policy {name!r}{hint}", 1)
+        return [f"policies.{name}: {reason}"]
     except ImportError as e:
         return [f"policies.{name}: registered but its module does not import ({e})"]
     return []
@@ -240,10 +248,8 @@ def _axis_problem(axis: str, values: list[Any], policies: dict[str, JSON | None]
     if head in ("policy", "params"):
         return [f"grid.{axis}: list policies under 'policies'; a policy's parameter axis is '<policy>.<param>'"]
     if head not in INSTANCE_FIELDS and head not in policies:
-        known = ", ".join(
-            [*INSTANCE_FIELDS[:3], "workload.<field>", INSTANCE_FILE, *(f"{p}.<param>" for p in policies)]
-        )
-        return [f"grid.{axis}: unknown axis (known: {known})"]
+        known_axes = [*INSTANCE_FIELDS[:3], "workload.<field>", INSTANCE_FILE, *(f"{p}.<param>" for p in policies)]
+        return [f"grid.{axis}: {unknown('grid', axis, known_axes, 'axis')}"]
     if head in policies and "." not in axis:
         return [f"grid.{axis}: name one parameter, e.g. {axis}.<param>"]
     if not values:
@@ -309,7 +315,7 @@ def _figure_problem(fig: FigureConfig, config: SweepConfig) -> list[str]:
 def load(path: str | Path, overrides: Sequence[str] = ()) -> SweepConfig:
     """Read and structurally validate a sweep config; ``name`` defaults to the file's stem. ``overrides``:
     ``KEY=VALUE`` (:func:`apply_overrides`)."""
-    return parse(raw(path, overrides))
+    return parse(raw(path, overrides), overrides=overrides)
 
 
 def raw(path: str | Path, overrides: Sequence[str] = ()) -> JSON:
@@ -428,8 +434,33 @@ def task_count(data: JSON) -> int:
     return instances * points + (instances if data.get("opt") is not None else 0)
 
 
-def parse(data: JSON, max_tasks: int = DEFAULT_MAX_TASKS) -> SweepConfig:
-    """Validate raw config data; a plan of more than ``max_tasks`` tasks is refused before it is expanded."""
+def parse(data: JSON, max_tasks: int = DEFAULT_MAX_TASKS, overrides: Sequence[str] = ()) -> SweepConfig:
+    """Validate raw config data; a plan of more than ``max_tasks`` tasks is refused before it is expanded. An error
+    in a field one of ``overrides`` (the ``KEY=VALUE`` applied to ``data``) set says it came from that override."""
+    with blame(overrides):
+        return _parse(data, max_tasks)
+
+
+@contextlib.contextmanager
+def blame(overrides: Sequence[str]) -> Iterator[None]:
+    """A :class:`ConfigError` raised inside, in a field one of ``overrides`` set, says it came from that override
+    (around :func:`parse` and the expansion that validates every run's parameters)."""
+    try:
+        yield
+    except ConfigError as e:
+        key = e.path.split("[")[0]
+        given = [o for o in overrides if _covers(o.partition("=")[0].strip(), key)]
+        if not given or "command-line override" in e.reason:
+            raise
+        raise ConfigError(e.path, f"{e.reason} (from the command-line override {quote(given[-1])})") from None
+
+
+def _covers(key: str, path: str) -> bool:
+    """Whether the override of ``key`` set the field ``path`` (or one inside it, or its parent's new key)."""
+    return bool(key) and (key == path or path.startswith(key + ".") or key.startswith(path + "."))
+
+
+def _parse(data: JSON, max_tasks: int) -> SweepConfig:
     if (n := task_count(data)) > max_tasks:
         count = f"{n:,}" if n < 10**15 else f"about {float(n):.2e}"
         raise ConfigError(

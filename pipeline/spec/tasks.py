@@ -59,7 +59,7 @@ class Plan:
 
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
-    status: str  # ok | failed | lost
+    status: str  # ok | failed | invalid (the validator rejected its schedule) | lost
     error: str | None
     result: ResultData | None
     code_version: str | None

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from pathlib import Path
+from typing import TextIO
 
 WIDTH = 120
 INDENT = "  "  # a continued line
@@ -46,3 +48,20 @@ def shown(path: Path | str) -> str:
         return str(full.relative_to(Path.cwd()))
     except ValueError:
         return os.path.normpath(full)
+
+
+class Lines:
+    """A progress bar's stream into a file or a pipe (a log): each redraw on a line of its own, where a terminal
+    would overwrite it after a carriage return (else the log holds every redraw joined on one line)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        for part in re.split(r"[\r\n]", text):
+            if part.strip():
+                self.stream.write(part.rstrip() + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()

@@ -1,0 +1,135 @@
+"""The absurd-override probe (issue 47): every config field of a tiny sweep set, one at a time, to absurd values
+(huge, tiny, negative, zero, NaN, infinite, of the wrong type, a long string) on the command line of a real
+``pdors sweep run --in-process``, each in a process of its own with a time limit. Counted: tracebacks, hangs,
+and runs recorded ``ok`` with validator violations; each must be 0. The table is printed (``-s`` shows it).
+Slow: about 470 sweeps, most refused in one line before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import typing
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pdors.policies import POLICIES, policy_module
+from pdors.workload import WorkloadConfig
+
+PDORS = str(Path(sys.executable).with_name("pdors"))
+HANG_SECONDS = 300  # a tiny sweep takes seconds; one still running after this is counted as a hang
+BASE = {
+    "name": "absurd",
+    "instance": {"jobs": 3, "slots": 4},
+    "policies": {p: {} for p in POLICIES},
+    "grid": {"machines": [2]},
+    "seeds": {"start": 1, "count": 1},
+    "mlflow": {"enabled": False},
+}
+ABSURD = ["1.0e+300", "-1", "0", "1.0e-300", ".nan", "-.inf", "99999999999999999999", "[1, 2]", "x" * 5000]
+TOP_FIELDS = [
+    "name",
+    "instance.jobs",
+    "instance.slots",
+    "grid.machines",
+    "seeds.start",
+    "seeds.count",
+    "opt.time_limit",
+    "opt.mip_gap",
+    "opt.solver",
+    "opt.method",
+    "mlflow.experiment",
+    "schedules",
+    "reference",
+]
+
+
+def _leaves(cls: type, prefix: str) -> list[str]:
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        out += _leaves(tp, f"{prefix}{f.name}.") if dataclasses.is_dataclass(tp) else [f"{prefix}{f.name}"]
+    return out
+
+
+def fields() -> list[str]:
+    """Every field of the sweep config: the top-level ones, the generator's, and each policy's."""
+    out = [*TOP_FIELDS, *_leaves(WorkloadConfig, "instance.workload.")]
+    for p in POLICIES:
+        out += _leaves(policy_module(p).Config, f"policies.{p}.")
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    field: str
+    value: str
+    kind: str  # refused | ran | traceback | hang | ok_with_violations | other
+    detail: str
+
+
+def probe_one(config: Path, root: Path, field: str, value: str) -> Outcome:
+    out = root / f"{abs(hash((field, value))):x}"
+    cmd = [PDORS, "sweep", "run", str(config), f"{field}={value}", "--in-process", "--out", str(out)]
+    env = {**os.environ, "MLFLOW_TRACKING_URI": ""}
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_SECONDS, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return Outcome(field, value[:20], "hang", "")
+    shown = value[:20]
+    if "Traceback (most recent call last)" in done.stderr:
+        return Outcome(field, shown, "traceback", done.stderr.strip().splitlines()[-1][:200])
+    if done.returncode == 2:
+        lines = [ln for ln in done.stderr.splitlines() if "error:" in ln]
+        return Outcome(field, shown, "refused" if len(lines) == 1 else "other", done.stderr[-200:])
+    if done.returncode in (0, 1) and (out / "runs").exists():
+        from pipeline import load_runs
+
+        runs = load_runs(str(out))
+        bad = runs[(runs["status"] == "ok") & (runs["violations"].fillna(0) > 0)] if "violations" in runs else []
+        if len(bad):
+            return Outcome(field, shown, "ok_with_violations", f"{len(bad)} runs")
+        return Outcome(field, shown, "ran", f"exit {done.returncode}, {Counter(runs['status'])}")
+    return Outcome(field, shown, "other", f"exit {done.returncode}: {done.stderr[-200:]}")
+
+
+def probe(root: Path, workers: int = 2) -> list[Outcome]:
+    config = root / "absurd.yaml"
+    config.write_text(yaml.safe_dump(BASE))
+    jobs = [(f, v) for f in fields() for v in ABSURD]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(lambda fv: probe_one(config, root, *fv), jobs))
+
+
+def table(outcomes: list[Outcome]) -> str:
+    kinds = Counter(o.kind for o in outcomes)
+    lines = [f"{len(outcomes)} overrides over {len({o.field for o in outcomes})} fields"]
+    lines += [
+        f"  {k}: {kinds.get(k, 0)}" for k in ("refused", "ran", "traceback", "hang", "ok_with_violations", "other")
+    ]
+    lines += [f"  {o.kind}: {o.field}={o.value}: {o.detail}" for o in outcomes if o.kind not in ("refused", "ran")]
+    return "\n".join(lines)
+
+
+@pytest.mark.slow
+def test_absurd_overrides_never_traceback_hang_or_record_violations_as_ok(tmp_path: Path) -> None:
+    outcomes = probe(tmp_path)
+    print(table(outcomes))
+    bad = [o for o in outcomes if o.kind in ("traceback", "hang", "ok_with_violations", "other")]
+    assert not bad, table(outcomes)
+
+
+@pytest.mark.parametrize("field, value", [("name", "x" * 5000), ("policies.pdors.rounding.theorem", "[1, 2]")])
+def test_the_probes_tracebacks_are_refusals(field: str, value: str, tmp_path: Path) -> None:
+    """The two tracebacks the probe found (OSError: File name too long; TypeError: unhashable type: 'list')."""
+    config = tmp_path / "absurd.yaml"
+    config.write_text(yaml.safe_dump(BASE))
+    outcome = probe_one(config, tmp_path, field, value)
+    assert outcome.kind == "refused", outcome
