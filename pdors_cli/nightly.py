@@ -98,9 +98,10 @@ MODEL_VERSION bump), the fresh mean falls below the recorded mean by more than t
 hard violation occurs."""
 
 EPILOG = """\
-example: pdors nightly --no-mlflow    (exit 0 green; exit 1 red, each reason under the verdict, e.g. 'paper record
-         fig09 seed 1 reject: PD-ORS utility ... is ...% below its record ...'; pdors nightly --mutants: the
-         planted regressions it turns red)"""
+example:
+  pdors nightly --no-mlflow   # exit 0 green; exit 1 red, each reason under the verdict, e.g. 'paper record fig09
+                              # seed 1 reject: PD-ORS utility ... is ...% below its record ...'
+  pdors nightly --mutants     # the planted PD-ORS regressions it turns red, and its false alarms"""
 
 
 def cmd_nightly(args: argparse.Namespace) -> int:

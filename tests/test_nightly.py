@@ -331,7 +331,7 @@ def test_help_says_what_the_nightly_checks_and_what_turns_it_red(capsys):
     with pytest.raises(SystemExit):
         main(["nightly", "--help"])
     out = capsys.readouterr().out
-    assert "Red (exit 1)" in out and "example: pdors nightly" in out and "H = 100" in out
+    assert "Red (exit 1)" in out and "example:\n  pdors nightly" in out and "H = 100" in out
 
 
 @pytest.mark.parametrize(
