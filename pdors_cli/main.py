@@ -65,8 +65,8 @@ SUBCOMMANDS = (
     Command(
         "nightly",
         "nightly",
-        "Check that PD-ORS keeps the paper's competitive-ratio theorem: a pinned set against its record, and "
-        "fresh instances against the offline optimum; exit status 1 when a check fails.",
+        "Check PD-ORS for regressions: against its records (small and paper scale) and on fresh paper-scale "
+        "instances, and hard violations against the offline optimum; exit status 1 when a check fails.",
         "pdors nightly",
     ),
     Command(

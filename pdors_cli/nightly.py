@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pdors.errors import ExitStatus
+from pdors.errors import ExitStatus, InputError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -13,10 +13,28 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     from pipeline.nightly.run import Settings
 
     d = Settings()
-    p = subparsers.add_parser("nightly")
-    p.add_argument(
-        "--record", action="store_true", help="re-write the pinned set (--record-file) by its rule instead of checking"
+    p = subparsers.add_parser(
+        "nightly",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION,
+        epilog=EPILOG,
     )
+    p.add_argument(
+        "--record",
+        nargs="?",
+        const="all",
+        choices=("all", "small", "paper"),
+        help="re-write the record (--record-file) by its rules instead of checking: all, the small pinned set "
+        "(OPT solves) or the paper-scale part (PD-ORS's utilities and digests, the fresh check's distribution)",
+    )
+    p.add_argument(
+        "--mutants",
+        action="store_true",
+        help="run the nightly's own mutation test (studies/nightly_mutants.py) instead: planted PD-ORS "
+        "regressions, how many turn it red, and the false-alarm rate over --nights unmutated nights",
+    )
+    p.add_argument("--nights", type=int, default=20, help="with --mutants: unmutated nights for the false-alarm rate")
+    p.add_argument("--only", default="", help="with --mutants: comma-separated mutant names (default: all)")
     p.add_argument("--profile", default=d.profile, help="instance profile (offline_opt/profile.py)")
     p.add_argument("--fresh", type=int, default=d.fresh, help="M fresh instances: seeds S .. S+M-1")
     p.add_argument(
@@ -33,6 +51,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="fresh instances in Fig. 9's setting (H = 30, I = 100, T = 80; seeds S+70 ..), judged likewise",
     )
     p.add_argument("--pinned", type=int, default=d.pinned, help="with --record: N instances to pin")
+    p.add_argument(
+        "--paper-pinned", type=int, default=d.paper_pinned, help="with --record paper: seeds per paper-scale setting"
+    )
+    p.add_argument(
+        "--calibration",
+        type=int,
+        default=d.calibration,
+        help="with --record paper: seeds per setting of the fresh check's recorded distribution (default 16)",
+    )
     p.add_argument(
         "--seed",
         type=int,
@@ -61,6 +88,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=cmd_nightly)
 
 
+DESCRIPTION = """\
+Checks PD-ORS for regressions, every schedule judged by the validator: its exact utility and schedule digest on
+pinned instances (H = 4 with proven OPT; the paper's H = 100, Fig. 9's H = 30, Fig. 6's H = 10, both readings),
+its certified efficiency ALG / bound on tonight's fresh paper-scale instances against a recorded distribution,
+and hard violations (a schedule breaking the model, a policy above OPT or the bound, Theorems 5-6 contradicted).
+Red (exit 1) when PD-ORS earns less than a record, a pinned digest changes (re-record with --record paper and a
+MODEL_VERSION bump), the fresh mean falls below the recorded mean by more than the printed detectable drop, or a
+hard violation occurs."""
+
+EPILOG = """\
+example:
+  pdors nightly --no-mlflow   # exit 0 green; exit 1 red, each reason under the verdict, e.g. 'paper record fig09
+                              # seed 1 reject: PD-ORS utility ... is ...% below its record ...'
+  pdors nightly --mutants     # the planted PD-ORS regressions it turns red, and its false alarms"""
+
+
 def cmd_nightly(args: argparse.Namespace) -> int:
     from pdors.config import build
     from pipeline.nightly import record as nightly_record
@@ -76,6 +119,8 @@ def cmd_nightly(args: argparse.Namespace) -> int:
                 "paper",
                 "fig09",
                 "pinned",
+                "paper_pinned",
+                "calibration",
                 "seed",
                 "solver",
                 "time_limit",
@@ -87,9 +132,17 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         }
         | {"policies": [p.strip() for p in args.policies.split(",") if p.strip()]},
     )
+    if args.mutants:
+        from studies.nightly_mutants import run as run_mutants
+
+        if args.nights < 0:
+            raise InputError(f"--nights: must be >= 0, got {args.nights}")
+        only = [m for m in args.only.split(",") if m] or None
+        print(run_mutants(settings.out, false_alarm_nights=args.nights, only=only), end="")
+        return ExitStatus.OK
     if args.record:
         try:
-            return rerecord(settings)
+            return rerecord(settings, args.record)
         except nightly_record.RecordError as e:  # too few proven seeds, or a hard violation: a verdict
             print(f"pdors nightly --record: {e}", file=sys.stderr)
             return ExitStatus.FAILED

@@ -20,6 +20,7 @@ from offline_opt import Comparison, OptResult, PolicyRatio
 from offline_opt.compare import judge
 from pdors.instance_io import to_dict
 from pdors_cli.main import main
+from pipeline.nightly import record as nightly_record
 from pipeline.nightly.run import EXPERIMENT, date_seed, interval, offences, stats
 
 compare_module = importlib.import_module("offline_opt.compare")  # the package exports compare() under that name
@@ -147,6 +148,15 @@ def test_a_record_for_another_profile_is_refused(tmp_path, capsys):
     assert "--profile: the record" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
+def test_a_record_without_the_paper_scale_part_is_refused(tmp_path, capsys):
+    path = tmp_path / "rec.json"
+    path.write_text(json.dumps({"format": "pdors-nightly-record/1", "profile": "small", "instances": []}))
+    assert main(["nightly", "--record-file", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "has no paper_record or power section" in err and "--record paper" in err
+    assert not (tmp_path / "out").exists()
+
+
 def frozen_high_prices(bounds, used, capacity):
     """A deliberately weakened PD-ORS price function: utilisation ignored, every price pinned at
     L (U^r / L)^0.8 (80% of eq. (12)'s log range), so PD-ORS turns away jobs it could run."""
@@ -189,8 +199,13 @@ def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_alt
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
     mlflow.set_tracking_uri(None)  # re-read the environment (the client caches the URI per process)
     record = tmp_path / "record.json"
-    assert main(["nightly", "--record", "--seed", "6", "--pinned", "1", "--record-file", str(record)]) == 0
+    assert main(["nightly", "--record", "small", "--seed", "6", "--pinned", "1", "--record-file", str(record)]) == 0
     rec = json.loads(record.read_text())
+    # the committed paper-scale sections, the record's rows cut to one Fig. 6 instance (a second each)
+    committed = nightly_record.load(nightly_record.DEFAULT_RECORD, "small")
+    paper_rows = [r for r in committed["paper_record"]["rows"] if r["setting"] == "fig06" and r["seed"] == 1]
+    rec |= {"paper_record": {**committed["paper_record"], "rows": paper_rows}, "power": committed["power"]}
+    nightly_record.save(rec, record)
     assert [r["seed"] for r in rec["instances"]] == [6] and rec["profile"] == "small"
     assert rec["rule"].startswith("the first 1 seeds, in seed order from 6") and "No ratio" in rec["rule"]
     recorded = rec["instances"][0]["utilities"]["pdors"]
@@ -218,7 +233,7 @@ def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_alt
     fresh3 = ["nightly", "--record-file", str(record), "--fresh", "1", *no_paper, "--seed", "3", "--out", out_dir]
     assert main(fresh3) == 1  # fresh seed 3 (OPT in about 20 s)
     out = capsys.readouterr().out
-    assert "**FAIL**: 1 instance(s)" in out and "below its record" in out
+    assert "**FAIL**" in out and "pinned seed 6: pdors utility" in out and "paper record fig06 seed 1" in out
     bad = json.loads(max((tmp_path / "out").glob("*/report.json")).read_text())
     weak = bad["pinned"][0]["utilities"]["pdors"]
     # seed 6: -8.3 % (235.4 against 256.8 under the default discard rule, which already turns jobs away)
@@ -247,3 +262,138 @@ def test_nightly_is_green_as_is_and_red_when_pdors_is_weakened_or_its_record_alt
     assert [(m.step, m.value) for m in history] == [(6, pytest.approx(weak))]
     artifacts = {a.path for a in client.list_artifacts(failed.info.run_id)}
     assert {"report.json", "summary.md", "ratios.png", "outside_band"} <= artifacts
+
+
+# ---- the paper-scale record, the fresh power check, the mutation test (issue 45) ----
+
+ROW = {
+    "setting": "fig06",
+    "seed": 1,
+    "reading": "found_solutions",
+    "instance_digest": "abc",
+    "utility": 100.0,
+    "digest": "d1",
+    "admitted": 9,
+}
+
+
+def test_the_paper_record_names_a_regression_its_size_and_a_change_to_rerecord():
+    from pipeline.nightly.paper_record import Outcome, judge
+
+    def verdict(utility, digest, instance="abc"):
+        return judge(ROW, Outcome(utility=utility, digest=digest, admitted=8), instance, 5, 1e-9)
+
+    assert verdict(100.0, "d1").kind == "pass" and not verdict(100.0, "d1").red
+    low = verdict(97.5, "d2")
+    assert low.kind == "regression" and "2.50% below its record 100.0000" in low.reason
+    for better in (100.0, 101.0):  # a changed schedule with equal or better utility: never passed silently
+        v = verdict(better, "d2")
+        assert v.red and v.kind == "changed" and "re-record" in v.reason and "MODEL_VERSION" in v.reason
+    assert verdict(100.0, "d1", instance="other").kind == "instance"
+
+
+def test_the_fresh_check_is_red_below_the_recorded_mean_by_its_stated_margin():
+    from pipeline.nightly.power import judge
+
+    section = {"z": 3.0, "sd_floor": 0.01, "values": {"paper/reject": [1.0, 1.0, 1.0, 1.0], "fig09/reject": [0.7, 0.9]}}
+    paper, fig09 = judge(section, {"paper/reject": [0.99, 0.99, 0.99], "fig09/reject": [0.4, 0.45]})
+    # sd 0 is floored at 0.01: threshold 1 - 3 * 0.01 / sqrt(3)
+    assert paper.threshold == pytest.approx(1 - 0.03 / 3**0.5) and not paper.red
+    assert paper.detectable == pytest.approx(0.03 / 3**0.5)
+    assert fig09.recorded_sd == pytest.approx(0.1414, abs=1e-4)  # threshold 0.8 - 3 * 0.1414 / sqrt(2) = 0.5
+    assert fig09.threshold == pytest.approx(0.5) and fig09.red and "46.88% below the recorded 0.8000" in fig09.reason
+    (dropped,) = judge(section, {"paper/reject": [0.95]})
+    assert dropped.red and "5.00% below" in dropped.reason
+
+
+def test_a_mutant_acts_from_outside_and_leaves_pdors_as_it_was():
+    """Reject every 10th job (a planted regression of issue 45's table) on the pinned Fig. 6 instance: PD-ORS's
+    schedule changes while it is applied and is exactly its record after."""
+    from pdors.policies.pdors import PDORS
+    from pipeline.nightly import record as nightly_record
+    from pipeline.nightly.paper_record import run_pdors
+    from studies.nightly_mutants import MUTANTS
+
+    rec = nightly_record.load(nightly_record.DEFAULT_RECORD, "small")
+    row = next(r for r in rec["paper_record"]["rows"] if r["setting"] == "fig06" and r["seed"] == 1)
+    plan = PDORS.plan
+    with next(m for m in MUTANTS if m.name == "10th").apply():
+        assert PDORS.plan is not plan
+        # its schedule differs (its utility is higher here: rejecting job 9 leaves room for later ones; the record
+        # reports that as a change to re-record)
+        assert run_pdors("fig06", 1, row["reading"]).digest != row["digest"]
+    assert PDORS.plan is plan
+    healthy = run_pdors("fig06", 1, row["reading"])
+    assert (healthy.utility, healthy.digest) == (row["utility"], row["digest"])
+
+
+def test_help_says_what_the_nightly_checks_and_what_turns_it_red(capsys):
+    with pytest.raises(SystemExit):
+        main(["nightly", "--help"])
+    out = capsys.readouterr().out
+    assert "Red (exit 1)" in out and "example:\n  pdors nightly" in out and "H = 100" in out
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--paper-pinned", "0"], "paper_pinned: must be >= 1"),
+        (["--mutants", "--only", "nosuch"], "--only: unknown mutant(s) nosuch"),
+        (["--mutants", "--nights", "-1"], "--nights: must be >= 0"),
+    ],
+)
+def test_bad_paper_scale_input_is_refused(args, field, tmp_path, capsys):
+    assert main(["nightly", "--out", str(tmp_path / "out"), *args]) == 2
+    err = capsys.readouterr().err
+    assert field in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+ISSUE_ROWS = ["halve", "payoff>60", "3rd@H>=30", "10th"]
+
+
+@pytest.mark.slow
+def test_the_issue_four_planted_regressions_turn_the_nightly_red_and_the_unmutated_one_stays_green():
+    """Issue 45's table, planted the same way (studies/nightly_mutants.py), against the committed record: each
+    turns the nightly's regression checks red with a reason naming the regression's size."""
+    from pipeline.nightly.run import Settings
+    from studies.nightly_mutants import FIRST_NIGHT, mutation_table
+
+    t = mutation_table(FIRST_NIGHT, {}, ["none", *ISSUE_ROWS], Settings(paper=1))
+    healthy, *mutants = t["mutants"]
+    assert healthy["mutant"] == "none" and not healthy["red"] and healthy["size"] == pytest.approx(0.0, abs=1e-12)
+    assert [r["mutant"] for r in mutants] == ISSUE_ROWS
+    for r in mutants:
+        assert r["red"] and "paper record" in r["parts"], r
+        assert "% below" in r["reason"], r
+    assert all(r["size"] > 0 for r in mutants)  # each lowers the mean utility of the paper-scale record
+
+
+@pytest.mark.slow
+def test_a_changed_digest_is_red_until_rerecorded(tmp_path, capsys):
+    """A record whose digest differs from tonight's schedule (as after a change that keeps the utility) is red
+    with 're-record'; `pdors nightly --record paper` writes tonight's digests and the night is green again."""
+    from pipeline.nightly import record as nightly_record
+
+    rec = nightly_record.load(nightly_record.DEFAULT_RECORD, "small")
+    rec["paper_record"]["rows"] = [r for r in rec["paper_record"]["rows"] if r["setting"] == "fig06"][:1]
+    rec["instances"] = rec["instances"][:1]
+    digest = rec["paper_record"]["rows"][0]["digest"]
+    rec["paper_record"]["rows"][0]["digest"] = "0" * 32
+    path = tmp_path / "record.json"
+    nightly_record.save(rec, path)
+    night = ["nightly", "--record-file", str(path), "--fresh", "0", "--paper", "0", "--fig09", "0", "--no-mlflow"]
+    night += ["--out", str(tmp_path / "out")]
+    assert main(night) == 1
+    out = capsys.readouterr().out
+    assert "schedule digest changed with utility +0.00%" in out and "--record paper" in out
+
+    assert (
+        main(["nightly", "--record", "paper", "--record-file", str(path), "--paper-pinned", "1", "--calibration", "1"])
+        == 0
+    )
+    rows = json.loads(path.read_text())["paper_record"]["rows"]
+    assert [r["digest"] for r in rows if r["setting"] == "fig06" and r["reading"] == "found_solutions"] == [digest]
+    assert len(json.loads(path.read_text())["instances"]) == 1  # the small set is kept
+    capsys.readouterr()
+    assert main(night) == 0

@@ -22,11 +22,12 @@ if TYPE_CHECKING:
     from pdors.model import Instance
     from pdors.premise import Premise
 
-# setting -> instance size: the paper's H = 100 and the Fig. 9 size, both in the calibrated regime
+# setting -> instance size: the paper's H = 100, the Fig. 9 and Fig. 6 sizes, all in the calibrated regime
 # (workload_scale 0.1: configs/fig09.yaml)
 SETTINGS = {
     "paper": {"machines": 100, "jobs": 100, "slots": 80},
     "fig09": {"machines": 30, "jobs": 100, "slots": 80},
+    "fig06": {"machines": 10, "jobs": 50, "slots": 20},  # Fig. 6's smallest H (configs/fig06.yaml): pinned only
 }
 SIZE = SETTINGS["paper"]
 WORKLOAD_SCALE = 0.1

@@ -40,6 +40,8 @@ class RecordSettings(Protocol):
 FORMAT = "pdors-nightly-record/1"
 # The record committed with the code (a checkout, or an editable install of one), wherever the command runs from.
 DEFAULT_RECORD = str(Path(__file__).resolve().parents[2] / "configs" / "nightly_record.json")
+# the paper-scale record (pipeline.nightly.paper_record) and the fresh check's distribution (pipeline.nightly.power)
+PAPER_SECTIONS = ("paper_record", "power")
 SCAN_FACTOR = 4  # --record tries at most N * SCAN_FACTOR seeds before giving up
 
 
@@ -138,8 +140,9 @@ def save(rec: JSON, path: str | Path) -> None:
     Path(path).write_text("{\n" + ",\n".join(head) + f',\n "instances": [\n  {rows}\n ]\n}}\n')
 
 
-def load(path: str | Path, profile: str) -> JSON:
-    """The record at ``path``, checked to be one and to be made for ``profile``."""
+def load(path: str | Path, profile: str, paper: bool = True) -> JSON:
+    """The record at ``path``, checked to be one and to be made for ``profile`` (and, with ``paper``, to hold the
+    paper-scale sections)."""
     try:
         rec = json.loads(Path(path).read_text())
     except FileNotFoundError:
@@ -152,6 +155,12 @@ def load(path: str | Path, profile: str) -> JSON:
         raise RecordError(
             f"--profile: the record {path} pins profile {rec.get('profile')!r}, not {profile!r}; "
             f"re-record with `pdors nightly --record --profile {profile}`"
+        )
+    missing = [k for k in PAPER_SECTIONS if not isinstance(rec.get(k), dict)]
+    if paper and missing:
+        raise RecordError(
+            f"--record-file: {path} has no {' or '.join(missing)} section (the paper-scale record); write it with "
+            "`pdors nightly --record paper`"
         )
     return rec
 
@@ -172,9 +181,9 @@ class Pinned:
         return dict(self.__dict__)
 
 
-def check(rec: JSON, tolerance: float) -> list[Pinned]:
-    """Re-run every policy on every pinned instance. Fails an instance when a schedule has a validator
-    violation, a policy earns more than OPT allows, or PD-ORS earns less than its record by more than
+def check(rec: JSON, tolerance: float, policies: tuple[str, ...] | None = None) -> list[Pinned]:
+    """Re-run every policy (or ``policies``) on every pinned instance. Fails an instance when a schedule has a
+    validator violation, a policy earns more than OPT allows, or PD-ORS earns less than its record by more than
     ``tolerance`` (relative)."""
     from offline_opt.compare import judge, run_policies
     from pdors.instance_io import from_dict
@@ -183,7 +192,7 @@ def check(rec: JSON, tolerance: float) -> list[Pinned]:
     out = []
     for row in rec["instances"]:
         o = row["opt"]
-        runs = run_policies(from_dict(row["instance"]), row["seed"], rec["workload"])
+        runs = run_policies(from_dict(row["instance"]), row["seed"], rec["workload"], policies=policies)
         p = Pinned(seed=row["seed"], opt=o["objective"], recorded=row["utilities"])
         for name, r in runs.items():
             u = p.utilities[name] = r.validation.total_utility
@@ -205,6 +214,9 @@ def check(rec: JSON, tolerance: float) -> list[Pinned]:
             p.problems += [f"pdors: {why}"] if why else []
         pd_before, pd_now = p.recorded.get("pdors"), p.utilities.get("pdors")
         if pd_before is not None and pd_now is not None and pd_now < pd_before - tolerance * max(1.0, abs(pd_before)):
-            p.problems.append(f"pdors utility {pd_now:.6f} below its record {pd_before:.6f} (tolerance {tolerance:g})")
+            p.problems.append(
+                f"pdors utility {pd_now:.6f} below its record {pd_before:.6f} "
+                f"({(pd_before - pd_now) / max(abs(pd_before), 1e-12):.2%} below; tolerance {tolerance:g})"
+            )
         out.append(p)
     return out

@@ -36,8 +36,9 @@ import numpy as np
 
 from pdors.config import JSON
 from pdors.errors import ExitStatus
-from pdors.markdown import number
+from pdors.markdown import number, table
 from pipeline.nightly import paper as nightly_paper
+from pipeline.nightly import paper_record, power
 from pipeline.nightly import record as nightly_record
 
 if TYPE_CHECKING:  # offline_opt imports Pyomo: only where the check runs
@@ -65,6 +66,8 @@ class Settings:
     paper: int = 3  # fresh paper-scale instances (pipeline.nightly.paper), certified by the dual bound
     fig09: int = 2  # fresh instances of Fig. 9's setting (H = 30, I = 100, T = 80), likewise
     pinned: int = 10  # with --record: how many instances to pin
+    paper_pinned: int = paper_record.SEEDS  # with --record paper: seeds per setting of the paper-scale record
+    calibration: int | None = None  # with --record paper: seeds per setting of the fresh check (power.CALIBRATION)
     seed: int | None = None  # first fresh seed (default: from the date); with --record the first seed scanned
     solver: str = "highs"
     time_limit: float = 60.0
@@ -101,6 +104,10 @@ class Settings:
             out.append(f"fig09: must be >= 0, got {self.fig09}")
         if self.pinned < 1:
             out.append(f"pinned: must be >= 1, got {self.pinned}")
+        if self.paper_pinned < 1:
+            out.append(f"paper_pinned: must be >= 1, got {self.paper_pinned}")
+        if self.calibration is not None and self.calibration < 1:
+            out.append(f"calibration: must be >= 1, got {self.calibration}")
         if self.solver not in SOLVERS:
             out.append(f"solver: must be one of {', '.join(SOLVERS)}, got {self.solver!r}")
         elif not available(self.solver):
@@ -148,20 +155,70 @@ class FreshInstance:
 
 
 @dataclass(kw_only=True)
+class Regressions:
+    """The checks that catch a PD-ORS regression: the pinned small set, the paper-scale record, the fresh
+    paper-scale power check (``pipeline.nightly.power``)."""
+
+    pinned: list[nightly_record.Pinned] = field(default_factory=list)
+    paper_record: list[paper_record.Verdict] = field(default_factory=list)
+    power: list[power.CellVerdict] = field(default_factory=list)
+
+    @property
+    def reasons(self) -> list[str]:
+        out = [f"paper record {v.reason}" for v in self.paper_record if v.red]
+        out += [f"fresh power {v.reason}" for v in self.power if v.red]
+        return out + [f"pinned seed {p.seed}: {why}" for p in self.pinned for why in p.problems]
+
+    def parts_red(self) -> list[str]:
+        parts = {
+            "pinned small": any(p.problems for p in self.pinned),
+            "paper record": any(v.red for v in self.paper_record),
+            "fresh power": any(v.red for v in self.power),
+        }
+        return [k for k, red in parts.items() if red]
+
+
+def regressions(
+    settings: Settings,
+    today: date,
+    bounds: dict[tuple[str, int], float],
+    pinned: bool = True,
+    policies: tuple[str, ...] | None = None,
+) -> Regressions:
+    """The regression checks of tonight (``pinned``: also the two pinned records; ``policies``: the policies re-run
+    on the small pinned set, default all). ``bounds``: the fresh instances' dual bounds by (setting, seed),
+    computed where missing."""
+    rec = nightly_record.load(settings.record_file, settings.profile)
+    out = Regressions()
+    if pinned:
+        out.pinned = nightly_record.check(rec, settings.tolerance, policies)
+        out.paper_record = paper_record.check(rec["paper_record"])
+    out.power = power.night(rec["power"], {"paper": settings.paper_seeds(today)}, bounds)
+    return out
+
+
+@dataclass(kw_only=True)
 class Report:
     settings: Settings
     name: str
     directory: Path
     code: JSON  # pdors version, git commit, package versions
     record: JSON
-    pinned: list[nightly_record.Pinned] = field(default_factory=list)
+    regressions: Regressions = field(default_factory=Regressions)
     fresh: list[FreshInstance] = field(default_factory=list)
     paper: list[nightly_paper.PaperScale] = field(default_factory=list)
 
     @property
+    def pinned(self) -> list[nightly_record.Pinned]:
+        return self.regressions.pinned
+
+    @property
     def failures(self) -> int:
+        """Failed instances, pinned rows and fresh power cells."""
         return (
             sum(bool(p.problems) for p in self.pinned)
+            + sum(v.red for v in self.regressions.paper_record)
+            + sum(v.red for v in self.regressions.power)
             + sum(bool(f.offences) for f in self.fresh)
             + sum(bool(p.offences) for p in self.paper)
         )
@@ -260,7 +317,6 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
     while (Path(settings.out) / name).exists():  # two runs in one second: never mix their files
         name += "+"
     report = Report(settings=settings, name=name, directory=Path(settings.out) / name, code=code_version(), record=rec)
-    report.pinned = nightly_record.check(rec, settings.tolerance)
     profile = INSTANCE_PROFILES[settings.profile]
     bar = tqdm(
         seeds,
@@ -293,14 +349,15 @@ def check(settings: Settings, today: date, progress: bool = True) -> Report:
     offenders = report.directory / "offenders"
     report.paper = [nightly_paper.check_one(seed, "paper", offenders) for seed in settings.paper_seeds(today)]
     report.paper += [nightly_paper.check_one(seed, "fig09", offenders) for seed in settings.fig09_seeds(today)]
+    bounds = {(p.setting, p.seed): p.certified.bound.bound for p in report.paper}
+    report.regressions = regressions(settings, today, bounds)
     _write(report)
     return report
 
 
 def reasons(report: Report) -> list[str]:
     """Why the night is red (empty when green): regressions, violations, policies above a bound, theorem checks."""
-    out = [f"pinned seed {p.seed}: {why}" for p in report.pinned for why in p.problems]
-    out += [f"fresh seed {f.seed}: {why}" for f in report.fresh for why in f.offences]
+    out = report.regressions.reasons + [f"fresh seed {f.seed}: {why}" for f in report.fresh for why in f.offences]
     return out + [f"{p.setting} seed {p.seed}: {why}" for p in report.paper for why in p.offences]
 
 
@@ -406,6 +463,7 @@ def tables(report: Report) -> str:
         f"{sum(f.outside_band for f in report.fresh)} of {len(report.fresh)} (possibly) outside "
         f"{BAND[0]}-{BAND[1]}, saved under outside_band/ (a report, not a failure).",
         *nightly_paper.markdown(report.paper),
+        *regression_tables(report.regressions, report.record),
         "",
     ]
     lines.append("**PASS**" if report.passed else f"**FAIL**: {report.failures} instance(s)")
@@ -418,6 +476,51 @@ def tables(report: Report) -> str:
     if outside:
         lines += ["", "Outside the band (replay): " + "; ".join(f"`{replay_command(f, s)}`" for f in outside)]
     return "\n".join(lines) + "\n"
+
+
+def regression_tables(g: Regressions, rec: JSON) -> list[str]:
+    """Markdown: the paper-scale record and the fresh power check."""
+    out = []
+    if g.paper_record:
+        out += [
+            "",
+            f"## Paper-scale record ({rec['paper_record']['rule']}; recorded at MODEL_VERSION "
+            f"{rec['paper_record']['model_version']})",
+            "",
+            "Red: PD-ORS's utility below its record (a regression) or its schedule digest changed (a change to "
+            "re-record with `pdors nightly --record paper`).",
+            "",
+            table(
+                ["setting", "seed", "reading", "recorded", "tonight", "verdict"],
+                [
+                    [v.setting, v.seed, v.reading, f"{v.recorded:.4f}", f"{v.utility:.4f}", v.reason or "pass"]
+                    for v in g.paper_record
+                ],
+            ),
+        ]
+    if g.power:
+        p = rec["power"]
+        out += [
+            "",
+            f"## Fresh paper-scale power check ({p['rule']})",
+            "",
+            table(
+                ["cell", "K", "recorded mean (sd)", "tonight", "threshold", "detects a drop of", "verdict"],
+                [
+                    [
+                        v.cell,
+                        v.instances,
+                        f"{v.recorded_mean:.4f} ({v.recorded_sd:.4f})",
+                        f"{v.mean:.4f}",
+                        f"{v.threshold:.4f}",
+                        f"{v.detectable:.2%}",
+                        "RED" if v.red else "pass",
+                    ]
+                    for v in g.power
+                ],
+            ),
+        ]
+    return out
 
 
 def plot(report: Report, path: Path) -> Path:
@@ -471,8 +574,12 @@ def _write(report: Report) -> None:
                 "band": BAND,
                 "code": report.code,
                 "passed": report.passed,
-                "record": {k: v for k, v in report.record.items() if k != "instances"},
+                "record": {
+                    k: v for k, v in report.record.items() if k not in ("instances", *nightly_record.PAPER_SECTIONS)
+                },
                 "pinned": [p.to_dict() for p in report.pinned],
+                "paper_record": [v.to_dict() for v in report.regressions.paper_record],
+                "power": [v.to_dict() for v in report.regressions.power],
                 "fresh": [
                     {
                         "seed": f.seed,
@@ -629,11 +736,41 @@ def run(settings: Settings, track: bool = True, progress: bool = True, today: da
     return status
 
 
-def rerecord(settings: Settings, progress: bool = True) -> int:
-    """``pdors nightly --record``: pin instances by the rule and write the record; returns the exit status."""
-    first = 1 if settings.seed is None else settings.seed
-    rec = nightly_record.record(settings, first, code_version(), progress)
-    nightly_record.save(rec, settings.record_file)
+def rerecord(settings: Settings, part: str = "all", progress: bool = True) -> int:
+    """``pdors nightly --record [all|small|paper]``: pin instances by the rules and write the record (``small``
+    keeps the file's paper-scale sections, ``paper`` its small set); returns the exit status."""
+    path = Path(settings.record_file)
+    old = nightly_record.load(path, settings.profile, paper=False) if part != "all" and path.exists() else None
+    if part == "paper" and old is None:
+        raise nightly_record.RecordError(f"--record paper: {path} holds no small set to keep; use --record all")
+    if part == "paper" and old is not None:
+        rec = old
+    else:
+        first = 1 if settings.seed is None else settings.seed
+        rec = nightly_record.record(settings, first, code_version(), progress)
+        _print_small(rec, settings)
+    if part == "small" and old is not None:
+        rec |= {k: old[k] for k in nightly_record.PAPER_SECTIONS if k in old}
+    if part in ("all", "paper"):
+        rec["paper_record"] = paper_record.record(settings.paper_pinned)
+        rec["power"] = power.record(settings.calibration)
+        print(f"paper-scale record: {len(rec['paper_record']['rows'])} rows ({rec['paper_record']['rule']})")
+        print(
+            table(
+                ["setting", "seed", "reading", "utility", "digest"],
+                [
+                    [r["setting"], r["seed"], r["reading"], f"{r['utility']:.4f}", r["digest"]]
+                    for r in rec["paper_record"]["rows"]
+                ],
+            )
+        )
+        print(f"power: {rec['power']['rule']}")
+    nightly_record.save(rec, path)
+    print(f"recorded to {path}")
+    return ExitStatus.OK
+
+
+def _print_small(rec: JSON, settings: Settings) -> None:
     print(f"recorded {len(rec['instances'])} pinned instances to {settings.record_file}\nrule: {rec['rule']}")
     print("| seed | OPT | OPT s | " + " | ".join(rec["instances"][0]["utilities"]) + " |")
     for row in rec["instances"]:
@@ -644,4 +781,3 @@ def rerecord(settings: Settings, progress: bool = True) -> int:
         )
     if rec["skipped"]:
         print("skipped (OPT not proven): " + ", ".join(f"{s['seed']} ({s['status']})" for s in rec["skipped"]))
-    return ExitStatus.OK
