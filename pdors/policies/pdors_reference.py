@@ -9,19 +9,21 @@ Used only by tests (tests/test_reference.py) and ``pdors bench``; slow by design
   the smallest v in the later slot. Theta(a_i - 1, 0) = 0 and Theta(a_i - 1, V > 0) = inf.
 * Algorithm 4, theta(t, v), computed afresh for every (slot, level) it is asked for, with no cache:
   Case 1 (internal) loops over the machines one by one and keeps the cheapest feasible (ties to the lowest
-  index); Case 2 (external) builds the LP relaxation of (23)-(26) + the ratio row from scratch and solves it
-  cold with a new HiGHS instance, then rounds by (27)-(28) one attempt at a time, checking every constraint
-  on the integer solution, until S feasible roundings or the attempt cap; the cheaper case wins (ties to
-  internal).
+  index); Case 2 (external) builds the LP relaxation of (23)-(26) + the ratio row from scratch on a new HiGHS
+  instance and solves it at the covers of the levels below k whose LP PD-ORS solves, in increasing order, then
+  at level k's (that sequence defines which optimum a degenerate LP gives, docs/MODEL.md "LP per level"), then
+  rounds by (27)-(28) one attempt at a time, checking every constraint on the integer solution, until S
+  feasible roundings or the attempt cap; the cheaper case wins (ties to internal).
 
 What it shares with the fast path (``slot_cost.py`` and its parts, ``dynamic_program.py``) is what defines PD-ORS's
 decisions rather than their speed, as docs/MODEL.md states it: the prices (eq. 12, ``prices.py``), the
 machine classes and the disaggregation of the class LP's optimum (``external_lp.disaggregate``), G_delta
-(``rounding.rounding_gain``), the LP cost rescaling, and the rounding's random stream (a generator seeded by
+(``rounding.rounding_gain``), the LP cost rescaling, the bound that decides which levels' LPs are solved
+(``external_lp.separable_bound``), and the rounding's random stream (a generator seeded by
 (run seed, job, state digest, level); attempt j uses the j-th block of 2m uniforms: m worker draws, then m
-PS draws). Everything the fast path does to be fast (caching by slot state, warm-started LPs, the vectorised
-internal case and rounding, skipping roundings that cannot succeed, skipping external solves a lower bound
-rules out, stopping the DP early) is absent here.
+PS draws). Everything the fast path does to be fast (caching by slot state, one LP model kept per state and
+re-solved only where the DP needs it, the vectorised internal case and rounding, skipping roundings that cannot
+succeed, skipping external solves a lower bound rules out, stopping the DP early) is absent here.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from ..highs_lp import highs_lp, new_highs
 from ..model import Instance
 from ..portable_math import dot
 from ..primal_dual.config import RoundingConfig
-from ..primal_dual.external_lp import rescaled_costs, rounded_cost, unit_price
+from ..primal_dual.external_lp import rescaled_costs, rounded_cost, separable_bound, unit_price
 from ..primal_dual.job import FIT_ATOL, JobShape, Option
 from ..primal_dual.machine_classes import state_digest
 from ..primal_dual.prices import prices
@@ -84,9 +86,12 @@ def internal_case(job: JobShape, v: float, price: np.ndarray, free: np.ndarray) 
 
 
 def external_lp(
-    job: JobShape, demand: float, price: np.ndarray, free: np.ndarray
+    job: JobShape, demands: list[float], price: np.ndarray, free: np.ndarray
 ) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """The LP relaxation of (23)-(26) plus gamma sum s >= sum w, over machine classes, solved cold.
+    """The LP relaxation of (23)-(26) plus gamma sum s >= sum w, over machine classes, built on a new HiGHS
+    instance with the cover at ``demands[0]`` and solved cold, then re-solved warm with the cover at each later
+    demand in turn: the optimum of the last one is returned. Where the LP's optimum is not unique, which one a
+    level gets is fixed by this sequence (docs/MODEL.md, "LP per level"; see :func:`solved_before`).
 
     Variables: W_c, S_c (workers and PSs of class c in total). Rows: for each class and each resource the job
     uses, alpha^r W_c + beta^r S_c <= |c| (C^r - rho^r) (eq. 24 summed over the class); demand <= sum W <= F
@@ -114,12 +119,15 @@ def external_lp(
     ratio = np.zeros(2 * n)
     ratio[:n], ratio[n:] = -1.0, job.gamma
     rows += [cover, ratio]
-    lower += [demand, 0.0]
+    lower += [demands[0], 0.0]
     upper += [job.batch, np.inf]
     a = sparse.csc_matrix(np.array(rows))
     highs = new_highs()
     highs.passModel(highs_lp(cost, len(rows), (a.indptr, a.indices, a.data), np.array(lower), np.array(upper)))
     highs.run()
+    for demand in demands[1:]:
+        highs.changeRowBounds(len(rows) - 2, demand, job.batch)
+        highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None, (member_class, counts), (p_w, p_s)
     x = np.asarray(highs.getSolution().col_value)
@@ -203,15 +211,17 @@ def round_solution(
 
 def external_case(
     job: JobShape,
-    demand: float,
+    demands: list[float],
     price: np.ndarray,
     free: np.ndarray,
     rounding: RoundingConfig,
     rng: np.random.Generator,
 ) -> tuple[Option | None, float]:
-    """Case 2: LP relaxation (Step 8), scaled by G_delta (Step 9), randomly rounded (Steps 10-11).
-    Returns the rounding (None if none is feasible) and the LP's cost (inf if the LP is infeasible)."""
-    lp_sol, (member_class, counts), (p_w, p_s) = external_lp(job, demand, price, free)
+    """Case 2 at cover ``demands[-1]``: LP relaxation (Step 8; solved after ``demands[:-1]``, :func:`external_lp`),
+    scaled by G_delta (Step 9), randomly rounded (Steps 10-11). Returns the rounding (None if none is feasible)
+    and the LP's cost (inf if the LP is infeasible)."""
+    demand = demands[-1]
+    lp_sol, (member_class, counts), (p_w, p_s) = external_lp(job, demands, price, free)
     if lp_sol is None:
         return None, math.inf
     machines, w_bar, s_bar = disaggregate(job, lp_sol, member_class, counts, free)
@@ -220,9 +230,26 @@ def external_case(
     return round_solution(job, demand, machines, w_bar * g, s_bar * g, price, free, rounding, rng)[2], lp_cost
 
 
+def solved_before(job: JobShape, levels: np.ndarray, k: int, price: np.ndarray, free: np.ndarray) -> list[float]:
+    """The covers D of the levels below ``k`` whose LP PD-ORS solves before level k's in a slot state, in increasing
+    order: those where a lower bound on any external cost (:func:`~pdors.primal_dual.external_lp.separable_bound`)
+    is below the internal cost. The others can never beat Case 1, so their LPs are not part of the sequence."""
+    _, first, counts = machine_classes(price, free)
+    p_w = np.array([unit_price(price[h], job.worker_demand) for h in first])
+    p_s = np.array([unit_price(price[h], job.ps_demand) for h in first])
+    covers = []
+    for j in range(1, k):
+        cover = float(levels[j] * job.per_sample_external * (1.0 - COVER_RTOL))
+        internal = internal_case(job, float(levels[j]), price, free)
+        bound = separable_bound(job, np.array([cover]), p_w, p_s, free[first], counts)[0]
+        if bound < (math.inf if internal is None else internal.cost):
+            covers.append(cover)
+    return covers
+
+
 def theta(
     job: JobShape,
-    v: float,
+    levels: np.ndarray,
     k: int,
     price: np.ndarray,
     free: np.ndarray,
@@ -230,12 +257,14 @@ def theta(
     seed_key: tuple[int, ...],
     reject_on_failure: bool = False,
 ) -> Option | float | None:
-    """Algorithm 4 for v samples (workload level k) in one slot: the cheaper of Case 1 and Case 2. With
-    ``reject_on_failure``, an external case cheaper than Case 1 by its LP but with no feasible
+    """Algorithm 4 for v = ``levels[k]`` samples (workload level k) in one slot: the cheaper of Case 1 and Case 2.
+    With ``reject_on_failure``, an external case cheaper than Case 1 by its LP but with no feasible
     rounding gives that LP cost (a float): a schedule using it discards the job."""
+    v = float(levels[k])
     internal = internal_case(job, v, price, free)
     rng = np.random.Generator(np.random.PCG64([*seed_key, k]))
-    external, lp_cost = external_case(job, v * job.per_sample_external * (1.0 - COVER_RTOL), price, free, rounding, rng)
+    demands = [*solved_before(job, levels, k, price, free), v * job.per_sample_external * (1.0 - COVER_RTOL)]
+    external, lp_cost = external_case(job, demands, price, free, rounding, rng)
     if external is not None and (internal is None or external.cost < internal.cost):
         return external
     if external is None and reject_on_failure and lp_cost < (math.inf if internal is None else internal.cost):
@@ -257,14 +286,14 @@ def plan_job(job: int, view: SlotView, policy: PDORS) -> JobPlan | None:
         worker_demand=jobs.worker_demand[job],
         ps_demand=jobs.ps_demand[job],
     )
-    step = jobs.workload[job] / q
+    grid = np.arange(q + 1) * (jobs.workload[job] / q)  # the fast path's levels, bit for bit
 
     @cache
     def slot_theta(j: int, k: int) -> tuple[float, Option | None]:
         if k == 0:
             return 0.0, None
         key = (policy.seed, job, state_digest(price[j], free[j]))
-        opt = theta(shape, k * step, k, price[j], free[j], policy.rounding, key, policy.reject_on_failure)
+        opt = theta(shape, grid, k, price[j], free[j], policy.rounding, key, policy.reject_on_failure)
         if isinstance(opt, float):  # failed rounding: costed at the LP, marked
             return opt, None
         return (opt.cost, opt) if opt is not None else (math.inf, None)
