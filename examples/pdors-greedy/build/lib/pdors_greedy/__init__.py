@@ -1,1 +1,0 @@
-"""An example policy package for pdors: ``Greedy`` (policy.py) and four deliberately broken policies (broken.py)."""
