@@ -315,6 +315,9 @@ def _start_ray(address: str | None, num_cpus: int | None, result: SweepResult, s
     from pipeline.execute import executor, local_head
 
     head = local_head.find() if address is None and num_cpus is None else None
+    if head is not None and not executor.head_usable(head):
+        say("a local head is up, but this process's Ray runs without its token (imported before): a Ray of its own")
+        head = None
     where = f"cluster at {address}" if address else f"local head at {head.address}" if head else "local"
     say(f"{'connecting to' if address or head else 'starting'} Ray ({where}) ...")
     started = time.perf_counter()

@@ -151,6 +151,6 @@ def test_comparison_url_opens_the_children_table_and_the_report_renders(netns: s
     images = {alt: (natural, shown) for alt, natural, shown in seen["images"]}
     assert {"paired", "total_utility"} <= set(images), seen["images"]
     assert all(natural > 1000 and shown > 100 for natural, shown in images.values()), images
-    assert "Paired: every policy against pdors" in seen["report_text"]
+    assert "Paired: every policy against PD-ORS" in seen["report_text"]  # display names (issue 48)
     # the screenshots are kept (results/test-artifacts/mlflow-browser/) for a person to look at
     assert (SHOTS / "runs.png").stat().st_size > 10_000 and (SHOTS / "report.png").stat().st_size > 10_000

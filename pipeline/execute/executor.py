@@ -292,11 +292,37 @@ def _forget_token() -> None:
     getattr(_raylet, "AuthenticationTokenLoader").instance().reset_cache()  # noqa: B009 (absent from Ray's stubs)
 
 
+@contextmanager
+def _loopback_address() -> Iterator[None]:
+    """While it is in force, Ray keeps a 127.0.0.1 bootstrap address as it is. Ray replaces a loopback address by
+    the machine's own IP unless ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, which it reads once, when first imported:
+    a process that imported Ray before (a notebook, an earlier sweep) would dial the head, which listens on loopback
+    only, at the machine's IP and never reach it. So the flag Ray read is set for the connection itself."""
+    from ray._private import ray_constants
+
+    read = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = read
+
+
+def head_usable(head: Head) -> bool:
+    """Whether this process can connect to ``head``: Ray reads its authentication mode once per process, so a
+    process whose Ray already runs without tokens (Ray imported and used before, as in a notebook) cannot reach a
+    token-protected head; its sweep then starts a Ray of its own."""
+    with _environment(client_env(head), replace=True):
+        from ray._private.authentication.authentication_utils import is_token_auth_enabled
+
+        return bool(is_token_auth_enabled())
+
+
 def connect(address: str | None, num_cpus: int | None = None, head: Head | None = None) -> Cluster:
     """Connect to the cluster at ``address``, to the persistent local ``head``, or start a local Ray on loopback
     with ``num_cpus`` CPUs (default: all); the token file stays private (:func:`_private_token`)."""
     if head is not None:  # its token and loopback settings, in force over any the caller has
-        with _environment(client_env(head), replace=True):
+        with _environment(client_env(head), replace=True), _loopback_address():
             import ray
 
             _forget_token()
