@@ -83,10 +83,11 @@ def test_up_sweeps_connect_to_the_head_and_down_leaves_nothing(home, tmp_path, m
     # sweep says so and starts a Ray of its own, never failing on the head
     from pipeline.execute import executor
 
+    usable = executor.head_usable(head)  # before the sweep: starting a Ray of its own changes what Ray has read
     opts = SweepOptions(out=str(tmp_path / "here"), overrides=["mlflow.enabled=false"])
     result = pipeline.run_sweep(cfg, opts)
     assert result.status == 0 and result.ran == 2
-    assert result.ray == ("head" if executor.head_usable(head) else "started"), result.ray
+    assert result.ray == ("head" if usable else "started"), result.ray
     # a sweep asking for its own CPUs starts a Ray of its own, as without a head
     own = pipeline.run_sweep(
         cfg, SweepOptions(out=str(tmp_path / "own"), num_cpus=1, overrides=["mlflow.enabled=false"])
