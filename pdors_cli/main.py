@@ -96,7 +96,7 @@ SUBCOMMANDS = (
     Command(
         "ui",
         "ui",
-        "Serve the local MLflow store on 127.0.0.1 so that the URLs sweeps print open.",
+        "Serve the local MLflow store on the loopback so that the URLs sweeps print open.",
         "pdors ui",
     ),
     Command(

@@ -70,5 +70,5 @@ def test_quickstart_last_screen_fits_120_columns(tmp_path: Path, netns: str) -> 
         assert policy in screen, screen
     assert "Parquet: results/quickstart/" in screen and "summary (every grid point): results/quickstart/" in screen
     assert lines[-2].startswith("MLflow comparison") and "pdors ui" in lines[-2], screen
-    assert lines[-1].startswith("http://127.0.0.1:5000/#/experiments/") and " " not in lines[-1], screen
+    assert lines[-1].startswith("http://[::1]:5000/#/experiments/") and " " not in lines[-1], screen  # pdors ui
     assert lines[-1].endswith("&workflowType=machine_learning"), screen

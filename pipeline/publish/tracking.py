@@ -31,6 +31,7 @@ import json
 import math
 import os
 import shutil
+import socket
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -330,10 +331,28 @@ def ui_port() -> int:
     return int(os.environ.get(UI_PORT_ENV) or UI_PORT)
 
 
+def ui_host() -> str:
+    """The loopback address ``pdors ui`` serves on: IPv6's ``::1`` where the machine has it, else 127.0.0.1.
+    MLflow 3.17's UI opens its Assistant panel on a page whose host name is ``localhost``, ``127.0.0.1`` or
+    ``::1``; a browser names the IPv6 loopback ``[::1]``, so there the comparison opens without it."""
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        return "127.0.0.1"
+    return "::1"
+
+
+def local_base(port: int) -> str:
+    """The address of ``pdors ui`` on ``port``."""
+    host = ui_host()
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def ui_base(uri: str) -> str:
     """The UI that shows tracking URI ``uri``: the server itself (credentials removed), else ``pdors ui`` on
     the loopback (:func:`ui_port`)."""
-    return split_auth(uri)[0] if served(uri) else f"http://127.0.0.1:{ui_port()}"
+    return split_auth(uri)[0] if served(uri) else local_base(ui_port())
 
 
 def publish_view(mlflow_client: MlflowClient, exp_id: str, parent: str, axes: list[str]) -> str:
