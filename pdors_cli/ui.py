@@ -16,9 +16,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
         print(f"pdors ui: MLFLOW_TRACKING_URI is a server ({tracking.shown_uri()}): open it there", file=sys.stderr)
         return 2
     port = args.port or tracking.ui_port()
-    print(
-        f"MLflow UI of {tracking.shown_uri()}: {tracking.local_base(port)}/#/experiments?{tracking.UI_MODE}", flush=True
-    )
+    print(f"MLflow UI of {tracking.shown_uri()}:")  # then the URL alone on its line, whole, as a sweep prints it
+    print(f"{tracking.local_base(port)}/#/experiments?{tracking.UI_MODE}", flush=True)
     local_ui.serve(uri, tracking.ui_host(), port)  # until Ctrl-C
     return 0
 
