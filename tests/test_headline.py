@@ -55,6 +55,14 @@ def test_by_axis_splits_rows_and_text_fits(sweep_root):
         pipeline.headline_table(out=sweep_root, by=("jobs",))
 
 
+def test_a_certified_ratio_of_an_alg_near_zero_keeps_the_table_narrow(sweep_root):
+    """fig12's literal regime: DRF earns 5.4e-88 on one instance, its certified OPT / ALG has 88 digits."""
+    frame = pipeline.headline_table(out=sweep_root).assign(opt_ratio_low=1.0, opt_ratio_high=1.5, opt_ratio_n=4)
+    frame.loc[frame.index[1], ["opt_ratio_low", "opt_ratio_high"]] = [2.2457e88, 2.6184e88]
+    shown = headline.text(frame, "pdors")
+    assert "[2.25e+88, 2.62e+88]" in shown and "[1.00, 1.50]" in shown and max(map(len, shown.splitlines())) <= 110
+
+
 @pytest.mark.parametrize(
     ("mean", "low", "high", "shown"),
     [

@@ -194,12 +194,18 @@ def _significant_places(value: float, significant: int) -> int:
     return min(MAX_DECIMALS, significant - 1 - math.floor(math.log10(abs(value))))
 
 
+def _ratio(value: float) -> str:
+    """A certified ratio: two decimals; from 10,000 on, three significant digits with an exponent (an ALG of
+    5e-88 gives a ratio of 88 digits, wider than the screen)."""
+    return f"{value:.2e}" if math.isfinite(value) and abs(value) >= 1e4 else number(value, 2)
+
+
 def _cells(row: pd.Series, by: list[str]) -> list[str]:
     wtl = "-" if pd.isna(row["wins"]) else f"{row['wins']}/{row['ties']}/{row['losses']}"
     certified = (
         "-"
         if math.isnan(row["opt_ratio_low"])
-        else f"[{number(row['opt_ratio_low'], 2)}, {number(row['opt_ratio_high'], 2)}]"
+        else f"[{_ratio(row['opt_ratio_low'])}, {_ratio(row['opt_ratio_high'])}]"
         + ("" if row["opt_ratio_n"] == row["n"] else f" ({row['opt_ratio_n']} of {row['n']})")
     )
     reference_row = row["ratio"] == 1.0 and pd.isna(row["wins"])
