@@ -228,7 +228,7 @@ def test_a_ratio_of_an_alg_near_zero_is_drawn_at_the_cap() -> None:
 COMMITTED = sorted(FIGURES.glob("*.png"))
 # Drawn before issue 48's fixes (paired rows on one axis down to 1e-3) and not redrawn yet: their sweeps did not
 # fit the session. Strict: once redrawn (`make reproduce`) they pass, and this list must lose them.
-NOT_REDRAWN = {"fig13.paired.png", "fig14_15.paired.png"}
+NOT_REDRAWN = {"fig14_15.paired.png"}
 
 
 def test_no_two_committed_figures_show_the_same_points() -> None:
