@@ -32,11 +32,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pdors.config import JSON
 from pipeline.execute.local_head import Head, client_env
-from pipeline.spec.tasks import Outcome, Task
+from pipeline.spec.tasks import Outcome, Task, TaskSpec, same_but_seed
+
+if TYPE_CHECKING:  # pdors.run imports NumPy and the policies: only inside a task
+    from pdors.run import RunSpec
 
 RETRIES = 3
 CHUNK_SECONDS = 0.5  # run time of one Ray task once runs are timed: Ray's few ms per task become noise
@@ -67,11 +70,17 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def execute(task: Task, schedules: bool = False, time_limit: float | None = None) -> Outcome:
+def execute(
+    task: Task,
+    schedules: bool = False,
+    time_limit: float | None = None,
+    specs: dict[str, tuple[TaskSpec, RunSpec]] | None = None,
+) -> Outcome:
     """Run one task in the current process (the body of every Ray task); ``schedules``: keep a simulation's
-    allocations; ``time_limit``: seconds a simulation may take before it is stopped and recorded as failed."""
+    allocations; ``time_limit``: seconds a simulation may take before it is stopped and recorded as failed;
+    ``specs``: the checked spec of each grid point met so far (:func:`execute_chunk`), added to."""
     import pdors
-    from pdors.run import run
+    from pdors.run import run_checked
     from pipeline.spec import opt_task
 
     started = time.time()
@@ -80,7 +89,7 @@ def execute(task: Task, schedules: bool = False, time_limit: float | None = None
         status, error = "ok", None
         if task.kind == "sim":
             with _time_limit(time_limit):
-                done = run(dict(task.spec))
+                done = run_checked(_spec(task, {} if specs is None else specs))
             result = done.summary.to_dict()
             if done.validation.violations:
                 status, error = "invalid", invalid_error(done.summary.violations)
@@ -129,9 +138,25 @@ def _ray_node() -> tuple[str, str]:
     return ray.get_runtime_context().get_node_id(), node_ip()
 
 
+def _spec(task: Task, specs: dict[str, tuple[TaskSpec, RunSpec]]) -> RunSpec:
+    """A simulation's checked spec: built for the first run of its grid point met in ``specs`` (its ``point_id``,
+    its spec's data and the spec), re-seeded for the point's other runs (a build costs as much as a tiny run's
+    policy)."""
+    from pdors.config import build
+    from pdors.run import RunSpec, reseeded
+
+    point = specs.get(task.point_id)
+    if point is not None and same_but_seed(point[0], task.spec):
+        return point[1] if point[1].seed == task.spec["seed"] else reseeded(point[1], task.spec["seed"])
+    spec = build(RunSpec, dict(task.spec))
+    specs[task.point_id] = (task.spec, spec)
+    return spec
+
+
 def execute_chunk(tasks: list[Task], schedules: bool = False, time_limit: float | None = None) -> list[Outcome]:
     """The body of every Ray task: ``tasks`` one after another, each outcome its own."""
-    return [execute(task, schedules, time_limit) for task in tasks]
+    specs: dict[str, tuple[TaskSpec, RunSpec]] = {}
+    return [execute(task, schedules, time_limit, specs) for task in tasks]
 
 
 def origins_here(policies: list[str]) -> dict[str, JSON | str]:
