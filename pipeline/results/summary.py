@@ -499,7 +499,8 @@ def with_job_metrics(runs: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
         (done["completion"] - done["arrival"]).groupby(done["run_id"]).mean()
     )
     by_class = jobs.groupby(["run_id", "sensitivity"])["utility"].sum().unstack()
-    simulated = runs["run_id"].isin(jobs["run_id"])
+    ran = set(jobs["run_id"].tolist())  # a set: isin on Arrow strings converts each job's id alone
+    simulated = pd.Series([r in ran for r in runs["run_id"].tolist()], index=runs.index, dtype=bool)
     for code, name in SENSITIVITY_CLASSES.items():
         values = by_class[code] if code in by_class else pd.Series(dtype=float)
         runs[f"utility.{name}"] = runs["run_id"].map(values).where(simulated).fillna(0.0).where(simulated)
