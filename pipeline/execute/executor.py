@@ -404,63 +404,62 @@ def fan_out(
 ) -> Iterator[list[tuple[Task, Outcome]]]:
     """Yield the (task, outcome) pairs of each chunk as it finishes on the ``connect``-ed cluster, keeping at
     most ``max_parallel`` chunks in flight (default: twice the cluster's CPUs, enough to keep every CPU busy);
-    ``schedules``: keep each simulation's allocations. Ray is shut down at the end."""
+    ``schedules``: keep each simulation's allocations. Ray stays up (:func:`disconnect`)."""
     import ray
     from ray.exceptions import RayError
 
-    try:
-        remote: Any = ray.remote(max_retries=RETRIES)(execute_chunk)  # Ray's stubs type it by arity, wrongly
-        limit = max_parallel or 2 * cluster.cpus
-        pending, alone = deque(tasks), deque[Task]()  # alone: runs of a lost chunk, one per task
-        in_flight: dict[ray.ObjectRef[list[Outcome]], tuple[list[Task], float]] = {}
-        timed = [0.0, 0.0]  # seconds and cells of the simulations that finished
-        left = [sum(c for c in map(cost, tasks) if not math.isinf(c))]  # cells of the simulations not submitted
+    remote: Any = ray.remote(max_retries=RETRIES)(execute_chunk)  # Ray's stubs type it by arity, wrongly
+    limit = max_parallel or 2 * cluster.cpus
+    pending, alone = deque(tasks), deque[Task]()  # alone: runs of a lost chunk, one per task
+    in_flight: dict[ray.ObjectRef[list[Outcome]], tuple[list[Task], float]] = {}
+    timed = [0.0, 0.0]  # seconds and cells of the simulations that finished
+    left = [sum(c for c in map(cost, tasks) if not math.isinf(c))]  # cells of the simulations not submitted
 
-        def submit() -> None:
-            while len(in_flight) < limit and (alone or pending):
-                if alone:
-                    chunk = [alone.popleft()]
-                else:
-                    chunk = take_chunk(pending, timed[0] / timed[1] if timed[1] else None, left[0], limit)
-                    left[0] -= sum(c for c in map(cost, chunk) if not math.isinf(c))
-                in_flight[remote.remote(chunk, schedules, time_limit)] = (chunk, time.time())
+    def submit() -> None:
+        while len(in_flight) < limit and (alone or pending):
+            if alone:
+                chunk = [alone.popleft()]
+            else:
+                chunk = take_chunk(pending, timed[0] / timed[1] if timed[1] else None, left[0], limit)
+                left[0] -= sum(c for c in map(cost, chunk) if not math.isinf(c))
+            in_flight[remote.remote(chunk, schedules, time_limit)] = (chunk, time.time())
 
+    submit()
+    while in_flight:
+        done, _ = ray.wait(list(in_flight), num_returns=1)
+        chunk, submitted = in_flight.pop(done[0])
+        try:
+            outcomes = ray.get(done[0])
+        except RayError as e:  # retries exhausted: worker/node died, object lost, ...
+            if len(chunk) > 1:
+                alone.extend(chunk)
+                submit()
+                continue
+            outcomes = [
+                Outcome(
+                    status="lost",
+                    error=f"{type(e).__name__}: {e}"[:4000],
+                    result=None,
+                    code_version=None,
+                    node_id=None,
+                    node_ip=None,
+                    worker_pid=None,
+                    started_at=submitted,
+                    finished_at=time.time(),
+                )
+            ]
+        for task, outcome in zip(chunk, outcomes, strict=False):
+            if outcome.status == "ok" and not math.isinf(cost(task)):
+                timed[0] += outcome.finished_at - outcome.started_at
+                timed[1] += cost(task)
         submit()
-        while in_flight:
-            done, _ = ray.wait(list(in_flight), num_returns=1)
-            chunk, submitted = in_flight.pop(done[0])
-            try:
-                outcomes = ray.get(done[0])
-            except RayError as e:  # retries exhausted: worker/node died, object lost, ...
-                if len(chunk) > 1:
-                    alone.extend(chunk)
-                    submit()
-                    continue
-                outcomes = [
-                    Outcome(
-                        status="lost",
-                        error=f"{type(e).__name__}: {e}"[:4000],
-                        result=None,
-                        code_version=None,
-                        node_id=None,
-                        node_ip=None,
-                        worker_pid=None,
-                        started_at=submitted,
-                        finished_at=time.time(),
-                    )
-                ]
-            for task, outcome in zip(chunk, outcomes, strict=False):
-                if outcome.status == "ok" and not math.isinf(cost(task)):
-                    timed[0] += outcome.finished_at - outcome.started_at
-                    timed[1] += cost(task)
-            submit()
-            yield list(zip(chunk, outcomes, strict=False))
-    finally:
-        ray.shutdown()
+        yield list(zip(chunk, outcomes, strict=False))
 
 
 def disconnect() -> None:
-    """Shut down a Ray ``connect``-ed to but not used (``fan_out`` shuts it down itself)."""
+    """Shut down the Ray ``connect``-ed to, once the sweep no longer needs it: after its record is written and
+    published, so that Ray's shutdown (about a second for a Ray of the sweep's own) neither counts as running
+    the runs nor delays the headline table."""
     import ray
 
     ray.shutdown()
