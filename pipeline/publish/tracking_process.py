@@ -78,8 +78,9 @@ def finish(handle: Logging, figures: list[Path], artifact_path: str, root: Path)
     :class:`LoggingFailed`."""
     for thread in handle.sending:
         thread.join()
-    try:
+    with contextlib.suppress(OSError):  # a process that failed may have closed its end: its word is read below
         handle.conn.send((figures, artifact_path, root))
+    try:
         outcome, value = handle.conn.recv()
     except (EOFError, OSError):  # the process died without a word (killed, out of memory)
         handle.process.join()
