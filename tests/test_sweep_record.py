@@ -430,12 +430,28 @@ def test_a_logging_process_that_dies_is_a_logging_failure(tmp_path):
         packages={"pdors": "0"},
         git_commit="abc123",
     )
-    handle = tracking_process.start(manifest, pd.DataFrame(), pd.DataFrame(), [], tmp_path)
+    handle = tracking_process.start()
+    tracking_process.log(handle, manifest, pd.DataFrame(), pd.DataFrame(), [], tmp_path)
     handle.process.kill()
     with pytest.raises(tracking_process.LoggingFailed, match="exit status -9"):
         tracking_process.finish(handle, [], "report", tmp_path)
     tracking_process.stop(handle)
     assert not handle.process.is_alive()
+
+
+def test_a_logging_process_given_no_sweep_ends_by_itself_when_its_pipe_closes(tmp_path, monkeypatch, mlflow_store):
+    """Started ahead of the runs, the logging process imports MLflow and opens the store; a sweep that publishes
+    nothing (stopped, or nothing to do) closes the pipe, and the process ends cleanly, having logged nothing."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.publish import tracking_process
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
+    handle = tracking_process.start()
+    handle.conn.close()
+    handle.process.join(120)
+    assert handle.process.exitcode == 0
+    assert [e.name for e in MlflowClient(mlflow_store).search_experiments()] == ["Default"]
 
 
 def test_a_new_local_mlflow_store_is_a_copy_of_one_migrated_once(tmp_path, monkeypatch):
