@@ -226,8 +226,8 @@ def test_a_ratio_of_an_alg_near_zero_is_drawn_at_the_cap() -> None:
 
 
 COMMITTED = sorted(FIGURES.glob("*.png"))
-# Drawn before issue 48's fixes (paired rows on one axis down to 1e-3) and not redrawn yet: their sweeps did not
-# fit the session. Strict: once redrawn (`make reproduce`) they pass, and this list must lose them.
+# Drawn before issue 48's fixes (paired rows on one axis down to 1e-3) and not redrawn yet: its sweep's 100 bounds
+# did not fit the session. Strict: once redrawn (`make reproduce`) it passes, and this list must lose it.
 NOT_REDRAWN = {"fig14_15.paired.png"}
 
 
