@@ -153,3 +153,30 @@ def test_the_probes_tracebacks_are_refusals(field: str, value: str, tmp_path: Pa
     finally:
         pdors.close()
     assert outcome.kind == "refused", outcome
+
+
+def test_the_worker_sees_a_planted_traceback_hang_and_death(tmp_path: Path) -> None:
+    """The probe's counters as the worker feeds them: a ``pdors`` whose main raises, sleeps past the limit or
+    ends its process is counted a traceback, a hang and other; the worker goes on with a fresh process."""
+    plant = tmp_path / "plant" / "pdors_cli"
+    plant.mkdir(parents=True)
+    (plant / "__init__.py").write_text("")
+    (plant / "main.py").write_text(
+        "import os, sys, time\n"
+        "def main(args):\n"
+        "    fault = args[3].split('=')[1]\n"
+        "    if fault == 'raise': raise ValueError('planted')\n"
+        "    if fault == 'hang': time.sleep(600)\n"
+        "    if fault == 'die': os._exit(7)\n"
+        "    os.write(2, b'pdors sweep: error: planted: refused\\n')\n"
+        "    return 2\n"
+    )
+    pdors = CliWorker({**os.environ, "PYTHONPATH": str(plant.parent)})
+    config = tmp_path / "absurd.yaml"
+    try:
+        kinds = [probe_one(pdors, config, tmp_path, "name", v).kind for v in ("refuse", "raise", "refuse", "die")]
+        assert kinds == ["refused", "traceback", "refused", "other"]
+        assert pdors.run(["sweep", "run", str(config), "name=hang"], 1.0).code is None
+        assert probe_one(pdors, config, tmp_path, "name", "refuse").kind == "refused"
+    finally:
+        pdors.close()
