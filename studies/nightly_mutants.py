@@ -9,8 +9,9 @@ regression checks run as the nightly runs them (``pipeline.nightly.run.regressio
 paper-scale record (PD-ORS's utility and schedule digest on the pinned H = 100, 30 and 10 instances, both
 readings) and the fresh power check (``pipeline.nightly.power``) on the night ``FIRST_NIGHT``'s paper-size seeds.
 A mutant's size is measured, not assumed: the change of PD-ORS's mean utility over the paper-scale record's rows.
-The unmutated fresh power check then runs on ``--nights`` later nights (different dates, so different seeds): the
-false-alarm rate (the pinned checks are deterministic: green once, green every night). The fresh instances' dual
+The unmutated fresh power check then runs on ``--nights`` held-out nights from ``HELD_OUT_FIRST`` (their seeds
+were never used to calibrate the check nor seen before its rule was fixed): the false-alarm rate (the pinned checks
+are deterministic: green once, green every night). The fresh instances' dual
 bounds do not depend on PD-ORS and are computed once.
 Writes ``mutants.json`` and ``mutants.md`` under ``--out``.
 """
@@ -36,7 +37,8 @@ from pdors.markdown import table
 if TYPE_CHECKING:
     from pipeline.nightly.run import Settings
 
-FIRST_NIGHT = date(2026, 11, 1)  # the mutants' night; the false-alarm nights follow it
+FIRST_NIGHT = date(2026, 11, 1)  # the mutants' night
+HELD_OUT_FIRST = date(2026, 12, 1)  # the false-alarm nights: after 2026-11-02 .. -21, which measured the first rule
 # the small pinned set re-runs PD-ORS alone: a mutant changes no other policy, whose checks there stay as they are
 PDORS_ONLY = ("pdors",)
 
@@ -271,6 +273,7 @@ def mutation_table(
             "parts": g.parts_red(),
             "reason": g.reasons[0] if g.reasons else "",
             "detectable": {v.cell: v.detectable for v in g.power},
+            "threshold": {v.cell: v.threshold for v in g.power},
         }
         print(json.dumps(row), file=sys.stderr, flush=True)
         out.append(row)
@@ -289,12 +292,12 @@ def false_alarms(first: date, count: int, bounds: dict[tuple[str, int], float]) 
     return out
 
 
-def run(out: str | Path, first: date = FIRST_NIGHT, false_alarm_nights: int = 20, only: list[str] | None = None) -> str:
-    """The mutation table on the night ``first`` and the false-alarm rate over the nights after it; writes
+def run(out: str | Path, first: date = FIRST_NIGHT, false_alarm_nights: int = 40, only: list[str] | None = None) -> str:
+    """The mutation table on the night ``first`` and the false-alarm rate over the held-out nights; writes
     ``mutants.json`` and ``mutants.md`` under ``out``; returns the Markdown."""
     bounds: dict[tuple[str, int], float] = {}
     table_ = mutation_table(first, bounds, only)
-    alarms = false_alarms(first + timedelta(days=1), false_alarm_nights, bounds)
+    alarms = false_alarms(HELD_OUT_FIRST, false_alarm_nights, bounds)
     return write(out, table_, alarms)
 
 
@@ -311,6 +314,7 @@ def markdown(rows: list[JSON], alarms: list[JSON]) -> str:
     mutants = [r for r in rows if r["mutant"] != "none"]
     healthy = [r for r in rows if r["mutant"] == "none"]
     detectable = rows[0]["detectable"] if rows else {}
+    threshold = rows[0]["threshold"] if rows else {}
     lines = [
         f"Mutants turned red: {sum(r['red'] for r in mutants)} of {len(mutants)}."
         + (
@@ -335,9 +339,10 @@ def markdown(rows: list[JSON], alarms: list[JSON]) -> str:
             ],
         ),
         "",
-        f"False alarms of the unmutated fresh power check: {sum(a['red'] for a in alarms)} of {len(alarms)} nights "
+        f"False alarms of the unmutated fresh power check: {sum(a['red'] for a in alarms)} of {len(alarms)} held-out "
+        f"nights{' from ' + alarms[0]['night'] if alarms else ''} "
         f"({', '.join(a['night'] for a in alarms if a['red']) or 'none'}).",
-        "Smallest drop of the mean ALG / bound the fresh check detects half the time, per cell: "
-        + ", ".join(f"{k} {v:.2%}" for k, v in detectable.items()),
+        "Threshold of a night's mean ALG / bound and the smallest drop it detects half the time, per cell: "
+        + ", ".join(f"{k} {threshold[k]:.4f} ({v:.2%})" for k, v in detectable.items()),
     ]
     return "\n".join(lines) + "\n"

@@ -292,18 +292,29 @@ def test_the_paper_record_names_a_regression_its_size_and_a_change_to_rerecord()
     assert verdict(100.0, "d1", instance="other").kind == "instance"
 
 
-def test_the_fresh_check_is_red_below_the_recorded_mean_by_its_stated_margin():
-    from pipeline.nightly.power import judge
+def test_the_fresh_check_is_red_below_the_stated_quantile_of_resampled_healthy_nights():
+    from pipeline.nightly.power import judge, night_means
 
-    section = {"z": 3.0, "sd_floor": 0.01, "values": {"paper/reject": [1.0, 1.0, 1.0, 1.0], "fig09/reject": [0.7, 0.9]}}
-    paper, fig09 = judge(section, {"paper/reject": [0.99, 0.99, 0.99], "fig09/reject": [0.4, 0.45]})
-    # sd 0 is floored at 0.01: threshold 1 - 3 * 0.01 / sqrt(3)
-    assert paper.threshold == pytest.approx(1 - 0.03 / 3**0.5) and not paper.red
-    assert paper.detectable == pytest.approx(0.03 / 3**0.5)
-    assert fig09.recorded_sd == pytest.approx(0.1414, abs=1e-4)  # threshold 0.8 - 3 * 0.1414 / sqrt(2) = 0.5
-    assert fig09.threshold == pytest.approx(0.5) and fig09.red and "46.88% below the recorded 0.8000" in fig09.reason
-    (dropped,) = judge(section, {"paper/reject": [0.95]})
-    assert dropped.red and "5.00% below" in dropped.reason
+    section = {
+        "quantile": 0.001,
+        "resamples": 20_000,
+        "values": {"paper/reject": [1.0, 1.0, 1.0, 1.0], "fig09/reject": [1.0] * 9 + [0.7]},
+    }
+    paper, fig09 = judge(section, {"paper/reject": [0.999, 1.0, 1.0], "fig09/reject": [0.7, 0.7]})
+    # every recorded x is 1: any drop of the night's mean is red
+    assert paper.threshold == 1.0 and paper.red and "0.03% below a healthy night's median 1.0000" in paper.reason
+    # two draws of a 10 % tail at 0.7 both land in it 1 % > 0.1 % of nights: 0.7 is healthy, 0.695 is not
+    assert fig09.threshold == pytest.approx(0.7) and fig09.median == 1.0 and not fig09.red
+    assert fig09.detectable == pytest.approx(0.3)
+    (low,) = judge(section, {"fig09/reject": [0.69, 0.7]})
+    assert low.red and low.recorded == 10 and low.instances == 2
+    # the threshold is a pure function of the record and K: the same every night, on any machine
+    assert (
+        judge(section, {"fig09/reject": [0.9, 0.9, 0.9]})[0].threshold
+        == judge(section, {"fig09/reject": [1.0] * 3})[0].threshold
+    )
+    means = night_means(np.asarray(section["values"]["fig09/reject"]), 3, 20_000)
+    assert abs(np.mean(means) - 0.97) < 0.002  # draws with replacement: the mean of means is the recorded mean
 
 
 def test_a_mutant_acts_from_outside_and_leaves_pdors_as_it_was():
