@@ -42,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "false-alarm rate",
     )
     p.add_argument("--only", default="", help="with --mutants: comma-separated mutant names (default: all)")
+    p.add_argument(
+        "--workers", type=int, default=1, help="with --mutants: processes running the mutants and nights (default 1)"
+    )
     p.add_argument("--profile", default=d.profile, help="instance profile (offline_opt/profile.py)")
     p.add_argument("--fresh", type=int, default=d.fresh, help="M fresh instances: seeds S .. S+M-1")
     p.add_argument(
@@ -145,8 +148,10 @@ def cmd_nightly(args: argparse.Namespace) -> int:
 
         if args.nights < 0:
             raise InputError(f"--nights: must be >= 0, got {args.nights}")
+        if args.workers < 1:
+            raise InputError(f"--workers: must be >= 1, got {args.workers}")
         only = [m for m in args.only.split(",") if m] or None
-        print(run_mutants(settings.out, false_alarm_nights=args.nights, only=only), end="")
+        print(run_mutants(settings.out, false_alarm_nights=args.nights, only=only, workers=args.workers), end="")
         return ExitStatus.OK
     if args.record:
         try:

@@ -351,6 +351,7 @@ def test_help_says_what_the_nightly_checks_and_what_turns_it_red(capsys):
         (["--paper-pinned", "0"], "paper_pinned: must be >= 1"),
         (["--mutants", "--only", "nosuch"], "--only: unknown mutant(s) nosuch"),
         (["--mutants", "--nights", "-1"], "--nights: must be >= 0"),
+        (["--mutants", "--workers", "0"], "--workers: must be >= 1"),
     ],
 )
 def test_bad_paper_scale_input_is_refused(args, field, tmp_path, capsys):
@@ -358,6 +359,12 @@ def test_bad_paper_scale_input_is_refused(args, field, tmp_path, capsys):
     err = capsys.readouterr().err
     assert field in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_the_mutants_workers_keep_the_order_of_rows():
+    from studies.nightly_mutants import _map
+
+    assert list(_map(abs, [-3, 1, -2], 2)) == list(_map(abs, [-3, 1, -2], 1)) == [3, 1, 2]
 
 
 ISSUE_ROWS = ["halve", "payoff>60", "3rd@H>=30", "10th"]
