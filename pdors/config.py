@@ -261,8 +261,13 @@ def _init_names(cls: type) -> tuple[str, ...] | None:
     return tuple(f.name for f in dataclasses.fields(cls) if f.init) if dataclasses.is_dataclass(cls) else None
 
 
+_PLAIN = frozenset({int, float, str, bool, type(None)})  # values :func:`to_dict` returns as they are
+
+
 def to_dict(obj: Any) -> Any:
     """Plain-data form of a config dataclass (tuples become lists), the inverse of :func:`build`."""
+    if type(obj) in _PLAIN:  # most values of a run's summary: no type lookup
+        return obj
     names = _init_names(obj if isinstance(obj, type) else type(obj))
     if names is not None:
         return {name: to_dict(getattr(obj, name)) for name in names}

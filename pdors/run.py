@@ -5,17 +5,17 @@ This is the unit of work of every command: ``pdors simulate`` runs one, a sweep 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from .compact import compact_repr
 from .config import JSON, build, to_dict
-from .errors import InputError
+from .errors import ConfigError, InputError
 from .load import fluid_completable, offered_load
 from .model import Instance
-from .policies import THESIS_POLICIES, make_policy, policy_config, resolve
+from .policies import THESIS_POLICIES, policy_config, resolve
 from .policies.external import PolicyOrigin
 from .premise import of_run as premise_of_run
 from .quantiles import median, percentile
@@ -111,17 +111,35 @@ def make_instance(spec: RunSpec) -> Instance:
 
 
 def run(spec: RunSpec | JSON, instance: Instance | None = None) -> RunResult:
-    spec = build(RunSpec, spec)
+    return run_checked(build(RunSpec, spec), instance)
+
+
+def run_checked(spec: RunSpec, instance: Instance | None = None) -> RunResult:
+    """:func:`run` of a spec that :func:`~pdors.config.build` made (checked), or :func:`reseeded` from one: a
+    sweep builds a grid point's spec once for all its seeds."""
     instance = instance if instance is not None else make_instance(spec)
-    policy = make_policy(spec.policy, spec.params, spec)
-    sim = simulate(instance, policy, spec.seed)
+    found = resolve(spec.policy)
+    config = build(found.config, spec.params, "params")  # once: the policy and the run's premise read it
+    sim = simulate(instance, found.make(config, spec), spec.seed)
     check = validate(instance, sim.schedule)
     return RunResult(
-        spec=spec, instance=instance, simulation=sim, validation=check, summary=summarise(spec, instance, sim, check)
+        spec=spec,
+        instance=instance,
+        simulation=sim,
+        validation=check,
+        summary=summarise(spec, instance, sim, check, config),
     )
 
 
-def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: Validation) -> RunSummary:
+def reseeded(spec: RunSpec, seed: int) -> RunSpec:
+    """``spec`` with another ``seed``, checked without building it again: the seed enters no check but its own."""
+    if seed < 0:
+        raise ConfigError("seed", f"must be >= 0, got {seed}")
+    return replace(spec, seed=seed)
+
+
+def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: Validation, config: Any) -> RunSummary:
+    """The run's summary; ``config``: its policy's config (built from ``spec.params``)."""
     jobs, T = instance.jobs, instance.slots
     admitted = sim.schedule.admitted
     complete = (check.completion >= 0) & admitted
@@ -158,7 +176,7 @@ def summarise(spec: RunSpec, instance: Instance, sim: SimulationResult, check: V
         code_version=CODE_VERSION,
         spec=spec_data(spec),
         jobs=_outcomes(instance, check, admitted, complete),
-        premise=premise_of_run(instance, sim.schedule, policy_config(spec.policy, spec.params), sim.stats),
+        premise=premise_of_run(instance, sim.schedule, config, sim.stats),
     )
 
 

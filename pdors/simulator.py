@@ -149,6 +149,9 @@ def simulate(instance: Instance, policy: Policy, seed: int = 0) -> SimulationRes
     )
 
 
+_INTEGER_KINDS = ("i", "u")  # np.issubdtype(dtype, np.integer), without its cost in every slot
+
+
 class PolicyOutputError(ValueError):
     """A policy returned something the simulator cannot execute: not its decision type, or arrays of the wrong
     shape or kind (the run fails with this reason; what it can execute, the validator judges)."""
@@ -164,7 +167,7 @@ def _check_output(policy: Policy, out: object, kind: type, shape: tuple[int, int
         raise PolicyOutputError(f"{name} returned {type(out).__name__} as its {what}, not a {kind.__name__}")
     for field_name in ("workers", "servers"):
         a = getattr(out, field_name)
-        if not isinstance(a, np.ndarray) or a.shape != shape or not np.issubdtype(a.dtype, np.integer):
+        if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype.kind not in _INTEGER_KINDS:
             got = f"{a.dtype} array of shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
             raise PolicyOutputError(
                 f"{name}'s {what}: {field_name} must be an integer array of shape {shape}, got {got}"

@@ -54,7 +54,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             max_run_memory=args.max_run_memory,
             max_tasks=args.max_tasks,
         )
-        return sweep.run(args.config, options, sweep.say_out, lambda r: publish.publish_run(r, sweep.say_out)).status
+        return publish.run_and_publish(args.config, options, sweep.say_out).status
     except ConnectionError as e:  # Ray or the MLflow server unreachable at the address given (the message names it)
         raise InputError(str(e)) from None
 

@@ -23,10 +23,10 @@ __all__ = ["headline_table", "load_jobs", "load_runs", "run_sweep"]
 def run_sweep(config_path: str | Path, options: SweepOptions | None = None, progress: Say | None = None) -> SweepResult:
     """Run the sweep config at ``config_path`` and publish it (``pdors sweep run``); ``options``: its command-line
     options; ``progress``: where its progress lines go (default: nowhere, e.g. ``print``)."""
-    from pipeline.publish.publish_run import publish_run
-    from pipeline.sweep import SweepOptions, run, silent
+    from pipeline.publish.publish_run import run_and_publish
+    from pipeline.sweep import SweepOptions
 
-    return run(str(config_path), options or SweepOptions(), progress, lambda r: publish_run(r, progress or silent))
+    return run_and_publish(str(config_path), options or SweepOptions(), progress)
 
 
 def load_runs(root: str | Path) -> pd.DataFrame:

@@ -109,6 +109,17 @@ class SweepResult:
         return self.ran / self.run_seconds if self.run_seconds > 0 else None
 
 
+@dataclass(frozen=True)
+class Ahead:
+    """What publishing starts ahead of the runs so that it overlaps them
+    (:func:`pipeline.publish.publish_run.run_and_publish`): ``checked(config)`` once the config is checked and
+    there are runs to do, before Ray starts; ``waiting()`` once Ray is connected, when this process mostly waits
+    for the runs' results."""
+
+    checked: Callable[[SweepConfig], None]
+    waiting: Callable[[], None]
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C."""
 
@@ -189,6 +200,7 @@ def run(
     options: SweepOptions = SweepOptions(),
     progress: Say | None = None,
     then: Callable[[SweepResult], SweepResult] | None = None,
+    ahead: Ahead | None = None,
 ) -> SweepResult:
     """``pdors sweep run`` up to its record: plan, run what is not recorded yet, record it. Its result's
     ``status`` is 0, or 4 the disk is full, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); publishing
@@ -196,7 +208,8 @@ def run(
     the record as this sweep left it) decides the rest. Everything the user gave is checked before anything
     is written (a ``SweepError`` or ``ConfigError`` otherwise). ``config_path``: a sweep config, or a recorded
     sweep's directory (``<root>/sweeps/<id>``: its ``config.yaml``, else its manifest's config). ``progress``:
-    where progress lines go (default: nowhere; with it, also a progress bar on standard error)."""
+    where progress lines go (default: nowhere; with it, also a progress bar on standard error). ``ahead``: what
+    publishing starts ahead of the runs."""
     o, overrides, say = options, list(options.overrides), progress or silent
     address = _ray_address(o)
     from pipeline.spec import grid, schema  # with pdors.run and the config schema: not for status, list or --help
@@ -230,8 +243,12 @@ def run(
             "it, or choose another --out"
         )
     manifest = _resumed_manifest(store, _manifest(plan, str(config_path), overrides, root, git_commit()), say)
+    if todo and ahead is not None:
+        ahead.checked(plan.config)
     cluster = _start_ray(address, o.num_cpus, result, say) if todo and not o.in_process else None
     result.ray = cluster.how if cluster is not None else ""
+    if cluster is not None and ahead is not None:
+        ahead.waiting()
     try:
         if cluster is not None and (external := _external_origins(todo)):
             from pipeline.execute.executor import check_policies

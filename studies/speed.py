@@ -280,7 +280,7 @@ def bench_ray(sizes: Sizes) -> list[JSON]:
     Per task: the run time (measured inside the task) and the idle capacity, (makespan x workers - total run
     time) / tasks, which is what scheduling, dispatch and result collection cost (plus the first task's wait for
     a worker and the last one's tail)."""
-    from pipeline.execute.executor import connect, fan_out
+    from pipeline.execute.executor import connect, disconnect, fan_out
 
     tasks = _sweep_tasks(sizes)
     rows = []
@@ -288,7 +288,10 @@ def bench_ray(sizes: Sizes) -> list[JSON]:
         start = time.time()
         cluster = connect(None, workers)
         connected = time.time()
-        outcomes = [o for chunk in fan_out(tasks, cluster, None) for _, o in chunk]
+        try:
+            outcomes = [o for chunk in fan_out(tasks, cluster, None) for _, o in chunk]
+        finally:
+            disconnect()
         ok = [o for o in outcomes if o.status == "ok"]
         runs = [o.finished_at - o.started_at for o in ok]
         makespan = max(o.finished_at for o in outcomes) - connected

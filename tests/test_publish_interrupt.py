@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
+import time
 
 import pytest
 from realstack import BIN, config, end_session
@@ -53,3 +54,39 @@ def test_ctrl_c_while_publishing_keeps_the_record_and_says_how_to_publish(tmp_pa
     later = subprocess.run([BIN / "pdors", *argv[1:]], env=env, cwd=tmp_path, text=True, capture_output=True)
     assert later.returncode == 0, later.stdout + later.stderr
     assert "MLflow: experiment 'test-interrupt'" in later.stdout and (out / "sweeps").exists()
+
+
+def test_ctrl_c_during_the_runs_ends_the_logging_process_started_ahead(tmp_path, env):
+    """MLflow's process starts before the runs (its imports overlap them): a Ctrl-C during the runs ends it with
+    the sweep, which says how to continue; nothing of the session is left running."""
+    from realstack import session_pids
+
+    cfg = config(tmp_path, "ahead", [4, 6], [1, 2, 3, 4], {"pdors": {}, "fifo": {}})
+    proc = subprocess.Popen(
+        [BIN / "pdors", "sweep", "run", cfg, "--in-process", "--out", tmp_path / "out"],
+        env=env,
+        cwd=tmp_path,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    lines = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("running in this process"):
+                assert len(session_pids(proc.pid)) >= 2, "no logging process started ahead of the runs"
+                proc.send_signal(signal.SIGINT)
+                break
+        lines += proc.stdout.read().splitlines()
+        proc.wait(120)
+        deadline = time.monotonic() + 30  # multiprocessing's resource tracker ends when it reads the sweep's exit
+        while (left := session_pids(proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        end_session(proc)
+    text = "\n".join(lines)
+    assert proc.returncode == 130 and "interrupted: finished runs are recorded; continue with" in " ".join(text.split())
+    assert not left, f"left running: {left}"

@@ -13,7 +13,10 @@ import pyarrow.dataset as ds
 import pytest
 from sweep_fixtures import TINY, unwrapped
 
-from pipeline.execute.executor import execute
+from pdors.config import build
+from pdors.errors import ConfigError
+from pdors.run import RunSpec, reseeded
+from pipeline.execute.executor import execute, execute_chunk
 from pipeline.record import storage
 from pipeline.record.manifest import Manifest
 from pipeline.record.storage import Store
@@ -33,6 +36,37 @@ def test_summary_keys_are_all_columns():
     assert set(result["jobs"][0]) | {"run_id", "policy", "seed", "point_id", "instance_id"} == set(
         columns.JOBS_SCHEMA.names
     )
+
+
+def _untimed(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k not in ("wall_s", "decision_latency_ms", "decision_cpu_ms")}
+
+
+def test_a_chunk_builds_each_point_once_and_each_run_as_if_alone():
+    """A chunk builds a grid point's spec once and re-seeds it for the point's other runs: every outcome is the one
+    its task gives alone, also for a task whose spec differs from its point's in more than the seed (planted)."""
+    tasks = grid.expand(schema.parse(dict(TINY))).tasks
+    liar = dataclasses.replace(tasks[1], spec={**tasks[1].spec, "machines": 7})  # tasks[0]'s point, another spec
+    chunk = [tasks[0], liar, *tasks[1:]]
+    assert liar.point_id == tasks[0].point_id and liar.seed != tasks[0].seed
+    together = execute_chunk(chunk)
+    alone = [execute(task) for task in chunk]
+    assert [o.status for o in together] == ["ok"] * len(chunk)
+    assert [_untimed(o.result) for o in together] == [_untimed(o.result) for o in alone]
+    assert together[1].result["machines"] == 7 and together[2].result["machines"] == tasks[1].spec["machines"]
+    with pytest.raises(ConfigError, match="seed: must be >= 0"):
+        reseeded(build(RunSpec, dict(tasks[0].spec)), -1)
+
+
+def test_rows_share_their_points_columns_only_when_the_spec_differs_in_the_seed_alone():
+    tasks = grid.expand(schema.parse(dict(TINY))).tasks
+    liar = dataclasses.replace(tasks[1], spec={**tasks[1].spec, "machines": 7})
+    done = [(t, execute(t)) for t in (tasks[0], liar, *tasks[1:])]
+    points: dict = {}
+    shared = [storage.run_row(t, o, "abc", points) for t, o in done]
+    assert shared == [storage.run_row(t, o, "abc") for t, o in done]
+    assert [r["spec"] for r in shared] == [json.dumps(t.spec, sort_keys=True) for t, _ in done]
+    assert shared[1]["machines"] == 7 and len(points) < len(done)
 
 
 def test_rows_written_atomically_and_readable(tmp_path):
@@ -396,12 +430,28 @@ def test_a_logging_process_that_dies_is_a_logging_failure(tmp_path):
         packages={"pdors": "0"},
         git_commit="abc123",
     )
-    handle = tracking_process.start(manifest, pd.DataFrame(), pd.DataFrame(), [], tmp_path)
+    handle = tracking_process.start()
+    tracking_process.log(handle, manifest, pd.DataFrame(), pd.DataFrame(), [], tmp_path)
     handle.process.kill()
     with pytest.raises(tracking_process.LoggingFailed, match="exit status -9"):
         tracking_process.finish(handle, [], "report", tmp_path)
     tracking_process.stop(handle)
     assert not handle.process.is_alive()
+
+
+def test_a_logging_process_given_no_sweep_ends_by_itself_when_its_pipe_closes(tmp_path, monkeypatch, mlflow_store):
+    """Started ahead of the runs, the logging process imports MLflow and opens the store; a sweep that publishes
+    nothing (stopped, or nothing to do) closes the pipe, and the process ends cleanly, having logged nothing."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.publish import tracking_process
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
+    handle = tracking_process.start()
+    handle.conn.close()
+    handle.process.join(120)
+    assert handle.process.exitcode == 0
+    assert [e.name for e in MlflowClient(mlflow_store).search_experiments()] == ["Default"]
 
 
 def test_a_new_local_mlflow_store_is_a_copy_of_one_migrated_once(tmp_path, monkeypatch):

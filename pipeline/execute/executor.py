@@ -32,11 +32,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pdors.config import JSON
 from pipeline.execute.local_head import Head, client_env
-from pipeline.spec.tasks import Outcome, Task
+from pipeline.spec.tasks import Outcome, Task, TaskSpec, same_but_seed
+
+if TYPE_CHECKING:  # pdors.run imports NumPy and the policies: only inside a task
+    from pdors.run import RunSpec
 
 RETRIES = 3
 CHUNK_SECONDS = 0.5  # run time of one Ray task once runs are timed: Ray's few ms per task become noise
@@ -67,11 +70,17 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def execute(task: Task, schedules: bool = False, time_limit: float | None = None) -> Outcome:
+def execute(
+    task: Task,
+    schedules: bool = False,
+    time_limit: float | None = None,
+    specs: dict[str, tuple[TaskSpec, RunSpec]] | None = None,
+) -> Outcome:
     """Run one task in the current process (the body of every Ray task); ``schedules``: keep a simulation's
-    allocations; ``time_limit``: seconds a simulation may take before it is stopped and recorded as failed."""
+    allocations; ``time_limit``: seconds a simulation may take before it is stopped and recorded as failed;
+    ``specs``: the checked spec of each grid point met so far (:func:`execute_chunk`), added to."""
     import pdors
-    from pdors.run import run
+    from pdors.run import run_checked
     from pipeline.spec import opt_task
 
     started = time.time()
@@ -80,7 +89,7 @@ def execute(task: Task, schedules: bool = False, time_limit: float | None = None
         status, error = "ok", None
         if task.kind == "sim":
             with _time_limit(time_limit):
-                done = run(dict(task.spec))
+                done = run_checked(_spec(task, {} if specs is None else specs))
             result = done.summary.to_dict()
             if done.validation.violations:
                 status, error = "invalid", invalid_error(done.summary.violations)
@@ -129,9 +138,25 @@ def _ray_node() -> tuple[str, str]:
     return ray.get_runtime_context().get_node_id(), node_ip()
 
 
+def _spec(task: Task, specs: dict[str, tuple[TaskSpec, RunSpec]]) -> RunSpec:
+    """A simulation's checked spec: built for the first run of its grid point met in ``specs`` (its ``point_id``,
+    its spec's data and the spec), re-seeded for the point's other runs (a build costs as much as a tiny run's
+    policy)."""
+    from pdors.config import build
+    from pdors.run import RunSpec, reseeded
+
+    point = specs.get(task.point_id)
+    if point is not None and same_but_seed(point[0], task.spec):
+        return point[1] if point[1].seed == task.spec["seed"] else reseeded(point[1], task.spec["seed"])
+    spec = build(RunSpec, dict(task.spec))
+    specs[task.point_id] = (task.spec, spec)
+    return spec
+
+
 def execute_chunk(tasks: list[Task], schedules: bool = False, time_limit: float | None = None) -> list[Outcome]:
     """The body of every Ray task: ``tasks`` one after another, each outcome its own."""
-    return [execute(task, schedules, time_limit) for task in tasks]
+    specs: dict[str, tuple[TaskSpec, RunSpec]] = {}
+    return [execute(task, schedules, time_limit, specs) for task in tasks]
 
 
 def origins_here(policies: list[str]) -> dict[str, JSON | str]:
@@ -379,63 +404,62 @@ def fan_out(
 ) -> Iterator[list[tuple[Task, Outcome]]]:
     """Yield the (task, outcome) pairs of each chunk as it finishes on the ``connect``-ed cluster, keeping at
     most ``max_parallel`` chunks in flight (default: twice the cluster's CPUs, enough to keep every CPU busy);
-    ``schedules``: keep each simulation's allocations. Ray is shut down at the end."""
+    ``schedules``: keep each simulation's allocations. Ray stays up (:func:`disconnect`)."""
     import ray
     from ray.exceptions import RayError
 
-    try:
-        remote: Any = ray.remote(max_retries=RETRIES)(execute_chunk)  # Ray's stubs type it by arity, wrongly
-        limit = max_parallel or 2 * cluster.cpus
-        pending, alone = deque(tasks), deque[Task]()  # alone: runs of a lost chunk, one per task
-        in_flight: dict[ray.ObjectRef[list[Outcome]], tuple[list[Task], float]] = {}
-        timed = [0.0, 0.0]  # seconds and cells of the simulations that finished
-        left = [sum(c for c in map(cost, tasks) if not math.isinf(c))]  # cells of the simulations not submitted
+    remote: Any = ray.remote(max_retries=RETRIES)(execute_chunk)  # Ray's stubs type it by arity, wrongly
+    limit = max_parallel or 2 * cluster.cpus
+    pending, alone = deque(tasks), deque[Task]()  # alone: runs of a lost chunk, one per task
+    in_flight: dict[ray.ObjectRef[list[Outcome]], tuple[list[Task], float]] = {}
+    timed = [0.0, 0.0]  # seconds and cells of the simulations that finished
+    left = [sum(c for c in map(cost, tasks) if not math.isinf(c))]  # cells of the simulations not submitted
 
-        def submit() -> None:
-            while len(in_flight) < limit and (alone or pending):
-                if alone:
-                    chunk = [alone.popleft()]
-                else:
-                    chunk = take_chunk(pending, timed[0] / timed[1] if timed[1] else None, left[0], limit)
-                    left[0] -= sum(c for c in map(cost, chunk) if not math.isinf(c))
-                in_flight[remote.remote(chunk, schedules, time_limit)] = (chunk, time.time())
+    def submit() -> None:
+        while len(in_flight) < limit and (alone or pending):
+            if alone:
+                chunk = [alone.popleft()]
+            else:
+                chunk = take_chunk(pending, timed[0] / timed[1] if timed[1] else None, left[0], limit)
+                left[0] -= sum(c for c in map(cost, chunk) if not math.isinf(c))
+            in_flight[remote.remote(chunk, schedules, time_limit)] = (chunk, time.time())
 
+    submit()
+    while in_flight:
+        done, _ = ray.wait(list(in_flight), num_returns=1)
+        chunk, submitted = in_flight.pop(done[0])
+        try:
+            outcomes = ray.get(done[0])
+        except RayError as e:  # retries exhausted: worker/node died, object lost, ...
+            if len(chunk) > 1:
+                alone.extend(chunk)
+                submit()
+                continue
+            outcomes = [
+                Outcome(
+                    status="lost",
+                    error=f"{type(e).__name__}: {e}"[:4000],
+                    result=None,
+                    code_version=None,
+                    node_id=None,
+                    node_ip=None,
+                    worker_pid=None,
+                    started_at=submitted,
+                    finished_at=time.time(),
+                )
+            ]
+        for task, outcome in zip(chunk, outcomes, strict=False):
+            if outcome.status == "ok" and not math.isinf(cost(task)):
+                timed[0] += outcome.finished_at - outcome.started_at
+                timed[1] += cost(task)
         submit()
-        while in_flight:
-            done, _ = ray.wait(list(in_flight), num_returns=1)
-            chunk, submitted = in_flight.pop(done[0])
-            try:
-                outcomes = ray.get(done[0])
-            except RayError as e:  # retries exhausted: worker/node died, object lost, ...
-                if len(chunk) > 1:
-                    alone.extend(chunk)
-                    submit()
-                    continue
-                outcomes = [
-                    Outcome(
-                        status="lost",
-                        error=f"{type(e).__name__}: {e}"[:4000],
-                        result=None,
-                        code_version=None,
-                        node_id=None,
-                        node_ip=None,
-                        worker_pid=None,
-                        started_at=submitted,
-                        finished_at=time.time(),
-                    )
-                ]
-            for task, outcome in zip(chunk, outcomes, strict=False):
-                if outcome.status == "ok" and not math.isinf(cost(task)):
-                    timed[0] += outcome.finished_at - outcome.started_at
-                    timed[1] += cost(task)
-            submit()
-            yield list(zip(chunk, outcomes, strict=False))
-    finally:
-        ray.shutdown()
+        yield list(zip(chunk, outcomes, strict=False))
 
 
 def disconnect() -> None:
-    """Shut down a Ray ``connect``-ed to but not used (``fan_out`` shuts it down itself)."""
+    """Shut down the Ray ``connect``-ed to, once the sweep no longer needs it: after its record is written and
+    published, so that Ray's shutdown (about a second for a Ray of the sweep's own) neither counts as running
+    the runs nor delays the headline table."""
     import ray
 
     ray.shutdown()

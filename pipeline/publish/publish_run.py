@@ -9,12 +9,15 @@ mode 0600, like ``published.json``), so the mark reveals nothing of what it cove
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import hmac
+import importlib
 import json
 import os
 import secrets
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,11 +33,14 @@ from pipeline.record.locate import locate
 from pipeline.record.manifest import Manifest
 from pipeline.record.provenance import git_commit
 from pipeline.record.storage import Counts, Store, manifest_of
-from pipeline.sweep import Say, SweepResult, say_out, silent, stops_recorded
+from pipeline.sweep import Ahead, Say, SweepOptions, SweepResult, say_out, silent, stops_recorded
+from pipeline.sweep import run as run_sweep
 from pipeline.text.screen import shown
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from pipeline.spec.schema import SweepConfig
 
 PUBLISHED = "published.json"
 MARK_KEY = ".mark-key"  # under the output root: the key of every published mark there
@@ -53,9 +59,51 @@ class Published:
     headline_shown: float = 0.0  # when the headline table was printed (time.time())
 
 
-def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
+def run_and_publish(config_path: str, options: SweepOptions, say: Say | None = None) -> SweepResult:
+    """``pdors sweep run`` (and :func:`pipeline.run_sweep`): :func:`pipeline.sweep.run`, then :func:`publish_run`.
+    A sweep with runs to do and MLflow on starts its logging process as soon as its config is checked, so that
+    importing MLflow and opening its store overlap the runs (:mod:`pipeline.publish.tracking_process`)."""
+    logging: list[tracking_process.Logging] = []
+
+    def checked(config: SweepConfig) -> None:
+        if config.mlflow.enabled:
+            logging.append(tracking_process.start())
+
+    def then(result: SweepResult) -> SweepResult:
+        return publish_run(result, say or silent, *logging)
+
+    try:
+        return run_sweep(config_path, options, say, then, Ahead(checked, _import_ahead))
+    finally:
+        for handle in logging:
+            tracking_process.stop(handle)
+
+
+# What publishing imports after the runs (scipy.stats alone costs about 1 s of CPU, matplotlib 0.6 s)
+PUBLISHING_MODULES = (
+    "scipy.stats",
+    "pipeline.results.headline",
+    "pipeline.results.theorem_check",
+    "pipeline.publish.report",
+)
+
+
+def _import_ahead() -> None:
+    """Import :data:`PUBLISHING_MODULES` in a thread while this process waits for Ray's results (Ray's waits release
+    the interpreter lock), so that the results screen and the report do not wait for them after the last run."""
+
+    def load() -> None:
+        with contextlib.suppress(Exception):  # imported again where used, which says any error
+            for name in PUBLISHING_MODULES:
+                importlib.import_module(name)
+
+    threading.Thread(target=load, name="pdors-import-ahead", daemon=True).start()
+
+
+def publish_run(result: SweepResult, say: Say = silent, logging: tracking_process.Logging | None = None) -> SweepResult:
     """Publish what :func:`pipeline.sweep.run` recorded (``result``, updated and returned): skipped, with its
-    status as last published, when it ran nothing and nothing changed since the last publish."""
+    status as last published, when it ran nothing and nothing changed since the last publish. ``logging``: a
+    logging process started ahead (:func:`run_and_publish`), used if the sweep is logged."""
     if not result.recorded:
         return result
     store = Store(result.root, result.sweep_id)
@@ -69,7 +117,7 @@ def publish_run(result: SweepResult, say: Say = silent) -> SweepResult:
             result.status = int(last["status"])
             say(f"nothing to do: every run is recorded and published as it stands (exit status {result.status})")
         else:
-            done = publish(store, manifest, track, say)
+            done = publish(store, manifest, track, say, logging)
             result.status, result.comparison = done.status, done.comparison
             result.stages.update(done.stages)
             result.headline_shown = done.headline_shown
@@ -144,10 +192,16 @@ def _remember(store: Store, mark: str, status: int) -> None:
         _write_private(store.meta / PUBLISHED, json.dumps({"mark": mark, "status": status}).encode())
 
 
-def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Say = silent) -> Published:
+def publish(
+    store: Store,
+    manifest: Manifest,
+    track: bool | None = None,
+    say: Say = silent,
+    logging: tracking_process.Logging | None = None,
+) -> Published:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``. MLflow is logged in a process of its own while the report is drawn
-    (:mod:`pipeline.publish.tracking_process`)."""
+    (:mod:`pipeline.publish.tracking_process`): ``logging`` if given (started ahead), else one started here."""
     from pipeline.publish.report import comparison, runs_of
     from pipeline.results import headline, summary
 
@@ -173,8 +227,12 @@ def publish(store: Store, manifest: Manifest, track: bool | None = None, say: Sa
     # The default plot is not logged: the report's figures (and its HTML page) hold it.
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
     tracked = manifest.mlflow if track is None else track
-    handle = tracking_process.start(manifest, runs, agg, artifacts, store.root) if tracked else None
+    handle = (logging or tracking_process.start()) if tracked else None
+    if logging is not None and handle is None:
+        tracking_process.stop(logging)
     try:
+        if handle is not None:
+            tracking_process.log(handle, manifest, runs, agg, artifacts, store.root)
         say("drawing the report's figures ...")
         drawing = time.perf_counter()
         figures, plot = _figures(store, manifest, runs, found)

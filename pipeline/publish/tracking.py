@@ -181,6 +181,16 @@ def check_reachable(uri: str) -> None:
         raise ConnectionError(f"MLflow tracking server {redact(uri)} is unreachable: {redact(str(e))}") from None
 
 
+def open_store() -> None:
+    """What logging needs before the record, done ahead (:mod:`pipeline.publish.tracking_process`): a server
+    reachable, a new local store made (:func:`ensure_store`), the store opened (its schema checked) by the client
+    every later :func:`client` shares. Reads only."""
+    uri = tracking_uri()
+    check_reachable(uri)
+    ensure_store(uri)
+    client().search_experiments(max_results=1)
+
+
 def experiment_id(mlflow_client: MlflowClient, name: str) -> str:
     """The experiment's id, creating it (as a runs-first experiment) if needed."""
     from mlflow.exceptions import MlflowException

@@ -1,7 +1,9 @@
-"""MLflow logging in a process of its own, beside the report: importing MLflow, opening (or migrating) its store
-and logging every child run cost about as much CPU as drawing the report, and the two need nothing from each other
-until the report's figures are attached. :func:`start` hands the sweep's record to a fresh interpreter (``spawn``:
-no thread of this process is copied) before the report is drawn; :func:`finish` gives it the figures and waits.
+"""MLflow logging in a process of its own, started ahead: importing MLflow and opening its store cost about as much
+CPU as drawing the report, and need nothing of the record. :func:`start` starts a fresh interpreter (``spawn``: no
+thread of this process is copied) as soon as a sweep's config is checked, so that those costs overlap the runs;
+:func:`log` hands it the recorded sweep once the headline is shown, and it logs while the report is drawn;
+:func:`finish` gives it the figures and waits. A process given nothing (the sweep stopped, or nothing to publish)
+ends when :func:`stop` closes its pipe, having written nothing but a new local store (an empty copy).
 
 The data goes through a pipe, never the command line (a tracking URI may hold credentials); the environment is
 inherited as is.
@@ -9,12 +11,15 @@ inherited as is.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import signal
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,31 +36,51 @@ class LoggingFailed(Exception):
     """MLflow logging failed in the logging process (its message: the failure, on one line)."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Logging:
-    """A logging process under way."""
+    """A logging process under way; ``sending``: the sweep on its way to it."""
 
     process: BaseProcess
     conn: Connection
+    sending: list[threading.Thread] = field(default_factory=list)
 
 
-def start(manifest: Manifest, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path) -> Logging:
-    """Start logging the sweep (:func:`pipeline.publish.tracking.log_sweep`'s arguments) in a process of its own."""
+def start() -> Logging:
+    """Start the logging process: it imports MLflow, opens the store and waits for :func:`log`."""
     context = multiprocessing.get_context("spawn")
     mine, theirs = context.Pipe()
-    process = context.Process(
-        target=_main, args=(theirs, manifest, runs, agg, artifacts, root), name="pdors-mlflow", daemon=True
-    )
+    process = context.Process(target=_main, args=(theirs,), name="pdors-mlflow", daemon=True)
     process.start()
     theirs.close()
     return Logging(process, mine)
 
 
+def log(
+    handle: Logging, manifest: Manifest, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path
+) -> None:
+    """Have the process log the sweep (:func:`pipeline.publish.tracking.log_sweep`'s arguments). The data is
+    written by a thread: a process still importing MLflow reads it only then, and the report is drawn meanwhile
+    (the write waits in the kernel, without the interpreter lock); a process already dead is found by
+    :func:`finish`."""
+    data = bytes(ForkingPickler.dumps((manifest, runs, agg, artifacts, root)))
+
+    def send() -> None:
+        with contextlib.suppress(OSError):
+            handle.conn.send_bytes(data)
+
+    thread = threading.Thread(target=send, name="pdors-mlflow-send", daemon=True)
+    thread.start()
+    handle.sending.append(thread)
+
+
 def finish(handle: Logging, figures: list[Path], artifact_path: str, root: Path) -> Logged:
     """Attach ``figures`` under ``artifact_path`` once the sweep is logged; what was logged, or
     :class:`LoggingFailed`."""
-    try:
+    for thread in handle.sending:
+        thread.join()
+    with contextlib.suppress(OSError):  # a process that failed may have closed its end: its word is read below
         handle.conn.send((figures, artifact_path, root))
+    try:
         outcome, value = handle.conn.recv()
     except (EOFError, OSError):  # the process died without a word (killed, out of memory)
         handle.process.join()
@@ -68,16 +93,15 @@ def finish(handle: Logging, figures: list[Path], artifact_path: str, root: Path)
 
 
 def stop(handle: Logging) -> None:
-    """End the logging process if it still runs (the report failed, or Ctrl-C): it logs nothing more."""
+    """End the logging process if it still runs (not given a sweep, the report failed, or Ctrl-C): it logs nothing
+    more. Idempotent."""
     handle.conn.close()
     if handle.process.is_alive():
         handle.process.terminate()
     handle.process.join()
 
 
-def _main(
-    conn: Connection, manifest: Manifest, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path
-) -> None:
+def _main(conn: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this process
     import mlflow  # noqa: F401  (it sets its loggers up on import; quieted after)
 
@@ -85,11 +109,23 @@ def _main(
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # no "creating tables" amid the results screen
     try:
+        tracking.open_store()
+        opened = None
+    except Exception as e:  # said once there is a sweep to log
+        opened = one_line(e)
+    try:
+        manifest, runs, agg, artifacts, root = conn.recv()
+    except EOFError:  # given nothing to log
+        return
+    try:
+        if opened is not None:
+            raise LoggingFailed(opened)
         logged = tracking.log_sweep(manifest, runs, agg, artifacts, root)
         figures, artifact_path, at = conn.recv()
         tracking.attach(manifest, figures, artifact_path, at)
         conn.send(("ok", logged))
-    except Exception as e:  # sent as one line: the parent says how to re-log
-        conn.send(("failed", one_line(e)))
+    except Exception as e:  # sent as one line: the parent says how to re-log (unless it is gone)
+        with contextlib.suppress(OSError):
+            conn.send(("failed", str(e) if isinstance(e, LoggingFailed) else one_line(e)))
     finally:
         conn.close()

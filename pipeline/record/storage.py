@@ -70,7 +70,7 @@ from pipeline.spec.columns import (
     SUMMARY_IDENTITY,
     arrow_type,
 )
-from pipeline.spec.tasks import Outcome, Task
+from pipeline.spec.tasks import Outcome, Task, TaskSpec, same_but_seed
 
 if typing.TYPE_CHECKING:
     import pandas as pd
@@ -146,46 +146,85 @@ def runs_schema() -> pa.Schema:
 
 def flatten(tree: JSON, prefix: str = "") -> JSON:
     out: JSON = {}
+    _flatten_into(out, tree, prefix)
+    return out
+
+
+def _flatten_into(out: JSON, tree: JSON, prefix: str) -> None:
     for k, v in tree.items():
         key = f"{prefix}.{k}" if prefix else str(k)
-        out.update(flatten(v, key) if isinstance(v, dict) and v else {key: v})
-    return out
+        if isinstance(v, dict) and v:
+            _flatten_into(out, v, key)
+        else:
+            out[key] = v
 
 
 def _utc(t: float | None) -> datetime | None:
     return None if t is None else datetime.fromtimestamp(t, tz=UTC)
 
 
-def run_row(task: Task, outcome: Outcome, git_commit: str) -> JSON:
+# where the seed goes in a spec's JSON (never a seed: seeds are >= 0): the JSON of a grid point's runs is written
+# once and each run's seed put in (:func:`_point_columns`)
+_SEED_MARK = -7_391_946_271_013
+_SEED_TEXT = f'"seed": {_SEED_MARK}'
+
+
+def _point_columns(task: Task, git_commit: str) -> tuple[JSON, str | None]:
+    """The columns a grid point's runs share (``point_id``: runs that differ only in the seed), and its spec's
+    JSON with the seed marked (None where the mark would be ambiguous: each run's JSON is then written whole)."""
     spec = task.spec
     row = {
-        "run_id": task.run_id,
         "kind": task.kind,
         "policy": task.policy,
         "point_id": task.point_id,
-        "instance_id": task.instance_id,
-        "seed": task.seed,
         "machines": spec["machines"],
         "jobs": spec["jobs"],
         "slots": spec["slots"],
         "instance_file": spec.get("instance_file"),
         **flatten(spec["workload"], "workload"),
+        "git_commit": git_commit,
+    }
+    if task.kind == "sim":
+        row.update(flatten(spec["params"], task.policy))
+        origin = spec.get("origin") or builtin_origin(task.policy)
+        row.update({f"policy_{k}": origin[k] for k in ORIGIN_FIELDS})
+    else:
+        row.update(flatten(spec["opt"], "opt"))
+    text = json.dumps({**spec, "seed": _SEED_MARK}, sort_keys=True)
+    return row, text if "seed" in spec and text.count(_SEED_TEXT) == 1 else None
+
+
+def run_row(
+    task: Task, outcome: Outcome, git_commit: str, points: dict[str, tuple[TaskSpec, JSON, str | None]] | None = None
+) -> JSON:
+    """The runs-table row of ``task``; ``points``: the shared columns of each grid point met so far (its runs'
+    rows reuse them), added to."""
+    known = (points or {}).get(task.point_id)
+    if known is None or not same_but_seed(known[0], task.spec):
+        known = (task.spec, *_point_columns(task, git_commit))
+        if points is not None:
+            points[task.point_id] = known
+    _, columns, text = known
+    spec = task.spec
+    row = {
+        **columns,
+        "run_id": task.run_id,
+        "instance_id": task.instance_id,
+        "seed": task.seed,
         "status": outcome.status,
         "error": outcome.error,
         "code_version": outcome.code_version,
-        "git_commit": git_commit,
         "node_id": outcome.node_id,
         "node_ip": outcome.node_ip,
         "worker_pid": outcome.worker_pid,
         "started_at": _utc(outcome.started_at),
         "finished_at": _utc(outcome.finished_at),
-        "spec": json.dumps(spec, sort_keys=True),
+        "spec": json.dumps(spec, sort_keys=True)
+        if text is None
+        else text.replace(_SEED_TEXT, f'"seed": {json.dumps(spec["seed"])}'),
     }
     result = outcome.result or {}
     if task.kind == "sim":
-        row.update(flatten(spec["params"], task.policy))
-        origin = spec.get("origin") or builtin_origin(task.policy)
-        row.update({f"policy_{k}": origin[k] for k in ORIGIN_FIELDS})
         row.update(flatten({k: v for k, v in result.items() if k not in SUMMARY_IDENTITY + JSON_SOURCES}))
         row["schedule_digest"] = result.get("schedule_digest")
         if result:
@@ -195,7 +234,6 @@ def run_row(task: Task, outcome: Outcome, git_commit: str) -> JSON:
                 policy_stats=result["policy_stats"],
             )
     else:
-        row.update(flatten(spec["opt"], "opt"))
         proven = result.get("proven_optimal", False)  # a non-optimal result is never reported as OPT
         row.update(
             {
@@ -649,7 +687,8 @@ class Store:
         cells = [schedule_table(task, outcome) for task, outcome in done if outcome.schedule is not None]
         if cells:
             files["schedules"] = _write_atomic(pa.concat_tables(cells), self.root / "schedules" / name)
-        runs = to_table([run_row(t, o, git_commit) for t, o in done], runs_schema())
+        points: dict[str, tuple[TaskSpec, JSON, str | None]] = {}
+        runs = to_table([run_row(t, o, git_commit, points) for t, o in done], runs_schema())
         _write_atomic(runs, self.root / "runs" / name, files)
         _enter(self.root, name.removesuffix(".parquet"), [task.run_id for task, _ in done])
 

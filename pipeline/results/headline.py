@@ -56,12 +56,12 @@ def _mean(values: pd.Series) -> float:
 
 
 def _variant(runs: pd.DataFrame, axes: list[str]) -> pd.Series:
-    """Each run's policy display name with the values of its own axes."""
+    """Each run's policy display name with the values of its own axes (read column by column: a row read as a
+    Series costs 100 times more)."""
+    own = {p: [a for a in own_axes(p, axes) if a in runs] for p in runs["policy"].unique()}
+    labels = {a: [axis_label(v) for v in runs[a]] for a in {a for columns in own.values() for a in columns}}
     return pd.Series(
-        [
-            variant_name(p, [axis_label(r[a]) for a in own_axes(p, axes) if a in runs])
-            for p, (_, r) in zip(runs["policy"], runs.iterrows(), strict=True)
-        ],
+        [variant_name(p, [labels[a][k] for a in own[p]]) for k, p in enumerate(runs["policy"])],
         index=runs.index,
         dtype=object,
     )

@@ -7,7 +7,7 @@ import it, and it imports none of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict, cast
 
 if TYPE_CHECKING:  # `sweep status` imports the tasks, not the config schema
     from pipeline.spec.schema import SweepConfig
@@ -32,6 +32,14 @@ class TaskSpec(TypedDict, total=False):
     instance_file: str  # the instance read from this file (and its SHA-256), not generated
     instance_digest: str
     opt: dict[str, Any]
+
+
+def same_but_seed(a: TaskSpec, b: TaskSpec) -> bool:
+    """Whether two specs differ in their seed alone (a grid point's runs): what a spec determines apart from the
+    seed is then worked out once for all of them (nested values of one point's specs are shared objects, and
+    compare at once)."""
+    x, y = cast("dict[str, Any]", a), cast("dict[str, Any]", b)
+    return x.keys() == y.keys() and all(x[k] == y[k] for k in x if k != "seed")
 
 
 ResultData = dict[str, Any]  # a run's summary (pdors.run_summary.RunSummary.to_dict) or OPT's result (pipeline.opt)
