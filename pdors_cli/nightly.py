@@ -10,6 +10,7 @@ from pdors.errors import ExitStatus, InputError
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from offline_opt.solvers import SOLVERS
+    from pipeline.nightly import power
     from pipeline.nightly.run import Settings
 
     d = Settings()
@@ -33,8 +34,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run the nightly's own mutation test (studies/nightly_mutants.py) instead: planted PD-ORS "
         "regressions, how many turn it red, and the false-alarm rate over --nights unmutated nights",
     )
-    p.add_argument("--nights", type=int, default=20, help="with --mutants: unmutated nights for the false-alarm rate")
+    p.add_argument(
+        "--nights",
+        type=int,
+        default=40,
+        help="with --mutants: unmutated held-out nights (from 2026-12-01; seeds never calibrated on) for the "
+        "false-alarm rate",
+    )
     p.add_argument("--only", default="", help="with --mutants: comma-separated mutant names (default: all)")
+    p.add_argument(
+        "--workers", type=int, default=1, help="with --mutants: processes running the mutants and nights (default 1)"
+    )
     p.add_argument("--profile", default=d.profile, help="instance profile (offline_opt/profile.py)")
     p.add_argument("--fresh", type=int, default=d.fresh, help="M fresh instances: seeds S .. S+M-1")
     p.add_argument(
@@ -58,7 +68,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--calibration",
         type=int,
         default=d.calibration,
-        help="with --record paper: seeds per setting of the fresh check's recorded distribution (default 16)",
+        help="with --record paper: seeds per setting of the fresh check's recorded distribution (default "
+        f"{power.CALIBRATION['paper']}, from {power.CALIBRATION_FIRST})",
     )
     p.add_argument(
         "--seed",
@@ -94,8 +105,8 @@ pinned instances (H = 4 with proven OPT; the paper's H = 100, Fig. 9's H = 30, F
 its certified efficiency ALG / bound on tonight's fresh paper-scale instances against a recorded distribution,
 and hard violations (a schedule breaking the model, a policy above OPT or the bound, Theorems 5-6 contradicted).
 Red (exit 1) when PD-ORS earns less than a record, a pinned digest changes (re-record with --record paper and a
-MODEL_VERSION bump), the fresh mean falls below the recorded mean by more than the printed detectable drop, or a
-hard violation occurs."""
+MODEL_VERSION bump), the fresh mean ALG / bound of a reading falls below the 0.1 % quantile of healthy night means
+(resampled from 200 recorded instances; printed with the drop it detects half the time), or a hard violation occurs."""
 
 EPILOG = """\
 example:
@@ -137,8 +148,10 @@ def cmd_nightly(args: argparse.Namespace) -> int:
 
         if args.nights < 0:
             raise InputError(f"--nights: must be >= 0, got {args.nights}")
+        if args.workers < 1:
+            raise InputError(f"--workers: must be >= 1, got {args.workers}")
         only = [m for m in args.only.split(",") if m] or None
-        print(run_mutants(settings.out, false_alarm_nights=args.nights, only=only), end="")
+        print(run_mutants(settings.out, false_alarm_nights=args.nights, only=only, workers=args.workers), end="")
         return ExitStatus.OK
     if args.record:
         try:

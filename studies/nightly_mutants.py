@@ -1,6 +1,6 @@
 """The nightly's own mutation test: planted PD-ORS regressions, and how many of them turn the nightly red.
 
-    pdors nightly --mutants [--seed S] [--nights N] [--only NAME,...] [--out DIR]
+    pdors nightly --mutants [--nights N] [--only NAME,...] [--workers W] [--out DIR]
 
 Each mutant is applied from outside the product, in this process (``unittest.mock.patch.object`` on PD-ORS's
 class or on the names its module imported), never by a hook in ``pdors/``. With it applied, the nightly's
@@ -9,9 +9,11 @@ regression checks run as the nightly runs them (``pipeline.nightly.run.regressio
 paper-scale record (PD-ORS's utility and schedule digest on the pinned H = 100, 30 and 10 instances, both
 readings) and the fresh power check (``pipeline.nightly.power``) on the night ``FIRST_NIGHT``'s paper-size seeds.
 A mutant's size is measured, not assumed: the change of PD-ORS's mean utility over the paper-scale record's rows.
-The unmutated fresh power check then runs on ``--nights`` later nights (different dates, so different seeds): the
-false-alarm rate (the pinned checks are deterministic: green once, green every night). The fresh instances' dual
-bounds do not depend on PD-ORS and are computed once.
+The unmutated fresh power check then runs on ``--nights`` held-out nights from ``HELD_OUT_FIRST`` (their seeds
+were never used to calibrate the check nor seen before its rule was fixed): the false-alarm rate (the pinned checks
+are deterministic: green once, green every night). The fresh instances' dual
+bounds do not depend on PD-ORS and are computed once per process (``--workers``: rows and nights in that many
+processes; every row and night runs the same checks either way).
 Writes ``mutants.json`` and ``mutants.md`` under ``--out``.
 """
 
@@ -19,10 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import sys
+import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from unittest.mock import patch
@@ -36,7 +42,8 @@ from pdors.markdown import table
 if TYPE_CHECKING:
     from pipeline.nightly.run import Settings
 
-FIRST_NIGHT = date(2026, 11, 1)  # the mutants' night; the false-alarm nights follow it
+FIRST_NIGHT = date(2026, 11, 1)  # the mutants' night
+HELD_OUT_FIRST = date(2026, 12, 1)  # the false-alarm nights: after 2026-11-02 .. -21, which measured the first rule
 # the small pinned set re-runs PD-ORS alone: a mutant changes no other policy, whose checks there stay as they are
 PDORS_ONLY = ("pdors",)
 
@@ -240,14 +247,28 @@ def _row_mean(verdicts: list[Any]) -> float:
     return float(np.mean([v.utility for v in verdicts])) if verdicts else 0.0
 
 
+def _map(fn: Callable[[Any], JSON], items: list[Any], workers: int) -> Iterator[JSON]:
+    """``fn`` over ``items`` in order, in ``workers`` fresh processes when > 1 (each applies its own mutant)."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield from pool.map(fn, items)
+
+
 def mutation_table(
-    first: date, bounds: dict[tuple[str, int], float], only: list[str] | None = None, settings: Settings | None = None
+    first: date,
+    bounds: dict[tuple[str, int], float],
+    only: list[str] | None = None,
+    settings: Settings | None = None,
+    workers: int = 1,
 ) -> JSON:
     """The unmutated nightly and every mutant (or those named in ``only``; ``none`` is the unmutated one) on the
     night ``first`` under ``settings`` (default: the nightly's): size, red or green, the parts red, the first reason.
-    Each row is also printed to stderr as one JSON line as it is done."""
+    Each row is also printed to stderr as one JSON line as it is done. ``bounds`` is shared by the rows run in this
+    process (``workers`` 1); with more, each row computes its night's three bounds itself."""
     from pipeline.nightly import record as nightly_record
-    from pipeline.nightly.run import Settings, regressions
+    from pipeline.nightly.run import Settings
 
     names = ["none", *(m.name for m in MUTANTS)]
     unknown = sorted(set(only or []) - set(names))
@@ -256,45 +277,77 @@ def mutation_table(
     settings = settings or Settings()
     rows = nightly_record.load(settings.record_file, settings.profile)["paper_record"]["rows"]
     base = float(np.mean([r["utility"] for r in rows]))  # the healthy PD-ORS reproduces its record exactly
-    unmutated = Mutant(name="none", kind="-", scale="-", what="none (unmutated)", apply=_none)
+    chosen = [n for n in names if only is None or n in only]
     out = []
-    for m in [m for m in [unmutated, *MUTANTS] if only is None or m.name in only]:
-        with m.apply():
-            g = regressions(settings, first, bounds, policies=PDORS_ONLY)
-        row = {
-            "mutant": m.name,
-            "kind": m.kind,
-            "scale": m.scale,
-            "what": m.what,
-            "size": 1 - _row_mean(g.paper_record) / base if base > 0 else 0.0,
-            "red": bool(g.reasons),
-            "parts": g.parts_red(),
-            "reason": g.reasons[0] if g.reasons else "",
-            "detectable": {v.cell: v.detectable for v in g.power},
-        }
-        print(json.dumps(row), file=sys.stderr, flush=True)
-        out.append(row)
+    row = partial(_mutant_row, first=first, settings=settings, base=base, bounds=bounds if workers <= 1 else None)
+    for r in _map(row, chosen, workers):
+        print(json.dumps(r), file=sys.stderr, flush=True)
+        out.append(r)
     return {"night": first.isoformat(), "mutants": out}
 
 
-def false_alarms(first: date, count: int, bounds: dict[tuple[str, int], float]) -> list[JSON]:
-    """The unmutated fresh power check on ``count`` nights from ``first``: red or green, and why."""
-    from pipeline.nightly.run import Settings, regressions
+def _mutant_row(
+    name: str, *, first: date, settings: Settings, base: float, bounds: dict[tuple[str, int], float] | None
+) -> JSON:
+    from pipeline.nightly.run import regressions
 
+    unmutated = Mutant(name="none", kind="-", scale="-", what="none (unmutated)", apply=_none)
+    m = next(m for m in [unmutated, *MUTANTS] if m.name == name)
+    cpu = time.process_time()
+    with m.apply():
+        g = regressions(settings, first, {} if bounds is None else bounds, policies=PDORS_ONLY)
+    return {
+        "mutant": m.name,
+        "kind": m.kind,
+        "scale": m.scale,
+        "what": m.what,
+        "size": 1 - _row_mean(g.paper_record) / base if base > 0 else 0.0,
+        "red": bool(g.reasons),
+        "parts": g.parts_red(),
+        "reason": g.reasons[0] if g.reasons else "",
+        "detectable": {v.cell: v.detectable for v in g.power},
+        "threshold": {v.cell: v.threshold for v in g.power},
+        "means": {v.cell: v.mean for v in g.power},
+        "cpu_s": time.process_time() - cpu,
+    }
+
+
+def false_alarms(first: date, count: int, bounds: dict[tuple[str, int], float], workers: int = 1) -> list[JSON]:
+    """The unmutated fresh power check on ``count`` nights from ``first``: red or green, why, and each cell's mean
+    against its threshold."""
     out = []
-    for day in nights(first, count):
-        g = regressions(Settings(), day, bounds, pinned=False)
-        out.append({"night": day.isoformat(), "red": bool(g.reasons), "reasons": g.reasons})
-        print(f"night {day}: {'RED' if g.reasons else 'green'}", file=sys.stderr, flush=True)
+    night = partial(_night, bounds=bounds if workers <= 1 else None)
+    for a in _map(night, nights(first, count), workers):
+        out.append(a)
+        print(f"night {a['night']}: {'RED' if a['red'] else 'green'}", file=sys.stderr, flush=True)
     return out
 
 
-def run(out: str | Path, first: date = FIRST_NIGHT, false_alarm_nights: int = 20, only: list[str] | None = None) -> str:
-    """The mutation table on the night ``first`` and the false-alarm rate over the nights after it; writes
+def _night(day: date, *, bounds: dict[tuple[str, int], float] | None) -> JSON:
+    from pipeline.nightly.run import Settings, regressions
+
+    g = regressions(Settings(), day, {} if bounds is None else bounds, pinned=False)
+    return {
+        "night": day.isoformat(),
+        "red": bool(g.reasons),
+        "reasons": g.reasons,
+        "means": {v.cell: v.mean for v in g.power},
+        "thresholds": {v.cell: v.threshold for v in g.power},
+    }
+
+
+def run(
+    out: str | Path,
+    first: date = FIRST_NIGHT,
+    false_alarm_nights: int = 40,
+    only: list[str] | None = None,
+    workers: int = 1,
+) -> str:
+    """The mutation table on the night ``first`` and the false-alarm rate over the held-out nights; writes
     ``mutants.json`` and ``mutants.md`` under ``out``; returns the Markdown."""
     bounds: dict[tuple[str, int], float] = {}
-    table_ = mutation_table(first, bounds, only)
-    alarms = false_alarms(first + timedelta(days=1), false_alarm_nights, bounds)
+    table_ = mutation_table(first, bounds, only, workers=workers)
+    alarms = false_alarms(HELD_OUT_FIRST, false_alarm_nights, bounds, workers)
     return write(out, table_, alarms)
 
 
@@ -311,6 +364,7 @@ def markdown(rows: list[JSON], alarms: list[JSON]) -> str:
     mutants = [r for r in rows if r["mutant"] != "none"]
     healthy = [r for r in rows if r["mutant"] == "none"]
     detectable = rows[0]["detectable"] if rows else {}
+    threshold = rows[0]["threshold"] if rows else {}
     lines = [
         f"Mutants turned red: {sum(r['red'] for r in mutants)} of {len(mutants)}."
         + (
@@ -335,9 +389,10 @@ def markdown(rows: list[JSON], alarms: list[JSON]) -> str:
             ],
         ),
         "",
-        f"False alarms of the unmutated fresh power check: {sum(a['red'] for a in alarms)} of {len(alarms)} nights "
+        f"False alarms of the unmutated fresh power check: {sum(a['red'] for a in alarms)} of {len(alarms)} held-out "
+        f"nights{' from ' + alarms[0]['night'] if alarms else ''} "
         f"({', '.join(a['night'] for a in alarms if a['red']) or 'none'}).",
-        "Smallest drop of the mean ALG / bound the fresh check detects half the time, per cell: "
-        + ", ".join(f"{k} {v:.2%}" for k, v in detectable.items()),
+        "Threshold of a night's mean ALG / bound and the smallest drop it detects half the time, per cell: "
+        + ", ".join(f"{k} {threshold[k]:.4f} ({v:.2%})" for k, v in detectable.items()),
     ]
     return "\n".join(lines) + "\n"

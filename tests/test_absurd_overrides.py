@@ -1,7 +1,8 @@
 """The absurd-override probe (issue 47): every config field of a tiny sweep set, one at a time, to absurd values
 (huge, tiny, negative, zero, NaN, infinite, of the wrong type, a long string) on the command line of a real
-``pdors sweep run --in-process``, each in a process of its own with a time limit. Counted: tracebacks, hangs,
-and runs recorded ``ok`` with validator violations; each must be 0. The table is printed (``-s`` shows it).
+``pdors sweep run --in-process``, each with a time limit, in one of two worker processes that run them one after
+another (tests/cli_worker.py: the start-up of a process a sweep cost more than most sweeps). Counted: tracebacks,
+hangs, and runs recorded ``ok`` with validator violations; each must be 0. The table is printed (``-s`` shows it).
 Slow: about 470 sweeps, most refused in one line before anything runs.
 """
 
@@ -9,20 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
-import sys
 import typing
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from queue import Queue
 
 import pytest
 import yaml
+from cli_worker import CliWorker
 
 from pdors.policies import POLICIES, policy_module
 from pdors.workload import WorkloadConfig
 
-PDORS = str(Path(sys.executable).with_name("pdors"))
 HANG_SECONDS = 300  # a tiny sweep takes seconds; one still running after this is counted as a hang
 BASE = {
     "name": "absurd",
@@ -75,37 +75,53 @@ class Outcome:
     detail: str
 
 
-def probe_one(config: Path, root: Path, field: str, value: str) -> Outcome:
+def worker() -> CliWorker:
+    return CliWorker({**os.environ, "MLFLOW_TRACKING_URI": ""})
+
+
+def probe_one(pdors: CliWorker, config: Path, root: Path, field: str, value: str) -> Outcome:
     out = root / f"{abs(hash((field, value))):x}"
-    cmd = [PDORS, "sweep", "run", str(config), f"{field}={value}", "--in-process", "--out", str(out)]
-    env = {**os.environ, "MLFLOW_TRACKING_URI": ""}
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_SECONDS, env=env, check=False)
-    except subprocess.TimeoutExpired:
+    done = pdors.run(["sweep", "run", str(config), f"{field}={value}", "--in-process", "--out", str(out)], HANG_SECONDS)
+    if done.code is None:
         return Outcome(field, value[:20], "hang", "")
     shown = value[:20]
-    if "Traceback (most recent call last)" in done.stderr:
-        return Outcome(field, shown, "traceback", done.stderr.strip().splitlines()[-1][:200])
-    if done.returncode == 2:
-        lines = [ln for ln in done.stderr.splitlines() if "error:" in ln]
-        return Outcome(field, shown, "refused" if len(lines) == 1 else "other", done.stderr[-200:])
-    if done.returncode in (0, 1) and (out / "runs").exists():
+    if "Traceback (most recent call last)" in done.err:
+        return Outcome(field, shown, "traceback", done.err.strip().splitlines()[-1][:200])
+    if done.code == 2:
+        lines = [ln for ln in done.err.splitlines() if "error:" in ln]
+        return Outcome(field, shown, "refused" if len(lines) == 1 else "other", done.err[-200:])
+    if done.code in (0, 1) and (out / "runs").exists():
         from pipeline import load_runs
 
         runs = load_runs(str(out))
         bad = runs[(runs["status"] == "ok") & (runs["violations"].fillna(0) > 0)] if "violations" in runs else []
         if len(bad):
             return Outcome(field, shown, "ok_with_violations", f"{len(bad)} runs")
-        return Outcome(field, shown, "ran", f"exit {done.returncode}, {Counter(runs['status'])}")
-    return Outcome(field, shown, "other", f"exit {done.returncode}: {done.stderr[-200:]}")
+        return Outcome(field, shown, "ran", f"exit {done.code}, {Counter(runs['status'])}")
+    return Outcome(field, shown, "other", f"exit {done.code}: {done.err[-200:]}")
 
 
 def probe(root: Path, workers: int = 2) -> list[Outcome]:
     config = root / "absurd.yaml"
     config.write_text(yaml.safe_dump(BASE))
     jobs = [(f, v) for f in fields() for v in ABSURD]
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(lambda fv: probe_one(config, root, *fv), jobs))
+    idle: Queue[CliWorker] = Queue()
+    for _ in range(workers):
+        idle.put(worker())
+
+    def one(field: str, value: str) -> Outcome:
+        pdors = idle.get()
+        try:
+            return probe_one(pdors, config, root, field, value)
+        finally:
+            idle.put(pdors)
+
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(lambda fv: one(*fv), jobs))
+    finally:
+        while not idle.empty():
+            idle.get().close()
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -131,5 +147,36 @@ def test_the_probes_tracebacks_are_refusals(field: str, value: str, tmp_path: Pa
     """The two tracebacks the probe found (OSError: File name too long; TypeError: unhashable type: 'list')."""
     config = tmp_path / "absurd.yaml"
     config.write_text(yaml.safe_dump(BASE))
-    outcome = probe_one(config, tmp_path, field, value)
+    pdors = worker()
+    try:
+        outcome = probe_one(pdors, config, tmp_path, field, value)
+    finally:
+        pdors.close()
     assert outcome.kind == "refused", outcome
+
+
+def test_the_worker_sees_a_planted_traceback_hang_and_death(tmp_path: Path) -> None:
+    """The probe's counters as the worker feeds them: a ``pdors`` whose main raises, sleeps past the limit or
+    ends its process is counted a traceback, a hang and other; the worker goes on with a fresh process."""
+    plant = tmp_path / "plant" / "pdors_cli"
+    plant.mkdir(parents=True)
+    (plant / "__init__.py").write_text("")
+    (plant / "main.py").write_text(
+        "import os, sys, time\n"
+        "def main(args):\n"
+        "    fault = args[3].split('=')[1]\n"
+        "    if fault == 'raise': raise ValueError('planted')\n"
+        "    if fault == 'hang': time.sleep(600)\n"
+        "    if fault == 'die': os._exit(7)\n"
+        "    os.write(2, b'pdors sweep: error: planted: refused\\n')\n"
+        "    return 2\n"
+    )
+    pdors = CliWorker({**os.environ, "PYTHONPATH": str(plant.parent)})
+    config = tmp_path / "absurd.yaml"
+    try:
+        kinds = [probe_one(pdors, config, tmp_path, "name", v).kind for v in ("refuse", "raise", "refuse", "die")]
+        assert kinds == ["refused", "traceback", "refused", "other"]
+        assert pdors.run(["sweep", "run", str(config), "name=hang"], 1.0).code is None
+        assert probe_one(pdors, config, tmp_path, "name", "refuse").kind == "refused"
+    finally:
+        pdors.close()

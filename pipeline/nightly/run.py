@@ -505,12 +505,12 @@ def regression_tables(g: Regressions, rec: JSON) -> list[str]:
             f"## Fresh paper-scale power check ({p['rule']})",
             "",
             table(
-                ["cell", "K", "recorded mean (sd)", "tonight", "threshold", "detects a drop of", "verdict"],
+                ["cell", "K", "healthy median (of N recorded)", "tonight", "threshold", "detects a drop of", "verdict"],
                 [
                     [
                         v.cell,
                         v.instances,
-                        f"{v.recorded_mean:.4f} ({v.recorded_sd:.4f})",
+                        f"{v.median:.4f} ({v.recorded})",
                         f"{v.mean:.4f}",
                         f"{v.threshold:.4f}",
                         f"{v.detectable:.2%}",
