@@ -221,7 +221,7 @@ def plot(points: pd.DataFrame, out: Path) -> list[Path]:
 
     s = summary(points)
     scaling = s[s["part"] == "scaling"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.6))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12.0, 5.3))  # 3,600 px wide, as every figure
     for k, scale in enumerate(SCALES):
         part, colour = scaling[scaling["workload_scale"] == scale], f"C{k}"
         what = f"offered load {part['load'].median():.2f} (samples x{scale / SCALES[0]:g})"
@@ -247,7 +247,8 @@ def plot(points: pd.DataFrame, out: Path) -> list[Path]:
         ax.minorticks_off()
         ax.set_xlabel("machine capacity and number of jobs I, x the calibrated regime's")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
+        # Below the panel: inside, the legend covered the point where the two shares cross.
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
     left.set_ylim(-0.05, 1.05)
     left.set_ylabel("share of admissions / of a machine")
     left.set_title("Definition 1 (Theorems 5-6's premise), pooled over seeds", fontsize=9)
