@@ -332,7 +332,19 @@ def test_nightly_script_fails_and_alerts_when_pdors_falls_below_its_record(tmp_p
     regression to the check."""
     record = tmp_path / "record.json"
     made = subprocess.run(
-        [BIN / "pdors", "nightly", "--record", "--seed", "6", "--pinned", "1", "--record-file", record],
+        [
+            BIN / "pdors",
+            "nightly",
+            "--record",
+            "--seed",
+            "6",
+            "--pinned",
+            "1",
+            "--calibration",
+            "1",
+            "--record-file",
+            record,
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -303,14 +303,16 @@ def test_worker_killed_and_new_node_joining_midway(
         sweep = driver(lab, ray_env, tmp_path, sweep_config, out)
         procs.append(sweep)
         wait_recorded(out, sweep, TASKS // 4)
-        ports = {lab.addresses[n]: lab.listeners(n) for n in lab.nodes}
+        # w3 joins now and boots while the listeners are probed: started after the probes, under load it came up
+        # when every run left was already leased to the other nodes, and ran nothing.
+        lab.add_node("w3", 4)
+        procs.append(start_node(lab, ray_env, tmp_path, "w3"))
+        ports = {lab.addresses[n]: lab.listeners(n) for n in ("head", "w1", "w2")}
         seen = {n: exposure(lab, n, "w2") for n in ("head", "w1")}
         exposed = {**seen["head"], **seen["w1"]}
         grpc = {k: v for n in seen for k, v in grpc_answers(lab, ray_env, n, "w2", seen[n]).items()}
         killed_at = _recorded(out)
         killed = lab.kill("w1")  # the machine loses power: every process of the node at once
-        lab.add_node("w3", 4)
-        procs.append(start_node(lab, ray_env, tmp_path, "w3"))
         log = finish(sweep)
         runs, counts = check_against(out, reference)
         by_node = runs.groupby("node_ip")["run_id"].count().to_dict()
