@@ -226,9 +226,6 @@ def test_a_ratio_of_an_alg_near_zero_is_drawn_at_the_cap() -> None:
 
 
 COMMITTED = sorted(FIGURES.glob("*.png"))
-# Drawn before issue 48's fixes (paired rows on one axis down to 1e-3) and not redrawn yet: its sweep's 100 bounds
-# did not fit the session. Strict: once redrawn (`make reproduce`) it passes, and this list must lose it.
-NOT_REDRAWN = {"fig14_15.paired.png"}
 
 
 def test_no_two_committed_figures_show_the_same_points() -> None:
@@ -251,12 +248,7 @@ def test_every_committed_figure_is_at_one_resolution() -> None:
 
 @pytest.mark.parametrize(
     "png",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="drawn before issue 48"))
-        if p.name in NOT_REDRAWN
-        else p
-        for p in COMMITTED
-    ],
+    COMMITTED,
     ids=[p.name for p in COMMITTED],
 )
 def test_every_committed_figure_has_data_in_every_panel(png: Path) -> None:
