@@ -14,13 +14,13 @@ from realstack import BIN, config, end_session
 pytestmark = pytest.mark.slow
 
 
-def test_ctrl_c_while_publishing_keeps_the_record_and_says_how_to_publish(tmp_path, env):
-    cfg = config(tmp_path, "interrupt", [4, 6], [1, 2], {"pdors": {}, "fifo": {}})
-    out = tmp_path / "out"
+def interrupt_at(cfg, out, env, cwd, prefix, check=lambda proc: None):
+    """``pdors sweep run CFG --in-process`` in a session of its own, sent SIGINT at the first line starting with
+    ``prefix`` (after ``check(proc)``); returns the process and every line it printed, once it has ended."""
     proc = subprocess.Popen(
         [BIN / "pdors", "sweep", "run", cfg, "--in-process", "--out", out],
         env=env,
-        cwd=tmp_path,
+        cwd=cwd,
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -31,13 +31,23 @@ def test_ctrl_c_while_publishing_keeps_the_record_and_says_how_to_publish(tmp_pa
         assert proc.stdout is not None
         for line in proc.stdout:
             lines.append(line.rstrip("\n"))
-            if line.startswith("drawing the report's figures"):
+            if line.startswith(prefix):
+                check(proc)
                 proc.send_signal(signal.SIGINT)
                 break
         lines += proc.stdout.read().splitlines()
         proc.wait(120)
-    finally:
-        end_session(proc)
+    except BaseException:
+        end_session(proc)  # nothing of a failed test's session left running
+        raise
+    return proc, lines
+
+
+def test_ctrl_c_while_publishing_keeps_the_record_and_says_how_to_publish(tmp_path, env):
+    cfg = config(tmp_path, "interrupt", [4, 6], [1, 2], {"pdors": {}, "fifo": {}})
+    out = tmp_path / "out"
+    proc, lines = interrupt_at(cfg, out, env, tmp_path, "drawing the report's figures")
+    end_session(proc)
     text = "\n".join(lines)
     assert proc.returncode == 130, text
     assert text.index("Total utility against PD-ORS") < text.index("drawing the report's figures"), text
@@ -62,26 +72,12 @@ def test_ctrl_c_during_the_runs_ends_the_logging_process_started_ahead(tmp_path,
     from realstack import session_pids
 
     cfg = config(tmp_path, "ahead", [4, 6], [1, 2, 3, 4], {"pdors": {}, "fifo": {}})
-    proc = subprocess.Popen(
-        [BIN / "pdors", "sweep", "run", cfg, "--in-process", "--out", tmp_path / "out"],
-        env=env,
-        cwd=tmp_path,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    lines = []
+
+    def logging_process_started(proc: subprocess.Popen[str]) -> None:
+        assert len(session_pids(proc.pid)) >= 2, "no logging process started ahead of the runs"
+
+    proc, lines = interrupt_at(cfg, tmp_path / "out", env, tmp_path, "running in this process", logging_process_started)
     try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line.rstrip("\n"))
-            if line.startswith("running in this process"):
-                assert len(session_pids(proc.pid)) >= 2, "no logging process started ahead of the runs"
-                proc.send_signal(signal.SIGINT)
-                break
-        lines += proc.stdout.read().splitlines()
-        proc.wait(120)
         deadline = time.monotonic() + 30  # multiprocessing's resource tracker ends when it reads the sweep's exit
         while (left := session_pids(proc.pid)) and time.monotonic() < deadline:
             time.sleep(0.2)
