@@ -88,8 +88,9 @@ def test_a_linked_directory_planted_after_a_sweep_is_refused_by_its_resume(
 # A second process that compacts the record over and over: each round copies the last batch under a newer name
 # (the same runs recorded again, a valid batch) and compacts, removing both files once the merged one is in place.
 COMPACTOR = """
-import shutil, sys
+import sys
 from pathlib import Path
+from pdors import atomic
 from pipeline.record import storage
 root, rounds = Path(sys.argv[1]), int(sys.argv[2])
 store = storage.Store(root)
@@ -97,12 +98,12 @@ with store.lock():
     for _ in range(rounds):
         (last,) = sorted((root / "runs").glob("p*.parquet"))
         name = store._name()
-        for table in storage.TABLES:
+        for table in (*storage.PER_RUN_TABLES, "runs"):  # a new batch as Store.write adds one: runs file last
             src = root / table / last.name
             if src.exists():
                 dst = root / table / (name + ".parquet")
-                shutil.copy(storage.digest_path(src), storage.digest_path(dst))
-                shutil.copy(src, dst)
+                atomic.write(storage.digest_path(dst), storage.digest_path(src).read_bytes())
+                atomic.write(dst, src.read_bytes())
         store.compact()
 """
 
