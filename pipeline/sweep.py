@@ -13,6 +13,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -103,6 +104,8 @@ class SweepResult:
     runs_ended: float = 0.0  # when the last run came back (time.time())
     headline_shown: float = 0.0  # when the headline table was printed (time.time()), once published
     ray: str = ""  # how Ray was reached (executor.Cluster.how): "started", "head" or "cluster"; "": not used
+    # Called by publishing once the headline is on screen: Ray, no longer needed, disconnects meanwhile
+    release_ray: Callable[[], None] = field(default=lambda: None, repr=False, compare=False)
 
     @property
     def runs_per_s(self) -> float | None:
@@ -249,6 +252,13 @@ def run(
     result.ray = cluster.how if cluster is not None else ""
     if cluster is not None and ahead is not None:
         ahead.waiting()
+    closing: list[threading.Thread] = []  # Ray's disconnection, under way while the record is published
+
+    def release() -> None:
+        if cluster is not None and not closing:
+            closing.append(_disconnect_behind(cluster))
+
+    result.release_ray = release
     try:
         if cluster is not None and (external := _external_origins(todo)):
             from pipeline.execute.executor import check_policies
@@ -267,11 +277,24 @@ def run(
             if then is not None:
                 then(result)
     finally:
-        if cluster is not None:
+        if closing:
+            closing[0].join()
+        elif cluster is not None:
             from pipeline.execute import executor
 
             executor.disconnect()
     return result
+
+
+def _disconnect_behind(cluster: Cluster) -> threading.Thread:
+    """Disconnect from ``cluster`` in a thread (its runs recorded and the headline shown): Ray's shutdown (0.3 s
+    from a persistent head, about 1 s to stop a Ray of the sweep's own) overlaps the figures and MLflow instead of
+    following them; started before the headline, its Python part delayed the headline."""
+    from pipeline.execute import executor
+
+    thread = threading.Thread(target=executor.disconnect, name="pdors-ray-disconnect")
+    thread.start()
+    return thread
 
 
 def _config_data(config_path: str, overrides: list[str]) -> JSON:

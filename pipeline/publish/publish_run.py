@@ -19,7 +19,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -117,7 +117,7 @@ def publish_run(result: SweepResult, say: Say = silent, logging: tracking_proces
             result.status = int(last["status"])
             say(f"nothing to do: every run is recorded and published as it stands (exit status {result.status})")
         else:
-            done = publish(store, manifest, track, say, logging)
+            done = publish(store, manifest, track, say, logging, result.release_ray)
             result.status, result.comparison = done.status, done.comparison
             result.stages.update(done.stages)
             result.headline_shown = done.headline_shown
@@ -198,10 +198,12 @@ def publish(
     track: bool | None = None,
     say: Say = silent,
     logging: tracking_process.Logging | None = None,
+    on_screen: Callable[[], None] = lambda: None,
 ) -> Published:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``. MLflow is logged in a process of its own while the report is drawn
-    (:mod:`pipeline.publish.tracking_process`): ``logging`` if given (started ahead), else one started here."""
+    (:mod:`pipeline.publish.tracking_process`): ``logging`` if given (started ahead), else one started here.
+    ``on_screen``: called once the results screen is said."""
     from pipeline.publish.report import comparison, runs_of
     from pipeline.results import headline, summary
 
@@ -224,6 +226,7 @@ def publish(
     )
     status = _screen(store, runs, top, reference, counts, say)  # the results, before anything is drawn or logged
     shown_at = time.time()
+    on_screen()
     # The default plot is not logged: the report's figures (and its HTML page) hold it.
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
     tracked = manifest.mlflow if track is None else track

@@ -125,10 +125,12 @@ def shown_uri() -> str:
 
 
 def client() -> MlflowClient:
-    """An MlflowClient that does not print run URLs (they would carry the URI's credentials)."""
+    """An MlflowClient that does not print run URLs (they would carry the URI's credentials) nor, unless
+    ``MLFLOW_DISABLE_TELEMETRY`` is set otherwise, send MLflow's usage reports (their threads also delayed exit)."""
     from mlflow.tracking import MlflowClient
 
     os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     return MlflowClient()
 
 
