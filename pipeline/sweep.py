@@ -104,8 +104,8 @@ class SweepResult:
     runs_ended: float = 0.0  # when the last run came back (time.time())
     headline_shown: float = 0.0  # when the headline table was printed (time.time()), once published
     ray: str = ""  # how Ray was reached (executor.Cluster.how): "started", "head" or "cluster"; "": not used
-    # Called by publishing once the headline is on screen: Ray, no longer needed, disconnects meanwhile
-    release_ray: Callable[[], None] = field(default=lambda: None, repr=False, compare=False)
+    # Called by publishing once the headline is on screen: what the sweep left until then (:class:`_Tidy`)
+    after_headline: Callable[[], None] = field(default=lambda: None, repr=False, compare=False)
 
     @property
     def runs_per_s(self) -> float | None:
@@ -252,13 +252,7 @@ def run(
     result.ray = cluster.how if cluster is not None else ""
     if cluster is not None and ahead is not None:
         ahead.waiting()
-    closing: list[threading.Thread] = []  # Ray's disconnection, under way while the record is published
-
-    def release() -> None:
-        if cluster is not None and not closing:
-            closing.append(_disconnect_behind(cluster))
-
-    result.release_ray = release
+    tidy = _Tidy(store, cluster, result, say)
     try:
         if cluster is not None and (external := _external_origins(todo)):
             from pipeline.execute.executor import check_policies
@@ -268,33 +262,56 @@ def run(
             _write_config(store, data, config_path, overrides, manifest)
             store.set_aside(damaged)
             _execute(store, todo, cluster, o.max_parallel, plan.config, result, say)
-            tick = time.perf_counter()
-            merged = store.compact()
-            result.stages["record"] += time.perf_counter() - tick
-            if merged:
-                say(f"compacted {merged} batch files into one per table")
-            result.recorded = True
+            result.recorded, result.after_headline = True, tidy
             if then is not None:
                 then(result)
+            if result.status not in STOPPED:
+                tidy()  # publishing did not (nothing to publish): done now
     finally:
-        if closing:
-            closing[0].join()
-        elif cluster is not None:
-            from pipeline.execute import executor
-
-            executor.disconnect()
+        tidy.end()
     return result
 
 
-def _disconnect_behind(cluster: Cluster) -> threading.Thread:
-    """Disconnect from ``cluster`` in a thread (its runs recorded and the headline shown): Ray's shutdown (0.3 s
-    from a persistent head, about 1 s to stop a Ray of the sweep's own) overlaps the figures and MLflow instead of
-    following them; started before the headline, its Python part delayed the headline."""
-    from pipeline.execute import executor
+STOPPED = (ExitStatus.DISK_FULL, ExitStatus.INTERRUPTED, ExitStatus.TERMINATED)
 
-    thread = threading.Thread(target=executor.disconnect, name="pdors-ray-disconnect")
-    thread.start()
-    return thread
+
+@dataclass
+class _Tidy:
+    """What a sweep whose runs are recorded leaves until its headline is on screen (``after_headline``), so that
+    neither delays the headline: Ray's disconnection, in a thread (0.3 s from a persistent head, about 1 s to
+    stop a Ray of the sweep's own; started before the headline, its Python part delayed it), and the record's
+    compaction (0.1-0.6 s), which overlaps MLflow's logging; each done once."""
+
+    store: Store
+    cluster: Cluster | None
+    result: SweepResult
+    say: Say
+    closing: threading.Thread | None = None
+    done: bool = False
+
+    def __call__(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        if self.cluster is not None:
+            from pipeline.execute import executor
+
+            self.closing = threading.Thread(target=executor.disconnect, name="pdors-ray-disconnect")
+            self.closing.start()
+        tick = time.perf_counter()
+        merged = self.store.compact()
+        self.result.stages["record"] += time.perf_counter() - tick
+        if merged:
+            self.say(f"compacted {merged} batch files into one per table")
+
+    def end(self) -> None:
+        """Ray disconnected: the disconnection joined, or done now (the sweep stopped before its headline)."""
+        if self.closing is not None:
+            self.closing.join()
+        elif self.cluster is not None:
+            from pipeline.execute import executor
+
+            executor.disconnect()
 
 
 def _config_data(config_path: str, overrides: list[str]) -> JSON:

@@ -117,7 +117,7 @@ def publish_run(result: SweepResult, say: Say = silent, logging: tracking_proces
             result.status = int(last["status"])
             say(f"nothing to do: every run is recorded and published as it stands (exit status {result.status})")
         else:
-            done = publish(store, manifest, track, say, logging, result.release_ray)
+            done = publish(store, manifest, track, say, logging, result.after_headline)
             result.status, result.comparison = done.status, done.comparison
             result.stages.update(done.stages)
             result.headline_shown = done.headline_shown
@@ -224,9 +224,6 @@ def publish(
         store.meta / "summary.md",
         headline.markdown(top, reference) + (f"\n{note}\n" if note else "") + "\n## Every grid point\n\n" + table,
     )
-    status = _screen(store, runs, top, reference, counts, say)  # the results, before anything is drawn or logged
-    shown_at = time.time()
-    on_screen()
     # The default plot is not logged: the report's figures (and its HTML page) hold it.
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
     tracked = manifest.mlflow if track is None else track
@@ -234,8 +231,11 @@ def publish(
     if logging is not None and handle is None:
         tracking_process.stop(logging)
     try:
-        if handle is not None:
-            tracking_process.log(handle, manifest, runs, agg, artifacts, store.root)
+        if handle is not None:  # logged while the results are said and the figures drawn
+            tracking_process.log(handle, manifest, runs, agg, artifacts, store.root, found)
+        status = _screen(store, runs, top, reference, counts, say)  # the results, before anything is drawn
+        shown_at = time.time()
+        on_screen()
         say("drawing the report's figures ...")
         drawing = time.perf_counter()
         figures, plot = _figures(store, manifest, runs, found)

@@ -58,13 +58,19 @@ def start() -> Logging:
 
 
 def log(
-    handle: Logging, manifest: Manifest, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path
+    handle: Logging,
+    manifest: Manifest,
+    runs: pd.DataFrame,
+    agg: pd.DataFrame,
+    artifacts: list[Path],
+    root: Path,
+    found: pd.DataFrame | None = None,
 ) -> None:
     """Have the process log the sweep (:func:`pipeline.publish.tracking.log_sweep`'s arguments). The data is
     written by a thread: a process still importing MLflow reads it only then, and the report is drawn meanwhile
     (the write waits in the kernel, without the interpreter lock); a process already dead is found by
     :func:`finish`."""
-    data = bytes(ForkingPickler.dumps((manifest, runs, agg, artifacts, root)))
+    data = bytes(ForkingPickler.dumps((manifest, runs, agg, artifacts, root, found)))
 
     def send() -> None:
         with contextlib.suppress(OSError):
@@ -127,13 +133,13 @@ def _serve(conn: Connection) -> None:
     except Exception as e:  # said once there is a sweep to log
         opened = one_line(e)
     try:
-        manifest, runs, agg, artifacts, root = conn.recv()
+        manifest, runs, agg, artifacts, root, found = conn.recv()
     except EOFError:  # given nothing to log
         return
     try:
         if opened is not None:
             raise LoggingFailed(opened)
-        logged = tracking.log_sweep(manifest, runs, agg, artifacts, root)
+        logged = tracking.log_sweep(manifest, runs, agg, artifacts, root, found)
         figures, artifact_path, at = conn.recv()
         tracking.attach(manifest, figures, artifact_path, at)
         conn.send(("ok", logged))
