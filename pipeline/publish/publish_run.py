@@ -231,10 +231,10 @@ def publish(
     if logging is not None and handle is None:
         tracking_process.stop(logging)
     try:
-        if handle is not None:  # logged while the results are said and the figures drawn
-            tracking_process.log(handle, manifest, runs, agg, artifacts, store.root, found)
-        status = _screen(store, runs, top, reference, counts, say)  # the results, before anything is drawn
+        status = _screen(store, runs, top, reference, counts, say)  # the results, before anything is drawn or logged
         shown_at = time.time()
+        if handle is not None:  # logged while the figures are drawn
+            tracking_process.log(handle, manifest, runs, agg, artifacts, store.root, found)
         on_screen()
         say("drawing the report's figures ...")
         drawing = time.perf_counter()
