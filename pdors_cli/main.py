@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import importlib
+import os
 import sys
 import textwrap
+import threading
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from pdors.errors import ExitStatus, PdorsError
 
@@ -138,8 +142,28 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command ``argv`` (default: this process's command line, which then ends with the command: see
+    :func:`_leave`); its exit status."""
     if argv is None:
-        argv = sys.argv[1:]
+        _leave(_main(sys.argv[1:]))
+    return _main(argv)
+
+
+def _leave(status: int) -> NoReturn:
+    """End the process with ``status`` once the command is done: its threads joined, its exit handlers run and
+    its output flushed, without the interpreter's teardown (freeing every module of Ray, MLflow, pandas and
+    matplotlib and Ray's C++ state cost 0.6-0.9 s of wall after a sweep's last line, measured at load 2-5)."""
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`): nothing more to say
+            stream.flush()
+    os._exit(status)
+
+
+def _main(argv: Sequence[str]) -> int:
     if not argv:  # plain `pdors`: the help, not a usage error
         parser().print_help()
         return ExitStatus.OK

@@ -13,6 +13,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -103,6 +104,8 @@ class SweepResult:
     runs_ended: float = 0.0  # when the last run came back (time.time())
     headline_shown: float = 0.0  # when the headline table was printed (time.time()), once published
     ray: str = ""  # how Ray was reached (executor.Cluster.how): "started", "head" or "cluster"; "": not used
+    # Called by publishing once the headline is on screen: what the sweep left until then (:class:`_Tidy`)
+    after_headline: Callable[[], None] = field(default=lambda: None, repr=False, compare=False)
 
     @property
     def runs_per_s(self) -> float | None:
@@ -249,6 +252,7 @@ def run(
     result.ray = cluster.how if cluster is not None else ""
     if cluster is not None and ahead is not None:
         ahead.waiting()
+    tidy = _Tidy(store, cluster, result, say)
     try:
         if cluster is not None and (external := _external_origins(todo)):
             from pipeline.execute.executor import check_policies
@@ -258,20 +262,56 @@ def run(
             _write_config(store, data, config_path, overrides, manifest)
             store.set_aside(damaged)
             _execute(store, todo, cluster, o.max_parallel, plan.config, result, say)
-            tick = time.perf_counter()
-            merged = store.compact()
-            result.stages["record"] += time.perf_counter() - tick
-            if merged:
-                say(f"compacted {merged} batch files into one per table")
-            result.recorded = True
+            result.recorded, result.after_headline = True, tidy
             if then is not None:
                 then(result)
+            if result.status not in STOPPED:
+                tidy()  # publishing did not (nothing to publish): done now
     finally:
-        if cluster is not None:
+        tidy.end()
+    return result
+
+
+STOPPED = (ExitStatus.DISK_FULL, ExitStatus.INTERRUPTED, ExitStatus.TERMINATED)
+
+
+@dataclass
+class _Tidy:
+    """What a sweep whose runs are recorded leaves until its headline is on screen (``after_headline``), so that
+    neither delays the headline: Ray's disconnection, in a thread (0.3 s from a persistent head, about 1 s to
+    stop a Ray of the sweep's own; started before the headline, its Python part delayed it), and the record's
+    compaction (0.1-0.6 s), which overlaps MLflow's logging; each done once."""
+
+    store: Store
+    cluster: Cluster | None
+    result: SweepResult
+    say: Say
+    closing: threading.Thread | None = None
+    done: bool = False
+
+    def __call__(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        if self.cluster is not None:
+            from pipeline.execute import executor
+
+            self.closing = threading.Thread(target=executor.disconnect, name="pdors-ray-disconnect")
+            self.closing.start()
+        tick = time.perf_counter()
+        merged = self.store.compact()
+        self.result.stages["record"] += time.perf_counter() - tick
+        if merged:
+            self.say(f"compacted {merged} batch files into one per table")
+
+    def end(self) -> None:
+        """Ray disconnected: the disconnection joined, or done now (the sweep stopped before its headline)."""
+        if self.closing is not None:
+            self.closing.join()
+        elif self.cluster is not None:
             from pipeline.execute import executor
 
             executor.disconnect()
-    return result
 
 
 def _config_data(config_path: str, overrides: list[str]) -> JSON:

@@ -6,6 +6,7 @@ pandas nor YAML, and the help texts not even NumPy or a YAML parser (each comman
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,36 @@ def test_the_package_imports_its_public_names_on_first_use(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     homes = {"pdors", "pdors.model", "pdors.policies", "pdors.run", "pdors.run_summary", "pdors.validator"}
     assert set(json.loads(done.stdout)) == homes | {"pdors.workload"}, done.stdout
+
+
+# The command line as the `pdors` script runs it (main() without argv), with an exit handler and a thread of
+# its own to show that both are honoured by the fast exit.
+ENDING = (
+    "import atexit, sys, threading, time\nfrom pdors_cli.main import main\n"
+    "atexit.register(lambda: print('exit handler ran', file=sys.stderr))\n"
+    "threading.Thread(target=lambda: (time.sleep(3), print('thread finished'))).start()\n"
+    "sys.exit(main())"
+)
+
+
+def test_the_command_line_ends_its_process_with_its_output_handlers_threads_and_status(tmp_path: Path) -> None:
+    """`pdors` ends its process itself, without the interpreter's teardown (pdors_cli.main._leave): what it
+    printed reaches a pipe in full (block-buffered there), exit handlers run, threads finish, and the exit status
+    is the command's, also for an error."""
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    done = subprocess.run(
+        [sys.executable, "-c", ENDING, "policies"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=buffered,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "| pdors | builtin |" in done.stdout and "| oasis |" in done.stdout, done.stdout
+    assert "thread finished" in done.stdout and "exit handler ran" in done.stderr  # the thread outlives the command
+    missing = tmp_path / "missing.yaml"
+    done = subprocess.run(
+        [sys.executable, "-c", ENDING, "sweep", "run", str(missing)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 2 and f"no such file: {missing}" in done.stderr, done.stderr

@@ -482,9 +482,9 @@ def fan_out(
 
 
 def disconnect() -> None:
-    """Shut down the Ray ``connect``-ed to, once the sweep no longer needs it: after its record is written and
-    published, so that Ray's shutdown (about a second for a Ray of the sweep's own) neither counts as running
-    the runs nor delays the headline table."""
+    """Shut down the Ray ``connect``-ed to, once the sweep no longer needs it: in a thread once its headline is
+    shown (:class:`pipeline.sweep._Tidy`), so that Ray's shutdown (about a second for a Ray of the sweep's own)
+    neither counts as running the runs nor delays the headline table."""
     import ray
 
     ray.shutdown()

@@ -19,7 +19,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,12 +79,15 @@ def run_and_publish(config_path: str, options: SweepOptions, say: Say | None = N
             tracking_process.stop(handle)
 
 
-# What publishing imports after the runs (scipy.stats alone costs about 1 s of CPU, matplotlib 0.6 s)
+# What publishing imports after the runs (scipy.stats alone costs about 1 s of CPU, matplotlib 0.6 s; the PDF
+# backend and the font subsetter it loads at the first PDF saved, 0.12 s)
 PUBLISHING_MODULES = (
     "scipy.stats",
     "pipeline.results.headline",
     "pipeline.results.theorem_check",
     "pipeline.publish.report",
+    "matplotlib.backends.backend_pdf",
+    "fontTools.subset",
 )
 
 
@@ -117,7 +120,7 @@ def publish_run(result: SweepResult, say: Say = silent, logging: tracking_proces
             result.status = int(last["status"])
             say(f"nothing to do: every run is recorded and published as it stands (exit status {result.status})")
         else:
-            done = publish(store, manifest, track, say, logging)
+            done = publish(store, manifest, track, say, logging, result.after_headline)
             result.status, result.comparison = done.status, done.comparison
             result.stages.update(done.stages)
             result.headline_shown = done.headline_shown
@@ -198,10 +201,12 @@ def publish(
     track: bool | None = None,
     say: Say = silent,
     logging: tracking_process.Logging | None = None,
+    on_screen: Callable[[], None] = lambda: None,
 ) -> Published:
     """Summary table, plots, the report's figures and MLflow, all derived from the Parquet record; the exit
     status of ``run``/``log``. MLflow is logged in a process of its own while the report is drawn
-    (:mod:`pipeline.publish.tracking_process`): ``logging`` if given (started ahead), else one started here."""
+    (:mod:`pipeline.publish.tracking_process`): ``logging`` if given (started ahead), else one started here.
+    ``on_screen``: called once the results screen is said."""
     from pipeline.publish.report import comparison, runs_of
     from pipeline.results import headline, summary
 
@@ -222,8 +227,6 @@ def publish(
         store.meta / "summary.md",
         headline.markdown(top, reference) + (f"\n{note}\n" if note else "") + "\n## Every grid point\n\n" + table,
     )
-    status = _screen(store, runs, top, reference, counts, say)  # the results, before anything is drawn or logged
-    shown_at = time.time()
     # The default plot is not logged: the report's figures (and its HTML page) hold it.
     artifacts = [store.meta / n for n in ("manifest.json", "config.yaml", "summary.csv", "summary.md")]
     tracked = manifest.mlflow if track is None else track
@@ -231,8 +234,11 @@ def publish(
     if logging is not None and handle is None:
         tracking_process.stop(logging)
     try:
-        if handle is not None:
-            tracking_process.log(handle, manifest, runs, agg, artifacts, store.root)
+        status = _screen(store, runs, top, reference, counts, say)  # the results, before anything is drawn or logged
+        shown_at = time.time()
+        if handle is not None:  # logged while the figures are drawn
+            tracking_process.log(handle, manifest, runs, agg, artifacts, store.root, found)
+        on_screen()
         say("drawing the report's figures ...")
         drawing = time.perf_counter()
         figures, plot = _figures(store, manifest, runs, found)

@@ -125,10 +125,12 @@ def shown_uri() -> str:
 
 
 def client() -> MlflowClient:
-    """An MlflowClient that does not print run URLs (they would carry the URI's credentials)."""
+    """An MlflowClient that does not print run URLs (they would carry the URI's credentials) nor, unless
+    ``MLFLOW_DISABLE_TELEMETRY`` is set otherwise, send MLflow's usage reports (their threads also delayed exit)."""
     from mlflow.tracking import MlflowClient
 
     os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     return MlflowClient()
 
 
@@ -509,10 +511,16 @@ class Logged:
 
 
 def log_sweep(
-    manifest: Manifest, runs: pd.DataFrame, agg: pd.DataFrame, artifacts: list[Path], root: Path | None = None
+    manifest: Manifest,
+    runs: pd.DataFrame,
+    agg: pd.DataFrame,
+    artifacts: list[Path],
+    root: Path | None = None,
+    found: pd.DataFrame | None = None,
 ) -> Logged:
     """Log (or re-log) a sweep recorded under ``root`` (default: the manifest's output); ``agg``:
-    :func:`pipeline.publish.report.comparison`."""
+    :func:`pipeline.publish.report.comparison`; ``found``: the sweep's :func:`pipeline.results.summary.pairs` if
+    already computed."""
     from mlflow.entities import RunTag
 
     from pipeline.results.summary import pairs, reference_policy, with_ratio
@@ -525,8 +533,9 @@ def log_sweep(
     with _locked(root, sweep_id):
         exp_id = experiment_id(c, manifest.experiment)
         key = parent_key(sweep_id, root)
+        logged_before = _parent(c, exp_id, key)
         parent = (
-            _parent(c, exp_id, key)
+            logged_before
             or c.create_run(
                 exp_id, run_name=sweep_id, tags={SWEEP_TAG: sweep_id, KEY_TAG: key, "pdors.role": "sweep"}
             ).info.run_id
@@ -568,7 +577,8 @@ def log_sweep(
             c.log_artifact(parent, str(path), "plots" if path.suffix in (".png", ".pdf", ".svg") else None)
 
         children: dict[str | None, Run] = {}
-        for r in _find(c, exp_id, f"tags.`{PARENT_TAG}` = '{parent}'"):  # the oldest if ever duplicated
+        found_children = _find(c, exp_id, f"tags.`{PARENT_TAG}` = '{parent}'") if logged_before else []
+        for r in found_children:  # the oldest if ever duplicated
             point = r.data.tags.get(POINT_TAG)
             if point not in children or (r.info.start_time, r.info.run_id) < (
                 children[point].info.start_time,
@@ -576,7 +586,7 @@ def log_sweep(
             ):
                 children[point] = r
         by_point = dict(tuple(runs.groupby("point_id", sort=False)))
-        ratios = paired_ratios(pairs(runs, manifest.axes, reference_policy(manifest)))
+        ratios = paired_ratios(pairs(runs, manifest.axes, reference_policy(manifest)) if found is None else found)
         for _, row in agg.iterrows():
             label = " ".join([row["policy"], *(short_setting(a, row[a]) for a in manifest.axes if row[a] != "-")])
             _log_child(
