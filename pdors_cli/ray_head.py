@@ -9,7 +9,7 @@ from pdors.errors import ExitStatus
 
 
 def cmd_ray(args: argparse.Namespace) -> int:
-    from pipeline.execute import local_head
+    from pipeline.execute import local_head, pool
 
     where = local_head.home()
     if args.ray_command == "up":
@@ -27,7 +27,12 @@ def cmd_ray(args: argparse.Namespace) -> int:
     if found is None:
         print(f"no Ray head running under {where}: local sweeps start a Ray of their own (`pdors ray up` starts one)")
         return ExitStatus.FAILED
-    print(f"Ray head up at {found.address}: {len(local_head.session_pids(found.session))} processes, state in {where}")
+    pids = local_head.session_pids(found.session)
+    actors, running = pool.busy(pids)
+    print(
+        f"Ray head up at {found.address}: {len(pids)} processes, of which {actors} reused sweep workers "
+        f"({running} running a chunk); state in {where}"
+    )
     return ExitStatus.OK
 
 

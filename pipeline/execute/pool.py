@@ -41,12 +41,20 @@ PACKAGES = ("pdors", "pipeline", "offline_opt")
 
 def source_digest() -> str:
     """A digest of every ``.py`` file of ``PACKAGES`` where this process finds them (not importing them): a few ms."""
-    h = hashlib.blake2b(digest_size=16)
+    roots = []
     for name in PACKAGES:
         spec = importlib.util.find_spec(name)
-        for root in sorted(spec.submodule_search_locations or []) if spec else []:
-            for path in sorted(Path(root).rglob("*.py")):
-                h.update(f"{name}/{path.relative_to(root)}".encode() + b"\0" + path.read_bytes() + b"\0")
+        roots += [(name, Path(root)) for root in sorted(spec.submodule_search_locations or [])] if spec else []
+    return tree_digest(roots)
+
+
+def tree_digest(roots: list[tuple[str, Path]]) -> str:
+    """A digest of the ``.py`` files under each (package name, directory) of ``roots``: their paths within the
+    package and their bytes (the same code elsewhere has the same digest)."""
+    h = hashlib.blake2b(digest_size=16)
+    for name, root in roots:
+        for path in sorted(root.rglob("*.py")):
+            h.update(f"{name}/{path.relative_to(root)}".encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
