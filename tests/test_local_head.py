@@ -185,6 +185,10 @@ def test_sweeps_on_the_head_reuse_its_workers_with_fresh_code_and_the_faults_of_
     assert len(first) == 2 and ran <= first, (ran, first, done.stdout)
     done, ran = sweep(fifo, "b")
     assert "connected in" in done.stdout and ran <= first and _runners(head) == first, (ran, first)
+    others = subprocess.run(
+        [sys.executable, "-c", ALL_CPUS], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path
+    )
+    assert "available 2.0" in others.stdout and "ran 1" in others.stdout, others.stdout + others.stderr
 
     planted = ROOT / "pipeline" / "execute" / f"_planted_{os.getpid()}.py"
     try:
@@ -228,10 +232,6 @@ def test_sweeps_on_the_head_reuse_its_workers_with_fresh_code_and_the_faults_of_
     done, _ = sweep(fifo, "d")
     assert "ran 8 tasks" in done.stdout, done.stdout
 
-    others = subprocess.run(
-        [sys.executable, "-c", ALL_CPUS], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path
-    )
-    assert "available 2.0" in others.stdout and "ran 1" in others.stdout, others.stdout + others.stderr
     pool = _runners(head)
     _, ran = sweep(fifo, "own", "--num-cpus", "1")  # a Ray of its own: tasks, never the head's workers
     assert not ran & pool

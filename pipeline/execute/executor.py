@@ -448,7 +448,7 @@ def fan_out(
             else:
                 chunk = take_chunk(pending, timed[0] / timed[1] if timed[1] else None, left[0], limit)
                 left[0] -= sum(c for c in map(cost, chunk) if not math.isinf(c))
-                on = min(load, key=load.__getitem__) if runners else None
+                on = min(load, key=load.__getitem__) if load else None
             if on is None:
                 ref = remote.remote(chunk, schedules, time_limit)
             else:
@@ -456,37 +456,44 @@ def fan_out(
             in_flight[ref] = (chunk, time.time(), on)
 
     submit()
-    while in_flight:
-        done, _ = ray.wait(list(in_flight), num_returns=1)
-        chunk, submitted, on = in_flight.pop(done[0])
-        if on is not None:
-            load[on] -= 1
-        try:
-            outcomes = ray.get(done[0])
-        except RayError as e:  # a runner died, or a task's retries are exhausted: worker/node died, object lost, ...
-            if len(chunk) > 1 or on is not None:
-                alone.extend(chunk)
-                submit()
-                continue
-            outcomes = [
-                Outcome(
-                    status="lost",
-                    error=f"{type(e).__name__}: {e}"[:4000],
-                    result=None,
-                    code_version=None,
-                    node_id=None,
-                    node_ip=None,
-                    worker_pid=None,
-                    started_at=submitted,
-                    finished_at=time.time(),
-                )
-            ]
-        for task, outcome in zip(chunk, outcomes, strict=False):
-            if outcome.status == "ok" and not math.isinf(cost(task)):
-                timed[0] += outcome.finished_at - outcome.started_at
-                timed[1] += cost(task)
-        submit()
-        yield list(zip(chunk, outcomes, strict=False))
+    try:
+        while in_flight:
+            done, _ = ray.wait(list(in_flight), num_returns=1)
+            chunk, submitted, on = in_flight.pop(done[0])
+            if on in load:
+                load[on] -= 1
+            try:
+                outcomes = ray.get(done[0])
+            except RayError as e:  # a runner died, or a task's retries are exhausted: worker/node died, object lost
+                if on is not None:  # no more chunks to it in this sweep: it may be gone for good (other code's sweep)
+                    load.pop(on, None)
+                if len(chunk) > 1 or on is not None:
+                    alone.extend(chunk)
+                    submit()
+                    continue
+                outcomes = [
+                    Outcome(
+                        status="lost",
+                        error=f"{type(e).__name__}: {e}"[:4000],
+                        result=None,
+                        code_version=None,
+                        node_id=None,
+                        node_ip=None,
+                        worker_pid=None,
+                        started_at=submitted,
+                        finished_at=time.time(),
+                    )
+                ]
+            for task, outcome in zip(chunk, outcomes, strict=False):
+                if outcome.status == "ok" and not math.isinf(cost(task)):
+                    timed[0] += outcome.finished_at - outcome.started_at
+                    timed[1] += cost(task)
+            submit()
+            yield list(zip(chunk, outcomes, strict=False))
+    finally:  # stopped early (Ctrl-C, an error): runs in flight on reused workers are stopped, as Ray stops a
+        # finished job's tasks; Ray restarts those workers
+        for on in {on for _, _, on in in_flight.values() if on is not None}:
+            ray.kill(runners[on], no_restart=False)
 
 
 def disconnect() -> None:
