@@ -167,8 +167,8 @@ def test_sweeps_on_the_head_reuse_its_workers_with_fresh_code_and_the_faults_of_
     """Reused workers (pipeline.execute.pool): a second sweep runs on the first one's worker processes; a planted
     source file gives new ones, the old ended; a run that kills its worker comes back lost and the rest of the
     sweep is recorded, the pool restarted; run_time_limit stops a hanging run; a killed sweep's hanging run does
-    not keep a worker; other drivers' tasks needing every CPU still run; a sweep on a Ray of its own uses tasks;
-    ``down`` leaves nothing."""
+    not keep a worker; two sweeps at once both finish; other drivers' tasks needing every CPU still run; a sweep
+    on a Ray of its own uses tasks; ``down`` leaves nothing."""
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     head, _ = local_head.up(2, home)
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}  # the driver finds mine_pool there, the head's workers by cwd
@@ -231,6 +231,12 @@ def test_sweeps_on_the_head_reuse_its_workers_with_fresh_code_and_the_faults_of_
     assert not busy & _runners(head), "the killed sweep's hanging run still holds its worker"
     done, _ = sweep(fifo, "d")
     assert "ran 8 tasks" in done.stdout, done.stdout
+    # two sweeps at once share the workers: both finish, every run recorded once
+    cmd = [str(BIN / "pdors"), "sweep", "run", str(fifo), "mlflow.enabled=false", "--out"]
+    both = [subprocess.Popen([*cmd, str(tmp_path / o)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+            for o in ("x", "y")]  # fmt: skip
+    assert [p.wait(timeout=600) for p in both] == [0, 0]
+    assert all(len(runs_of(tmp_path / o)) == 8 for o in ("x", "y"))
 
     pool = _runners(head)
     _, ran = sweep(fifo, "own", "--num-cpus", "1")  # a Ray of its own: tasks, never the head's workers
