@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -162,13 +163,30 @@ print("ran", ray.get(ray.remote(num_cpus=2)(lambda: 1).remote(), timeout=60))
 """
 
 
+# A sweep's fan-out interrupted (Ctrl-C) while its run hangs, in a driver that stays alive (a notebook): the worker
+# running it is stopped (Ray restarts it), as a job's tasks are when its driver shuts Ray down
+INTERRUPTED = """\
+import sys, time
+from pipeline.execute import executor, local_head
+from pipeline.spec import grid, schema
+
+cluster = executor.connect(None, None, local_head.find())
+try:
+    list(executor.fan_out(grid.expand(schema.load(sys.argv[1])).tasks, cluster, None))
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+time.sleep(60)
+"""
+
+
 @pytest.mark.slow
 def test_sweeps_on_the_head_reuse_its_workers_with_fresh_code_and_the_faults_of_tasks(home, tmp_path, monkeypatch):
     """Reused workers (pipeline.execute.pool): a second sweep runs on the first one's worker processes; a planted
     source file gives new ones, the old ended; a run that kills its worker comes back lost and the rest of the
     sweep is recorded, the pool restarted; run_time_limit stops a hanging run; a killed sweep's hanging run does
-    not keep a worker; two sweeps at once both finish; other drivers' tasks needing every CPU still run; a sweep
-    on a Ray of its own uses tasks; ``down`` leaves nothing."""
+    not keep a worker, nor does an interrupted one's in a process that lives on; two sweeps at once both finish;
+    other drivers' tasks needing every CPU still run; a sweep on a Ray of its own uses tasks; ``down`` leaves
+    nothing."""
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     head, _ = local_head.up(2, home)
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}  # the driver finds mine_pool there, the head's workers by cwd
@@ -231,6 +249,23 @@ def test_sweeps_on_the_head_reuse_its_workers_with_fresh_code_and_the_faults_of_
     assert not busy & _runners(head), "the killed sweep's hanging run still holds its worker"
     done, _ = sweep(fifo, "d")
     assert "ran 8 tasks" in done.stdout, done.stdout
+    before = _runners(head)
+    notebook = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED, str(hang)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not _running_chunk(head) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        notebook.send_signal(signal.SIGINT)  # Ctrl-C
+        assert notebook.stdout is not None and notebook.stdout.readline() == "interrupted\n"
+        deadline = time.monotonic() + 30
+        while (before & _running_chunk(head) or len(_runners(head)) != 2) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert notebook.poll() is None and not _running_chunk(head), "an interrupted sweep's run still holds a worker"
+    finally:
+        notebook.kill()
+        notebook.wait()
     # two sweeps at once share the workers: both finish, every run recorded once
     cmd = [str(BIN / "pdors"), "sweep", "run", str(fifo), "mlflow.enabled=false", "--out"]
     both = [subprocess.Popen([*cmd, str(tmp_path / o)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)

@@ -491,8 +491,8 @@ def fan_out(
             submit()
             yield list(zip(chunk, outcomes, strict=False))
     finally:  # stopped early (Ctrl-C, an error): runs in flight on reused workers are stopped, as Ray stops a
-        # finished job's tasks; Ray restarts those workers
-        for on in {on for _, _, on in in_flight.values() if on is not None}:
+        # finished job's tasks; Ray restarts those workers (a driver gone meanwhile: pool.orphaned stops them)
+        for on in {on for _, _, on in in_flight.values() if on is not None} if ray.is_initialized() else ():
             ray.kill(runners[on], no_restart=False)
 
 
