@@ -42,5 +42,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up = sub.add_parser("up", help="start the local head (loopback, token; state in $PDORS_RAY_HOME or ~/.pdors/ray)")
     up.add_argument("--num-cpus", type=int, help="CPUs of the head (default: all)")
     sub.add_parser("down", help="stop the local head: nothing of it is left running")
-    sub.add_parser("status", help="whether the local head is up (exit status 1 if not)")
+    sub.add_parser("status", help="whether the local head is up, with its reused sweep workers (exit status 1 if not)")
     p.set_defaults(func=cmd_ray)
