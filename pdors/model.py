@@ -70,9 +70,9 @@ class Jobs:
     def __post_init__(self) -> None:
         if np.size(self.utility_form) == 0:
             object.__setattr__(self, "utility_form", np.zeros(np.size(self.arrival), dtype=np.int64))
-        for f in fields(self):
-            dtype = np.int64 if f.name in self._INT_FIELDS else np.float64
-            object.__setattr__(self, f.name, _frozen(getattr(self, f.name), dtype))
+        for name in _JOB_FIELDS:
+            dtype = np.int64 if name in self._INT_FIELDS else np.float64
+            object.__setattr__(self, name, _frozen(getattr(self, name), dtype))
 
     def __len__(self) -> int:
         return int(self.arrival.shape[0])
@@ -127,7 +127,10 @@ class Jobs:
         return out
 
     def subset(self, index: ArrayLike) -> Jobs:
-        return Jobs(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+        return Jobs(**{name: getattr(self, name)[index] for name in _JOB_FIELDS})
+
+
+_JOB_FIELDS = tuple(f.name for f in fields(Jobs))  # looked up once: every generated instance builds its Jobs
 
 
 @dataclass(frozen=True, eq=False)
@@ -206,13 +209,16 @@ def instance_problems(inst: Instance) -> list[str]:
         out.append(f"cluster.capacity: must be H x {r} with H >= 1, got shape {c.capacity.shape}")
     elif not np.all(np.isfinite(c.capacity)) or np.any(c.capacity < 0):
         out.append("cluster.capacity: must be finite and >= 0")
-    for f in fields(j):
-        a = getattr(j, f.name)
-        want = (n, r) if f.name in ("worker_demand", "ps_demand") else (n,)
+    reals = []  # the fields to check for finite values (the integer fields are finite)
+    for name in _JOB_FIELDS:
+        a = getattr(j, name)
+        want = (n, r) if name in ("worker_demand", "ps_demand") else (n,)
         if a.shape != want:
-            out.append(f"jobs.{f.name}: shape {a.shape}, expected {want}")
-        elif a.dtype.kind == "f" and not np.isfinite(a).all():  # the integer fields are finite
-            out.append(f"jobs.{f.name}: must be finite")
+            out.append(f"jobs.{name}: shape {a.shape}, expected {want}")
+        elif a.dtype.kind == "f":
+            reals.append((name, a))
+    if reals and not np.isfinite(np.concatenate([a.ravel() for _, a in reals])).all():  # one test, then which
+        out += [f"jobs.{name}: must be finite" for name, a in reals if not np.isfinite(a).all()]
     if inst.ps_bandwidth is not None and (
         inst.ps_bandwidth.shape != (n,) or not np.all(np.isfinite(inst.ps_bandwidth) & (inst.ps_bandwidth > 0))
     ):
@@ -236,6 +242,8 @@ def instance_problems(inst: Instance) -> list[str]:
         ("sensitivity", (j.sensitivity >= INSENSITIVE) & (j.sensitivity <= CRITICAL), "must be 0, 1 or 2"),
         ("utility_form", (j.utility_form >= 0) & (j.utility_form <= 1), "must be 0 (sigmoid) or 1 (1 / (1 + d))"),
     ]
+    if np.concatenate([ok for _, ok, _ in checks]).all():  # the common case: one reduction, not one per check
+        return out
     for name, ok, why in checks:
         if ok.all():
             continue

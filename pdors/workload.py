@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 
 from . import thesis
-from .config import MAX_INT, bounded, range_problem
+from .config import JSON, MAX_INT, bounded, range_problem
 from .errors import InputError
 from .model import CRITICAL, INSENSITIVE, RESOURCES, SENSITIVE, Cluster, Instance, Jobs
 
@@ -203,6 +203,32 @@ def arrival_weights(slots: int, pattern: str) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Drawn:
+    """An instance as drawn, before its cluster is sized: the cluster's size enters no draw, so the instances of
+    one seed on clusters of every size share these jobs (a sweep over cluster sizes draws them once)."""
+
+    jobs: Jobs
+    capacity: np.ndarray  # [R]: every machine's
+    slots: int
+    meta: JSON
+    ps_bandwidth: np.ndarray | None
+    ps_at_most_workers: bool
+
+    def on(self, machines: int) -> Instance:
+        """The instance on ``machines`` machines: what :func:`generate` gives for them."""
+        if machines < 1:
+            raise InputError(f"machines must be >= 1, got {machines}")
+        return Instance(
+            jobs=self.jobs,
+            cluster=Cluster(capacity=np.tile(self.capacity, (machines, 1))),
+            slots=self.slots,
+            meta=dict(self.meta),
+            ps_bandwidth=self.ps_bandwidth,
+            ps_at_most_workers=self.ps_at_most_workers,
+        )
+
+
 def generate(
     config: WorkloadConfig,
     machines: int,
@@ -217,7 +243,21 @@ def generate(
     come from the trace snippet of this seed unless given. The draws are the same either way."""
     if machines < 1 or jobs < 1 or slots < 1:
         raise InputError(f"machines, jobs and slots must be >= 1, got {machines}, {jobs}, {slots}")
-    meta = {"seed": int(seed), "generator": "synthetic"}
+    return draw(config, jobs, slots, seed, arrivals, sensitivity).on(machines)
+
+
+def draw(
+    config: WorkloadConfig,
+    jobs: int,
+    slots: int,
+    seed: int,
+    arrivals: np.ndarray | None = None,
+    sensitivity: np.ndarray | None = None,
+) -> Drawn:
+    """:func:`generate`'s draws, for a cluster of any size."""
+    if jobs < 1 or slots < 1:
+        raise InputError(f"jobs and slots must be >= 1, got {jobs}, {slots}")
+    meta: JSON = {"seed": int(seed), "generator": "synthetic"}
     if config.arrivals == "trace" and arrivals is None:
         from .traces import load, snippet
 
@@ -282,14 +322,13 @@ def generate(
     order = np.argsort(arrival, kind="stable")
     drawn = dict(arrival=arrival, **arrays, theta1=theta1, theta2=theta2, theta3=theta3, sensitivity=cls)
     job_arrays = Jobs(**{name: np.asarray(a)[order] for name, a in drawn.items()}, utility_form=form[order])
-    cluster = Cluster(capacity=np.tile(capacity, (machines, 1)))
     if ps_bandwidth is not None:
         ps_bandwidth = ps_bandwidth[order]
         meta = {**meta, "profile": "thesis"}
     at_most = c.thesis_ps_rule == "eq3_5"
-    return Instance(
+    return Drawn(
         jobs=job_arrays,
-        cluster=cluster,
+        capacity=np.asarray(capacity, dtype=np.float64),
         slots=int(slots),
         meta=meta,
         ps_bandwidth=ps_bandwidth,

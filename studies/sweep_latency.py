@@ -7,7 +7,13 @@ printed, the headline is on screen when ``Total utility`` is. Rows:
 
 * the 10,000-run sweep (FIFO, I = T = 5, 4 cluster sizes x 2,500 seeds) end to end, its stages, and its runs stage
   against the process-pool floor: the same runs through ``pipeline.execute.executor.execute_chunk`` in a plain
-  ``multiprocessing`` pool of 2 processes, chunks of 256 (the pool's start included);
+  ``multiprocessing`` pool of 2 processes, chunks of 256 (the pool's start included). The floor's rule: the median
+  wall time of ``FLOOR_REPEATS`` pools, each forked from a fresh process that has imported only the executor and
+  the grid, taken right before the present code's 10,000-run sweep so that both meet the same load; beside it the
+  pools' CPU per run (getrusage of their processes), which the load does not inflate. Why: one pool at the
+  bench's start, forked from the bench (MLflow imported), came out 14.1 s in one session and 23.4 s in the next on
+  the same runs; measured again at load 3-5.5, such pools took 22-60 s of wall for 27-34 s of CPU (the load moves
+  the wall time), and forked after MLflow's import they used 30-34 s of CPU against 28-29 s without it;
 * throughput with 1 and 2 workers (2,000 of those runs, MLflow off);
 * the quickstart sweep (40 runs): the headline's delay after the last run and the wall time beyond the runs stage,
   with a cold Ray (the sweep's own) and, for the present code, with ``pdors ray up`` running (a head of the
@@ -23,7 +29,9 @@ temporary directory): the present code copies it for each new store, the before 
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -99,20 +107,55 @@ def _sweep(env: dict[str, str], cwd: Path, config: Path, out: Path, *more: str) 
     }
 
 
-def _floor(config: Path) -> dict[str, Any]:
-    """The runs of ``config`` through a plain process pool of 2 (chunks of ``FLOOR_CHUNK``): wall seconds."""
+def pool_once(config: Path) -> dict[str, Any]:
+    """The runs of ``config`` through a plain process pool of 2 (chunks of ``FLOOR_CHUNK``), in this process:
+    wall seconds, the pool processes' CPU seconds and the load average at the start."""
     import multiprocessing
+    import resource
 
     from pipeline.execute.executor import execute_chunk
     from pipeline.spec import grid, schema
 
     tasks = grid.expand(schema.load(config)).tasks
     chunks = [tasks[k : k + FLOOR_CHUNK] for k in range(0, len(tasks), FLOOR_CHUNK)]
+    load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     tick = time.perf_counter()
     with multiprocessing.get_context("fork").Pool(2) as pool:
         outcomes = [o for chunk in pool.imap_unordered(execute_chunk, chunks) for o in chunk]
     wall = time.perf_counter() - tick
-    return {"runs": len(outcomes), "ok": sum(o.status == "ok" for o in outcomes), "wall_s": wall}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {
+        "runs": len(outcomes),
+        "ok": sum(o.status == "ok" for o in outcomes),
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "load": load,
+    }
+
+
+FLOOR_REPEATS = 3
+
+
+def _floor(env: dict[str, str], config: Path) -> dict[str, Any]:
+    """The floor (module doc): ``FLOOR_REPEATS`` pools, each in a fresh process; the median wall time, each
+    pool's wall time and load, and the median CPU milliseconds per run."""
+    code = "import json, sys; from studies.sweep_latency import pool_once; print(json.dumps(pool_once(sys.argv[1])))"
+    pools = []
+    for _ in range(FLOOR_REPEATS):
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(config)], env=env, cwd=ROOT, capture_output=True, text=True, check=True
+        )
+        pools.append(json.loads(done.stdout.splitlines()[-1]))
+    return {
+        "runs": pools[0]["runs"],
+        "ok": min(p["ok"] for p in pools),
+        "wall_s": statistics.median(p["wall_s"] for p in pools),
+        "walls": [round(p["wall_s"], 1) for p in pools],
+        "loads": [round(p["load"], 1) for p in pools],
+        "cpu_ms_per_run": statistics.median(1e3 * p["cpu_s"] / p["runs"] for p in pools),
+    }
 
 
 def _head(env: dict[str, str], up: bool) -> None:
@@ -149,7 +192,6 @@ def bench_sweep_latency(
         ratio = _tiny_config(where, "ratio", ratio_seeds)
         tiny = _tiny_config(where, "tiny", 2)
         rows: dict[str, Any] = {"before_rev": before_rev, "load_start": os.getloadavg()}
-        rows["floor"] = _floor(scale)
         stores = itertools.count()
         for name, code in codes.items():
             path = os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")])
@@ -158,6 +200,8 @@ def bench_sweep_latency(
                 return {**base, "PYTHONPATH": path, "MLFLOW_TRACKING_URI": f"sqlite:///{where / f'{next(stores)}.db'}"}
 
             r: dict[str, Any] = {}
+            if name == "now":  # right before its sweep, at the load that sweep meets
+                rows["floor"] = _floor(base, scale)
             r["scale"] = _sweep(env(), where, scale, where / f"{name}-scale", "--num-cpus", "2")
             for workers in (1, 2):
                 out = where / f"{name}-w{workers}"
@@ -202,7 +246,7 @@ def report(r: dict[str, Any]) -> list[str]:
         "| --- | --- | --- | --- |",
         f"| 10,000-run sweep end to end | {s(n['scale']['wall_s'])} | {s(b['scale']['wall_s'])} | "
         "<= 15 s at load < 1.5 |",
-        f"| its runs stage / process-pool floor ({floor['wall_s']:.1f} s) | "
+        f"| its runs stage / process-pool floor ({floor['wall_s']:.1f} s, median of {floor['walls']} s) | "
         f"{n['scale']['stages']['runs'] / floor['wall_s']:.2f} | {b['scale']['stages']['runs'] / floor['wall_s']:.2f} "
         "| <= 1.3 |",
         f"| 2 workers / 1 worker (runs/s) | {n['runs_per_s_2'] / n['runs_per_s_1']:.2f} | "
@@ -220,6 +264,7 @@ def report(r: dict[str, Any]) -> list[str]:
         f"| 8 tiny runs end to end, cold Ray | {s(n['tiny_cold']['wall_s'])} | {s(b['tiny_cold']['wall_s'])} | - |",
         *grow,
         f"stages (s), 10,000 runs, now: {stages(n['scale'])}; before: {stages(b['scale'])}",
+        f"floor: pools of {floor['walls']} s at load {floor['loads']}, {floor['cpu_ms_per_run']:.2f} ms of CPU per run",
         f"stages (s), quickstart cold, now: {stages(n['quickstart_cold'])}; before: {stages(b['quickstart_cold'])}",
         f"stages (s), quickstart with the head: {stages(n['quickstart_head'])}",
         "Figures under load (load average above 1.5) are not verdicts on the targets.",

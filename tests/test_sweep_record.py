@@ -46,14 +46,30 @@ def test_a_chunk_builds_each_point_once_and_each_run_as_if_alone():
     """A chunk builds a grid point's spec once and re-seeds it for the point's other runs: every outcome is the one
     its task gives alone, also for a task whose spec differs from its point's in more than the seed (planted)."""
     tasks = grid.expand(schema.parse(dict(TINY))).tasks
-    liar = dataclasses.replace(tasks[1], spec={**tasks[1].spec, "machines": 7})  # tasks[0]'s point, another spec
+    other = next(t for t in tasks if t.point_id == tasks[0].point_id and t.seed != tasks[0].seed)
+    liar = dataclasses.replace(other, spec={**other.spec, "machines": 7})  # tasks[0]'s point, another spec
     chunk = [tasks[0], liar, *tasks[1:]]
-    assert liar.point_id == tasks[0].point_id and liar.seed != tasks[0].seed
     together = execute_chunk(chunk)
     alone = [execute(task) for task in chunk]
     assert [o.status for o in together] == ["ok"] * len(chunk)
     assert [_untimed(o.result) for o in together] == [_untimed(o.result) for o in alone]
     assert together[1].result["machines"] == 7 and together[2].result["machines"] == tasks[1].spec["machines"]
+
+
+def test_the_plan_puts_a_seeds_runs_together_and_a_chunk_draws_their_jobs_once(monkeypatch):
+    """Seed by seed, each seed's runs of every point together; a chunk draws a seed's jobs once for all its cluster
+    sizes and policies (the outcomes above are those of each run alone)."""
+    import pdors.workload
+
+    tasks = grid.expand(schema.parse(dict(TINY))).tasks
+    per_seed = len(tasks) // 2
+    assert [t.seed for t in tasks] == [1] * per_seed + [2] * per_seed
+    assert len({t.spec["machines"] for t in tasks[:per_seed]}) == 2 and len({t.policy for t in tasks[:per_seed]}) == 2
+    draws = []
+    real = pdors.workload.draw
+    monkeypatch.setattr(pdors.workload, "draw", lambda *a: draws.append(a[3]) or real(*a))
+    assert [o.status for o in execute_chunk(tasks)] == ["ok"] * len(tasks)
+    assert draws == [1, 2]
     with pytest.raises(ConfigError, match="seed: must be >= 0"):
         reseeded(build(RunSpec, dict(tasks[0].spec)), -1)
 

@@ -40,7 +40,12 @@ from pipeline.execute.local_head import Head, client_env
 from pipeline.spec.tasks import Outcome, Task, TaskSpec, same_but_seed
 
 if TYPE_CHECKING:  # pdors.run imports NumPy and the policies: only inside a task
+    from pdors.model import Instance
     from pdors.run import RunSpec
+    from pdors.workload import Drawn, WorkloadConfig
+
+    # a chunk's instances as drawn, by what determines them apart from the cluster's size (workload, I, T, seed)
+    DrawnCache = dict[tuple[WorkloadConfig, int, int, int], Drawn]
 
 RETRIES = 3
 CHUNK_SECONDS = 0.5  # run time of one Ray task once runs are timed: Ray's few ms per task become noise
@@ -76,10 +81,12 @@ def execute(
     schedules: bool = False,
     time_limit: float | None = None,
     specs: dict[str, tuple[TaskSpec, RunSpec]] | None = None,
+    drawn: DrawnCache | None = None,
 ) -> Outcome:
     """Run one task in the current process (the body of every Ray task); ``schedules``: keep a simulation's
     allocations; ``time_limit``: seconds a simulation may take before it is stopped and recorded as failed;
-    ``specs``: the checked spec of each grid point met so far (:func:`execute_chunk`), added to."""
+    ``specs``: the checked spec of each grid point met so far (:func:`execute_chunk`), added to; ``drawn``: the
+    generated instances drawn so far (:func:`execute_chunk`), added to."""
     import pdors
     from pdors.run import run_checked
     from pipeline.spec import opt_task
@@ -90,7 +97,8 @@ def execute(
         status, error = "ok", None
         if task.kind == "sim":
             with _time_limit(time_limit):
-                done = run_checked(_spec(task, {} if specs is None else specs))
+                spec = _spec(task, {} if specs is None else specs)
+                done = run_checked(spec, None if drawn is None else _instance(spec, drawn))
             result = done.summary.to_dict()
             if done.validation.violations:
                 status, error = "invalid", invalid_error(done.summary.violations)
@@ -154,10 +162,27 @@ def _spec(task: Task, specs: dict[str, tuple[TaskSpec, RunSpec]]) -> RunSpec:
     return spec
 
 
+def _instance(spec: RunSpec, drawn: DrawnCache) -> Instance | None:
+    """A generated instance of ``spec``, its jobs drawn once for every cluster size and policy of the chunk that
+    uses them (the plan puts one seed's runs together: pipeline.spec.grid), the very instance ``generate`` gives;
+    None for an instance file (read by the run)."""
+    if spec.instance_file:
+        return None
+    from pdors.workload import draw
+
+    key = (spec.workload, spec.jobs, spec.slots, spec.seed)
+    if key not in drawn:
+        if drawn and next(iter(drawn))[3] != spec.seed:  # a seed's runs come together in the plan: its last is done
+            drawn.clear()
+        drawn[key] = draw(*key)
+    return drawn[key].on(spec.machines)
+
+
 def execute_chunk(tasks: list[Task], schedules: bool = False, time_limit: float | None = None) -> list[Outcome]:
     """The body of every Ray task: ``tasks`` one after another, each outcome its own."""
     specs: dict[str, tuple[TaskSpec, RunSpec]] = {}
-    return [execute(task, schedules, time_limit, specs) for task in tasks]
+    drawn: DrawnCache = {}
+    return [execute(task, schedules, time_limit, specs, drawn) for task in tasks]
 
 
 def origins_here(policies: list[str]) -> dict[str, JSON | str]:

@@ -174,7 +174,7 @@ def _expand(config: SweepConfig) -> Plan:
         for axis in (a for key in keys for a in paired(key)):
             _check_path(axis, resolved, axis.split(".", 1)[1])
 
-    tasks: list[Task] = []
+    points: list[list[Task]] = []  # each grid point's tasks, a task per seed
     seeds = config.seed_list()
     for inst_point in _coords(config, inst_keys, lambda a: a):
         instance = copy.deepcopy(config.instance)
@@ -202,7 +202,10 @@ def _expand(config: SweepConfig) -> Plan:
                     raise _config_error(ConfigError("jobs", why), policy, point)
                 if instance_ids is None:  # the same for every policy at this instance point
                     instance_ids = seeded_digests({k: v for k, v in spec.items() if k in INSTANCE_KEYS}, seeds)
-                tasks += _sim_tasks(spec, seeds, {c.axis: c.value for c in point}, instance_ids)
+                points.append(_sim_tasks(spec, seeds, {c.axis: c.value for c in point}, instance_ids))
+    # seed by seed, each seed's runs of every grid point together: a chunk of runs draws each seed's jobs once for
+    # all its cluster sizes and policies (pipeline.execute.executor)
+    tasks = [point[k] for k in range(len(seeds)) for point in points]
     if config.opt is not None:
         tasks += _opt_tasks(config, inst_axes, tasks)
     return Plan(
