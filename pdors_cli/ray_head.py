@@ -9,7 +9,7 @@ from pdors.errors import ExitStatus
 
 
 def cmd_ray(args: argparse.Namespace) -> int:
-    from pipeline.execute import local_head
+    from pipeline.execute import local_head, pool
 
     where = local_head.home()
     if args.ray_command == "up":
@@ -27,7 +27,12 @@ def cmd_ray(args: argparse.Namespace) -> int:
     if found is None:
         print(f"no Ray head running under {where}: local sweeps start a Ray of their own (`pdors ray up` starts one)")
         return ExitStatus.FAILED
-    print(f"Ray head up at {found.address}: {len(local_head.session_pids(found.session))} processes, state in {where}")
+    pids = local_head.session_pids(found.session)
+    actors, running = pool.busy(pids)
+    print(
+        f"Ray head up at {found.address}: {len(pids)} processes, of which {actors} reused sweep workers "
+        f"({running} running a chunk); state in {where}"
+    )
     return ExitStatus.OK
 
 
@@ -37,5 +42,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up = sub.add_parser("up", help="start the local head (loopback, token; state in $PDORS_RAY_HOME or ~/.pdors/ray)")
     up.add_argument("--num-cpus", type=int, help="CPUs of the head (default: all)")
     sub.add_parser("down", help="stop the local head: nothing of it is left running")
-    sub.add_parser("status", help="whether the local head is up (exit status 1 if not)")
+    sub.add_parser("status", help="whether the local head is up, with its reused sweep workers (exit status 1 if not)")
     p.set_defaults(func=cmd_ray)

@@ -254,10 +254,11 @@ def run(
         ahead.waiting()
     tidy = _Tidy(store, cluster, result, say)
     try:
-        if cluster is not None and (external := _external_origins(todo)):
-            from pipeline.execute.executor import check_policies
+        if cluster is not None:
+            from pipeline.execute.executor import check_policies, external_origins
 
-            check_policies(external)  # one line, before anything is written, if a node has other code
+            if external := external_origins(todo):
+                check_policies(external)  # one line, before anything is written, if a node has other code
         with stops_recorded(result, say), store.lock():
             _write_config(store, data, config_path, overrides, manifest)
             store.set_aside(damaged)
@@ -326,11 +327,6 @@ def _config_data(config_path: str, overrides: list[str]) -> JSON:
         return schema.raw(path / "config.yaml", overrides)
     config: JSON = schema.apply_overrides(manifest_of(Store(path.parent.parent, path.name)).config, overrides)
     return config
-
-
-def _external_origins(todo: list[Task]) -> JSON:
-    """Each external policy of ``todo`` -> its origin as planned."""
-    return {t.policy: t.spec["origin"] for t in todo if "origin" in t.spec}
 
 
 def _ray_address(o: SweepOptions) -> str | None:

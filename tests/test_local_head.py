@@ -4,18 +4,22 @@ it before it ends."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
-from realstack import BIN, config
+from realstack import BIN, ROOT, config, runs_of
 
 from pipeline.execute import local_head
 
@@ -112,4 +116,175 @@ def _running_in(where: Path) -> list[int]:
                 found.append(int(path.parent.name))
         except OSError:
             continue
+    return found
+
+
+def _runners(head: local_head.Head) -> set[int]:
+    """The head's processes that are reused sweep workers (Ray titles them ``ray::Runner``)."""
+    found = set()
+    for pid in local_head.session_pids(head.session):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::Runner"):
+                found.add(pid)
+    return found
+
+
+def _settled(head: local_head.Head, n: int, timeout: float = 60) -> set[int]:
+    """The head's ``n`` reused workers once there are ``n`` (a restart takes a moment)."""
+    deadline = time.monotonic() + timeout
+    while len(found := _runners(head)) != n and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
+
+
+DIES = """\
+import os
+
+from mine_pool.policy import Greedy
+
+
+class Dies(Greedy):
+    \"\"\"Ends its worker process at its first decision.\"\"\"
+
+    def allocate(self, view):
+        os._exit(3)
+"""
+
+# A plain task needing every CPU of the head, submitted by another driver while the pool is up: the pool's actors
+# hold no CPU, so it is scheduled (with num_cpus=1 each they would hold both and it would wait forever)
+ALL_CPUS = """\
+from pipeline.execute import executor, local_head
+
+executor.connect(None, None, local_head.find())
+import ray
+
+print("available", ray.available_resources().get("CPU"))
+print("ran", ray.get(ray.remote(num_cpus=2)(lambda: 1).remote(), timeout=60))
+"""
+
+
+# A sweep's fan-out interrupted (Ctrl-C) while its run hangs, in a driver that stays alive (a notebook): the worker
+# running it is stopped (Ray restarts it), as a job's tasks are when its driver shuts Ray down
+INTERRUPTED = """\
+import sys, time
+from pipeline.execute import executor, local_head
+from pipeline.spec import grid, schema
+
+cluster = executor.connect(None, None, local_head.find())
+try:
+    list(executor.fan_out(grid.expand(schema.load(sys.argv[1])).tasks, cluster, None))
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+def test_sweeps_on_the_head_reuse_its_workers_with_fresh_code_and_the_faults_of_tasks(home, tmp_path, monkeypatch):
+    """Reused workers (pipeline.execute.pool): a second sweep runs on the first one's worker processes; a planted
+    source file gives new ones, the old ended; a run that kills its worker comes back lost and the rest of the
+    sweep is recorded, the pool restarted; run_time_limit stops a hanging run; a killed sweep's hanging run does
+    not keep a worker, nor does an interrupted one's in a process that lives on; two sweeps at once both finish;
+    other drivers' tasks needing every CPU still run; a sweep on a Ray of its own uses tasks; ``down`` leaves
+    nothing."""
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    head, _ = local_head.up(2, home)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}  # the driver finds mine_pool there, the head's workers by cwd
+
+    def sweep(cfg: Path, out: str, *more: str) -> tuple[subprocess.CompletedProcess[str], set[int]]:
+        cmd = [str(BIN / "pdors"), "sweep", "run", str(cfg), "--out", str(tmp_path / out), "mlflow.enabled=false"]
+        done = subprocess.run([*cmd, *more], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+        return done, set(runs_of(tmp_path / out)["worker_pid"].dropna().astype(int))
+
+    fifo = config(tmp_path, "pool", [4, 5], [1, 2, 3, 4], {"fifo": {}})
+    done, ran = sweep(fifo, "a")
+    first = _runners(head)
+    assert len(first) == 2 and ran <= first, (ran, first, done.stdout)
+    done, ran = sweep(fifo, "b")
+    assert "connected in" in done.stdout and ran <= first and _runners(head) == first, (ran, first)
+    others = subprocess.run(
+        [sys.executable, "-c", ALL_CPUS], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path
+    )
+    assert "available 2.0" in others.stdout and "ran 1" in others.stdout, others.stdout + others.stderr
+
+    planted = ROOT / "pipeline" / "execute" / f"_planted_{os.getpid()}.py"
+    try:
+        planted.write_text("# planted by test_local_head: a source edit\n")
+        _, ran = sweep(fifo, "c")
+    finally:
+        planted.unlink()
+    fresh = _runners(head)
+    assert len(fresh) == 2 and not fresh & first and ran <= fresh, (first, fresh, ran)
+
+    package = tmp_path / "mine_pool"
+    shutil.copytree(ROOT / "examples" / "pdors-greedy" / "src" / "pdors_greedy", package)
+    (package / "dies.py").write_text(DIES)
+    faults = config(
+        tmp_path, "faults", [4], [1, 2], {"fifo": {}, "mine_pool.broken:Hangs": {}, "mine_pool.dies:Dies": {}}
+    )
+    faults.write_text(faults.read_text() + "run_time_limit: 2\n")
+    done, _ = sweep(faults, "f")
+    runs = runs_of(tmp_path / "f").set_index("policy")
+    assert runs.loc["fifo", "status"].tolist() == ["ok", "ok"], done.stdout
+    assert runs.loc["mine_pool.broken:Hangs", "status"].tolist() == ["failed", "failed"]
+    assert all(e.startswith("RunTimeLimit") for e in runs.loc["mine_pool.broken:Hangs", "error"])
+    assert runs.loc["mine_pool.dies:Dies", "status"].tolist() == ["lost", "lost"], done.stdout
+    assert len(_settled(head, 2)) == 2  # restarted after the deaths
+
+    # a sweep killed while its run hangs (no time limit): the worker running it ends with it, the next sweep runs
+    hang = config(tmp_path, "hang", [4], [1], {"mine_pool.broken:Hangs": {}})
+    cmd = [str(BIN / "pdors"), "sweep", "run", str(hang), "--out", str(tmp_path / "h"), "mlflow.enabled=false"]
+    driver = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not _running_chunk(head) and time.monotonic() < deadline and driver.poll() is None:
+        time.sleep(0.1)
+    busy = _running_chunk(head)
+    assert busy, "no reused worker was seen running the hanging run"
+    driver.kill()
+    driver.wait()
+    deadline = time.monotonic() + 30
+    while busy & _runners(head) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not busy & _runners(head), "the killed sweep's hanging run still holds its worker"
+    done, _ = sweep(fifo, "d")
+    assert "ran 8 tasks" in done.stdout, done.stdout
+    before = _runners(head)
+    notebook = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED, str(hang)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not _running_chunk(head) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        notebook.send_signal(signal.SIGINT)  # Ctrl-C
+        assert notebook.stdout is not None and notebook.stdout.readline() == "interrupted\n"
+        deadline = time.monotonic() + 30
+        while (before & _running_chunk(head) or len(_runners(head)) != 2) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert notebook.poll() is None and not _running_chunk(head), "an interrupted sweep's run still holds a worker"
+    finally:
+        notebook.kill()
+        notebook.wait()
+    # two sweeps at once share the workers: both finish, every run recorded once
+    cmd = [str(BIN / "pdors"), "sweep", "run", str(fifo), "mlflow.enabled=false", "--out"]
+    both = [subprocess.Popen([*cmd, str(tmp_path / o)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+            for o in ("x", "y")]  # fmt: skip
+    assert [p.wait(timeout=600) for p in both] == [0, 0]
+    assert all(len(runs_of(tmp_path / o)) == 8 for o in ("x", "y"))
+
+    pool = _runners(head)
+    _, ran = sweep(fifo, "own", "--num-cpus", "1")  # a Ray of its own: tasks, never the head's workers
+    assert not ran & pool
+
+    assert local_head.down(home) and not _runners(head) and not local_head.session_pids(head.session)
+
+
+def _running_chunk(head: local_head.Head) -> set[int]:
+    """The head's reused workers running a chunk now (Ray titles them ``ray::Runner.run`` meanwhile)."""
+    found = set()
+    for pid in _runners(head):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::Runner.run"):
+                found.add(pid)
     return found

@@ -10,7 +10,7 @@ would raise again); the other runs of its chunk are unaffected. A simulation who
 comes back ``invalid`` (its summary kept, its violations counted in ``error``): never ``ok``, never ranked. A task
 lost to a dead worker or node is retried by Ray (``RETRIES``); a chunk still lost after that is split and its runs
 are tried again one per task, so that only a run that kills its worker comes back as ``lost`` (which ``--resume``
-runs again).
+runs again). On the persistent local head the chunks run on reused workers instead (:mod:`pipeline.execute.pool`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from pdors.config import JSON
+from pipeline.execute import pool
 from pipeline.execute.local_head import Head, client_env
 from pipeline.spec.tasks import Outcome, Task, TaskSpec, same_but_seed
 
@@ -231,6 +232,22 @@ def check_policies(planned: dict[str, JSON]) -> None:
                 )
 
 
+class Runner:
+    """One reused worker process: the body of every chunk of a sweep on the head (as a Ray actor)."""
+
+    def __init__(self) -> None:
+        self.code = pool.source_digest()
+
+    def ready(self, policies: list[str]) -> tuple[str, dict[str, JSON | str]]:
+        """The source digest this actor runs and each external policy's origin as it finds it."""
+        return self.code, origins_here(policies)
+
+    def run(self, driver: int, tasks: list[Task], schedules: bool, time_limit: float | None) -> list[Outcome]:
+        """:func:`execute_chunk`, stopped if process ``driver`` (the sweep) ends first."""
+        with pool.orphaned(driver):
+            return execute_chunk(tasks, schedules, time_limit)
+
+
 @dataclass(frozen=True)
 class Cluster:
     address: str  # "local" or the address connected to
@@ -420,6 +437,11 @@ def take_chunk(pending: deque[Task], seconds_per_cell: float | None, pending_cel
     return chunk
 
 
+def external_origins(tasks: list[Task]) -> dict[str, JSON]:
+    """Each external policy of ``tasks`` -> its origin as planned."""
+    return {t.policy: t.spec["origin"] for t in tasks if "origin" in t.spec}
+
+
 def fan_out(
     tasks: list[Task],
     cluster: Cluster,
@@ -429,56 +451,74 @@ def fan_out(
 ) -> Iterator[list[tuple[Task, Outcome]]]:
     """Yield the (task, outcome) pairs of each chunk as it finishes on the ``connect``-ed cluster, keeping at
     most ``max_parallel`` chunks in flight (default: twice the cluster's CPUs, enough to keep every CPU busy);
-    ``schedules``: keep each simulation's allocations. Ray stays up (:func:`disconnect`)."""
+    ``schedules``: keep each simulation's allocations. On the persistent local head the chunks go to the reused
+    workers of :mod:`pipeline.execute.pool` (the fewest chunks in flight first), elsewhere each is a Ray task;
+    the runs of a chunk whose worker died go one per task. Ray stays up (:func:`disconnect`)."""
     import ray
     from ray.exceptions import RayError
 
     remote: Any = ray.remote(max_retries=RETRIES)(execute_chunk)  # Ray's stubs type it by arity, wrongly
+    runners = (pool.acquire(Runner, cluster.cpus, external_origins(tasks)) if cluster.how == "head" else None) or []
+    load = dict.fromkeys(range(len(runners)), 0)  # chunks in flight per runner
     limit = max_parallel or 2 * cluster.cpus
     pending, alone = deque(tasks), deque[Task]()  # alone: runs of a lost chunk, one per task
-    in_flight: dict[ray.ObjectRef[list[Outcome]], tuple[list[Task], float]] = {}
+    in_flight: dict[ray.ObjectRef[list[Outcome]], tuple[list[Task], float, int | None]] = {}  # chunk, when, runner
     timed = [0.0, 0.0]  # seconds and cells of the simulations that finished
     left = [sum(c for c in map(cost, tasks) if not math.isinf(c))]  # cells of the simulations not submitted
 
     def submit() -> None:
         while len(in_flight) < limit and (alone or pending):
             if alone:
-                chunk = [alone.popleft()]
+                chunk, ref, on = [alone.popleft()], None, None
             else:
                 chunk = take_chunk(pending, timed[0] / timed[1] if timed[1] else None, left[0], limit)
                 left[0] -= sum(c for c in map(cost, chunk) if not math.isinf(c))
-            in_flight[remote.remote(chunk, schedules, time_limit)] = (chunk, time.time())
+                on = min(load, key=load.__getitem__) if load else None
+            if on is None:
+                ref = remote.remote(chunk, schedules, time_limit)
+            else:
+                ref, load[on] = runners[on].run.remote(os.getpid(), chunk, schedules, time_limit), load[on] + 1
+            in_flight[ref] = (chunk, time.time(), on)
 
     submit()
-    while in_flight:
-        done, _ = ray.wait(list(in_flight), num_returns=1)
-        chunk, submitted = in_flight.pop(done[0])
-        try:
-            outcomes = ray.get(done[0])
-        except RayError as e:  # retries exhausted: worker/node died, object lost, ...
-            if len(chunk) > 1:
-                alone.extend(chunk)
-                submit()
-                continue
-            outcomes = [
-                Outcome(
-                    status="lost",
-                    error=f"{type(e).__name__}: {e}"[:4000],
-                    result=None,
-                    code_version=None,
-                    node_id=None,
-                    node_ip=None,
-                    worker_pid=None,
-                    started_at=submitted,
-                    finished_at=time.time(),
-                )
-            ]
-        for task, outcome in zip(chunk, outcomes, strict=False):
-            if outcome.status == "ok" and not math.isinf(cost(task)):
-                timed[0] += outcome.finished_at - outcome.started_at
-                timed[1] += cost(task)
-        submit()
-        yield list(zip(chunk, outcomes, strict=False))
+    try:
+        while in_flight:
+            done, _ = ray.wait(list(in_flight), num_returns=1)
+            chunk, submitted, on = in_flight.pop(done[0])
+            if on in load:
+                load[on] -= 1
+            try:
+                outcomes = ray.get(done[0])
+            except RayError as e:  # a runner died, or a task's retries are exhausted: worker/node died, object lost
+                if on is not None:  # no more chunks to it in this sweep: it may be gone for good (other code's sweep)
+                    load.pop(on, None)
+                if len(chunk) > 1 or on is not None:
+                    alone.extend(chunk)
+                    submit()
+                    continue
+                outcomes = [
+                    Outcome(
+                        status="lost",
+                        error=f"{type(e).__name__}: {e}"[:4000],
+                        result=None,
+                        code_version=None,
+                        node_id=None,
+                        node_ip=None,
+                        worker_pid=None,
+                        started_at=submitted,
+                        finished_at=time.time(),
+                    )
+                ]
+            for task, outcome in zip(chunk, outcomes, strict=False):
+                if outcome.status == "ok" and not math.isinf(cost(task)):
+                    timed[0] += outcome.finished_at - outcome.started_at
+                    timed[1] += cost(task)
+            submit()
+            yield list(zip(chunk, outcomes, strict=False))
+    finally:  # stopped early (Ctrl-C, an error): runs in flight on reused workers are stopped, as Ray stops a
+        # finished job's tasks; Ray restarts those workers (a driver gone meanwhile: pool.orphaned stops them)
+        for on in {on for _, _, on in in_flight.values() if on is not None} if ray.is_initialized() else ():
+            ray.kill(runners[on], no_restart=False)
 
 
 def disconnect() -> None:
