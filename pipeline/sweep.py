@@ -104,8 +104,6 @@ class SweepResult:
     runs_ended: float = 0.0  # when the last run came back (time.time())
     headline_shown: float = 0.0  # when the headline table was printed (time.time()), once published
     ray: str = ""  # how Ray was reached (executor.Cluster.how): "started", "head" or "cluster"; "": not used
-    # Called by publishing once the headline is on screen: what the sweep left until then (:class:`_Tidy`)
-    after_headline: Callable[[], None] = field(default=lambda: None, repr=False, compare=False)
 
     @property
     def runs_per_s(self) -> float | None:
@@ -202,13 +200,14 @@ def run(
     config_path: str,
     options: SweepOptions = SweepOptions(),
     progress: Say | None = None,
-    then: Callable[[SweepResult], SweepResult] | None = None,
+    then: Callable[[SweepResult, Callable[[], None]], SweepResult] | None = None,
     ahead: Ahead | None = None,
 ) -> SweepResult:
     """``pdors sweep run`` up to its record: plan, run what is not recorded yet, record it. Its result's
     ``status`` is 0, or 4 the disk is full, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); publishing
     (``then``: :func:`~pipeline.publish.publish_run.publish_run`, called under the root's lock, so that it reads
-    the record as this sweep left it) decides the rest. Everything the user gave is checked before anything
+    the record as this sweep left it, with what to call once the headline is on screen: :class:`_Tidy`) decides
+    the rest. Everything the user gave is checked before anything
     is written (a ``SweepError`` or ``ConfigError`` otherwise). ``config_path``: a sweep config, or a recorded
     sweep's directory (``<root>/sweeps/<id>``: its ``config.yaml``, else its manifest's config). ``progress``:
     where progress lines go (default: nowhere; with it, also a progress bar on standard error). ``ahead``: what
@@ -263,9 +262,9 @@ def run(
             _write_config(store, data, config_path, overrides, manifest)
             store.set_aside(damaged)
             _execute(store, todo, cluster, o.max_parallel, plan.config, result, say)
-            result.recorded, result.after_headline = True, tidy
+            result.recorded = True
             if then is not None:
-                then(result)
+                then(result, tidy)
             if result.status not in STOPPED:
                 tidy()  # publishing did not (nothing to publish): done now
     finally:
@@ -278,7 +277,7 @@ STOPPED = (ExitStatus.DISK_FULL, ExitStatus.INTERRUPTED, ExitStatus.TERMINATED)
 
 @dataclass
 class _Tidy:
-    """What a sweep whose runs are recorded leaves until its headline is on screen (``after_headline``), so that
+    """What a sweep whose runs are recorded leaves until its headline is on screen (``then``'s second argument), so that
     neither delays the headline: Ray's disconnection, in a thread (0.3 s from a persistent head, about 1 s to
     stop a Ray of the sweep's own; started before the headline, its Python part delayed it), and the record's
     compaction (0.1-0.6 s), which overlaps MLflow's logging; each done once."""

@@ -3,6 +3,9 @@ paths, on a real sweep recorded in Parquet (in this process, no MLflow)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 from sweep_fixtures import TINY, unwrapped, write_config
 
 import pdors
@@ -30,6 +33,7 @@ def test_load_runs_gives_the_rows_sweep_status_counts(tmp_path, capsys):
         result.status == 0 and result.tasks == result.to_run == result.ran == 12
     )  # pdors 2 H x 2 gains x 2 seeds, fifo 2 x 2
     assert result.failed == result.lost == 0 and result.stages["runs"] > 0 and result.stages["report"] > 0
+    json.dumps(dataclasses.asdict(result), default=str)  # plain data: a hook holding the result made this recurse
     runs = pipeline.load_runs(root)
     assert len(runs) == 12 and runs["run_id"].is_unique and set(runs["status"]) == {"ok"}
     # the same sweep again recomputes and republishes nothing (no --resume needed): the record holds each run once

@@ -15,6 +15,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -144,7 +145,7 @@ def test_publishing_reads_the_record_under_the_lock_it_was_recorded_with(config:
     out = tmp_path / "out"
     held = []
 
-    def publish(result: sweep.SweepResult) -> sweep.SweepResult:
+    def publish(result: sweep.SweepResult, on_screen: Callable[[], None]) -> sweep.SweepResult:
         with pytest.raises(storage.LockedError), storage.Store(out).lock():
             pass
         held.append(result.sweep_id)

@@ -69,8 +69,8 @@ def run_and_publish(config_path: str, options: SweepOptions, say: Say | None = N
         if config.mlflow.enabled:
             logging.append(tracking_process.start())
 
-    def then(result: SweepResult) -> SweepResult:
-        return publish_run(result, say or silent, *logging)
+    def then(result: SweepResult, on_screen: Callable[[], None]) -> SweepResult:
+        return publish_run(result, say or silent, logging[0] if logging else None, on_screen)
 
     try:
         return run_sweep(config_path, options, say, then, Ahead(checked, _import_ahead))
@@ -103,10 +103,16 @@ def _import_ahead() -> None:
     threading.Thread(target=load, name="pdors-import-ahead", daemon=True).start()
 
 
-def publish_run(result: SweepResult, say: Say = silent, logging: tracking_process.Logging | None = None) -> SweepResult:
+def publish_run(
+    result: SweepResult,
+    say: Say = silent,
+    logging: tracking_process.Logging | None = None,
+    on_screen: Callable[[], None] = lambda: None,
+) -> SweepResult:
     """Publish what :func:`pipeline.sweep.run` recorded (``result``, updated and returned): skipped, with its
     status as last published, when it ran nothing and nothing changed since the last publish. ``logging``: a
-    logging process started ahead (:func:`run_and_publish`), used if the sweep is logged."""
+    logging process started ahead (:func:`run_and_publish`), used if the sweep is logged; ``on_screen``: called
+    once the headline is on screen (what the sweep left until then)."""
     if not result.recorded:
         return result
     store = Store(result.root, result.sweep_id)
@@ -120,7 +126,7 @@ def publish_run(result: SweepResult, say: Say = silent, logging: tracking_proces
             result.status = int(last["status"])
             say(f"nothing to do: every run is recorded and published as it stands (exit status {result.status})")
         else:
-            done = publish(store, manifest, track, say, logging, result.after_headline)
+            done = publish(store, manifest, track, say, logging, on_screen)
             result.status, result.comparison = done.status, done.comparison
             result.stages.update(done.stages)
             result.headline_shown = done.headline_shown
